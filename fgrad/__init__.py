@@ -1,0 +1,49 @@
+"""fgrad: functional automatic differentiation over numpy and cupy, in the style of JAX.
+
+Example:
+    >>> import fgrad
+    >>> import fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.sum(fnp.sin(x) ** 2))(fnp.array([0.5, 1.0]))
+    Tensor([0.84147098, 0.90929743], dtype=float64)
+"""
+
+from fgrad import tree
+from fgrad._config import config
+from fgrad.backend import Device
+from fgrad.errors import (
+    ConcretizationError,
+    DTypeError,
+    FgradError,
+    MutationError,
+    ShapeError,
+    TracerLeakError,
+)
+from fgrad.ops.elementwise import stop_gradient
+from fgrad.tensor import ShapeDtype, Tensor, asarray
+from fgrad.transforms.ad import grad, jvp, value_and_grad, vjp
+from fgrad.transforms.graphs import make_graph
+from fgrad import numpy  # noqa: E402  (installs Tensor's operators)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConcretizationError",
+    "DTypeError",
+    "Device",
+    "FgradError",
+    "MutationError",
+    "ShapeDtype",
+    "ShapeError",
+    "Tensor",
+    "TracerLeakError",
+    "asarray",
+    "config",
+    "grad",
+    "jvp",
+    "make_graph",
+    "numpy",
+    "stop_gradient",
+    "tree",
+    "value_and_grad",
+    "vjp",
+]

@@ -1,0 +1,22 @@
+"""Global flags. Read by the library, set by users through ``fgrad.config``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Config:
+    """Process-wide switches.
+
+    Attributes:
+        debug_nans: raise ``FloatingPointError`` at the first op that produces a NaN.
+        check_rules: verify the shape and dtype of every cotangent and tangent a rule
+            returns (slower; on in the test suite).
+    """
+
+    debug_nans: bool = False
+    check_rules: bool = False
+
+
+config = Config()

@@ -1,0 +1,205 @@
+"""Node graphs: what a function does, recorded as a list of op applications.
+
+``trace_to_graph`` runs a function on abstract tracers (shapes and dtypes only, no data):
+each op computes its output aval with its shape rule and appends a :class:`Node`. The
+:class:`Graph` can be printed, evaluated on new inputs, and (later) optimised and jitted.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from fgrad import tree
+from fgrad.core.trace import Trace, Tracer, new_trace
+from fgrad.tensor import ShapeDtype, Tensor, _wrap
+
+__all__ = ["Var", "Node", "Graph", "trace_to_graph"]
+
+_FGRAD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Var:
+    """A value in a graph: produced by one Node (or a graph input), with its aval."""
+
+    __slots__ = ("aval", "name")
+
+    def __init__(self, aval: ShapeDtype, name: str = ""):
+        self.aval = aval
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name or f"Var<{self.aval}>"
+
+
+class Node:
+    """One op application: ``outputs = op(*inputs, **params)``.
+
+    ``inputs`` holds Vars and constants (Tensors, arrays, Python scalars).
+    """
+
+    __slots__ = ("op", "inputs", "params", "outputs", "source")
+
+    def __init__(self, op, inputs, params, outputs, source=""):
+        self.op = op
+        self.inputs = inputs
+        self.params = params
+        self.outputs = outputs
+        self.source = source
+
+
+class Graph:
+    """A topologically ordered list of Nodes with input and output Vars.
+
+    ``str(graph)`` lists one Node a line: output name and aval, op, inputs, static params,
+    and the user's source line.
+    """
+
+    def __init__(self, invars, nodes, outvars, in_tree, out_tree):
+        self.invars = invars
+        self.nodes = nodes
+        self.outvars = outvars
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        _name_vars(self)
+
+    def __str__(self) -> str:
+        def show(v):
+            if isinstance(v, Var):
+                return v.name
+            if isinstance(v, Tensor) and not isinstance(v, Tracer):
+                return f"const:{v.aval}" if v.size > 1 else repr(v.item())
+            return repr(v) if not hasattr(v, "shape") else f"const:{ShapeDtype(tuple(v.shape), v.dtype)}"
+
+        head = ", ".join(f"{v.name}:{v.aval}" for v in self.invars)
+        lines = [f"graph({head}) {{"]
+        for node in self.nodes:
+            outs = ", ".join(f"{v.name}:{v.aval}" for v in node.outputs)
+            args = " ".join(show(v) for v in node.inputs)
+            params = " ".join(f"{k}={v}" for k, v in node.params.items())
+            line = f"  {outs} = {node.op.name} {args}" + (f" [{params}]" if params else "")
+            lines.append(line + (f"  # {node.source}" if node.source else ""))
+        lines.append(f"  return {', '.join(show(v) for v in self.outvars)}")
+        lines.append("}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def evaluate(self, *args: Any) -> Any:
+        """Run the graph eagerly on ``args`` (pytrees like the traced ones)."""
+        leaves, in_tree = tree.flatten(args)
+        if in_tree != self.in_tree:
+            raise ValueError(f"Graph.evaluate: arguments {in_tree} differ from {self.in_tree}")
+        env = {id(v): x for v, x in zip(self.invars, leaves)}
+
+        def read(v):
+            return env[id(v)] if isinstance(v, Var) else v
+
+        for node in self.nodes:
+            out = node.op(*[read(v) for v in node.inputs], **node.params)
+            outs = out if node.op.multiple_results else (out,)
+            for v, o in zip(node.outputs, outs):
+                env[id(v)] = o
+        return tree.unflatten(self.out_tree, [read(v) for v in self.outvars])
+
+
+def _name_vars(graph: Graph) -> None:
+    names = _names()
+    for v in graph.invars:
+        v.name = next(names)
+    for node in graph.nodes:
+        for v in node.outputs:
+            v.name = next(names)
+
+
+def _names():
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    for n in itertools.count(1):
+        for combo in itertools.product(letters, repeat=n):
+            yield "".join(combo)
+
+
+def _user_source() -> str:
+    """``file:line`` of the innermost frame outside fgrad: where the user called the op."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_FGRAD_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return ""
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+class GraphTracer(Tracer):
+    __slots__ = ("var",)
+
+    def __init__(self, trace, var):
+        self._trace = trace
+        self.var = var
+
+    @property
+    def aval(self) -> ShapeDtype:
+        return self.var.aval
+
+    @property
+    def device(self):
+        from fgrad.backend import CPU
+
+        return CPU
+
+
+def _aval_of(x: Any) -> Any:
+    if isinstance(x, Tensor):
+        return x.aval
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return ShapeDtype(tuple(x.shape), np.dtype(x.dtype))
+    return x  # a Python scalar stays weakly typed
+
+
+class GraphTrace(Trace):
+    """Records Nodes from avals alone: no kernel runs."""
+
+    __slots__ = ("nodes",)
+
+    def __init__(self):
+        super().__init__()
+        self.nodes: list[Node] = []
+
+    def process(self, op, args, params):
+        inputs = [a.var if type(a) is GraphTracer and a._trace is self else a for a in args]
+        avals = [v.aval if isinstance(v, Var) else _aval_of(v) for v in inputs]
+        out_avals = op.abstract_eval(*avals, **params)
+        if op.multiple_results:
+            outputs = [Var(a) for a in out_avals]
+        else:
+            outputs = [Var(out_avals)]
+        self.nodes.append(Node(op, inputs, params, outputs, _user_source()))
+        tracers = tuple(GraphTracer(self, v) for v in outputs)
+        return tracers if op.multiple_results else tracers[0]
+
+
+def trace_to_graph(f: Callable, *args: Any) -> Graph:
+    """Trace ``f`` on the avals of ``args`` (pytrees of Tensors, arrays or ShapeDtypes)."""
+    leaves, in_tree = tree.flatten(args)
+    with new_trace(GraphTrace()) as trace:
+        invars = []
+        tracers = []
+        for x in leaves:
+            aval = x if isinstance(x, ShapeDtype) else _aval_of(_as_tensor(x))
+            v = Var(aval)
+            invars.append(v)
+            tracers.append(GraphTracer(trace, v))
+        out = f(*tree.unflatten(in_tree, tracers))
+        out_leaves, out_tree = tree.flatten(out)
+    outvars = [o.var if type(o) is GraphTracer and o._trace is trace else o for o in out_leaves]
+    return Graph(invars, trace.nodes, outvars, in_tree, out_tree)
+
+
+def _as_tensor(x: Any) -> Any:
+    if isinstance(x, Tensor) or hasattr(x, "shape"):
+        return x
+    return _wrap(np.asarray(x))

@@ -1,0 +1,155 @@
+"""Traces and tracers: how a transform sees the ops a user function runs.
+
+Each running transform owns a Trace with a *level*; nested transforms get higher levels.
+An op applied to tracers is handed to the highest-level trace among its inputs
+(:func:`bind`), which computes the result on the values one level down and wraps it in its
+own tracer. That nesting is what lets ``grad(grad(f))`` and ``jvp(grad(f))`` compose.
+Reference: the interpreter design of JAX's ``core.py``, in the plain form of
+``docs/autodidax.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from fgrad.errors import ConcretizationError, TracerLeakError
+from fgrad.tensor import ShapeDtype, Tensor
+
+__all__ = ["Trace", "Tracer", "bind", "new_trace", "concrete_value", "current_level"]
+
+_STACK: list[Trace] = []
+
+
+class Trace:
+    """One running transform. Subclasses implement :meth:`process`."""
+
+    __slots__ = ("level", "alive")
+
+    def __init__(self) -> None:
+        self.level = 0
+        self.alive = True
+
+    def process(self, op: Any, args: tuple, params: dict) -> Any:
+        """Apply ``op`` to ``args`` (some of them this trace's tracers)."""
+        raise NotImplementedError
+
+
+def current_level() -> int:
+    """The level of the innermost running trace (0 when none runs)."""
+    return len(_STACK)
+
+
+@contextmanager
+def new_trace(trace: Trace) -> Iterator[Trace]:
+    """Run the body with ``trace`` pushed as the innermost trace; kill it on exit."""
+    trace.level = len(_STACK) + 1
+    _STACK.append(trace)
+    try:
+        yield trace
+    finally:
+        _STACK.pop()
+        trace.alive = False
+
+
+class Tracer(Tensor):
+    """A value seen by a running transform. Behaves like a Tensor inside the function."""
+
+    __slots__ = ("_trace",)
+
+    @property
+    def aval(self) -> ShapeDtype:  # pragma: no cover - every subclass overrides
+        raise NotImplementedError
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    @property
+    def device(self):
+        value = self._concrete()
+        return value.device if isinstance(value, Tensor) else super(Tracer, _wrap_dev(value)).device
+
+    def _concrete(self) -> Any:
+        """The value one level down; raise ConcretizationError when there is none."""
+        raise ConcretizationError(
+            f"a traced value {self.aval} has no concrete value under "
+            f"{type(self._trace).__name__}; mark the argument static (static_argnums) or "
+            "use fgrad.numpy.where / control-flow primitives instead of Python control flow"
+        )
+
+    def __bool__(self) -> bool:
+        return bool(concrete_value(self))
+
+    def __float__(self) -> float:
+        return float(concrete_value(self))
+
+    def __int__(self) -> int:
+        return int(concrete_value(self))
+
+    def __complex__(self) -> complex:
+        return complex(concrete_value(self))
+
+    def __index__(self) -> int:
+        return concrete_value(self).__index__()
+
+    def item(self) -> Any:
+        return concrete_value(self).item()
+
+    def tolist(self) -> Any:
+        return concrete_value(self).tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            f"cannot convert a traced value {self.aval} to a numpy array: that would drop it "
+            "from the trace. Use fgrad.numpy functions on it, or fgrad.stop_gradient and "
+            "convert the result outside the transform"
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}<{self.aval}>"
+
+    __str__ = __repr__
+
+
+class _DevProbe(Tensor):
+    __slots__ = ()
+
+
+def _wrap_dev(value):
+    t = object.__new__(_DevProbe)
+    t._data = value
+    return t
+
+
+def concrete_value(x: Any) -> Any:
+    """The backend array under any number of eager tracers.
+
+    Raises:
+        ConcretizationError: ``x`` is traced abstractly (for example under ``make_graph``).
+    """
+    while isinstance(x, Tracer):
+        x = x._concrete()
+    return x._data if isinstance(x, Tensor) else x
+
+
+def bind(op: Any, args: tuple, params: dict) -> Any:
+    """Hand ``op(*args, **params)`` to the innermost trace that owns one of ``args``."""
+    top = None
+    for a in args:
+        if isinstance(a, Tracer):
+            trace = a._trace
+            if not trace.alive:
+                raise TracerLeakError(
+                    f"op {op.name!r} got a tracer {a.aval} whose transform "
+                    f"({type(trace).__name__}) has already returned; return values out of the "
+                    "transformed function instead of storing tracers in outer variables"
+                )
+            if top is None or trace.level > top.level:
+                top = trace
+    return top.process(op, args, params)

@@ -1,0 +1,32 @@
+"""numpy's names and signatures over fgrad's ops: ``import fgrad.numpy as fnp``.
+
+Functions take Tensors, numpy arrays and Python scalars and return Tensors. Every function
+is differentiable by fgrad's transforms wherever the maths is.
+"""
+
+from fgrad.dtypes import (  # noqa: F401
+    bool_,
+    complex64,
+    complex128,
+    float16,
+    float32,
+    float64,
+    int32,
+    int64,
+)
+from fgrad.numpy import _methods
+from fgrad.numpy._creation import *  # noqa: F401,F403
+from fgrad.numpy._creation import __dict__ as _c
+from fgrad.numpy._elementwise import *  # noqa: F401,F403
+from fgrad.numpy._reductions import *  # noqa: F401,F403
+from fgrad.numpy._shape import *  # noqa: F401,F403
+from fgrad.tensor import Tensor as ndarray  # noqa: F401
+
+pi = 3.141592653589793
+e = 2.718281828459045
+inf = float("inf")
+nan = float("nan")
+newaxis = None
+
+del _c
+_methods.install(__import__("sys").modules[__name__])

@@ -1,0 +1,137 @@
+"""Array creation: array, asarray, zeros, ones, full, arange, eye, linspace, *_like."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fgrad import backend
+from fgrad.ops.elementwise import full_like as _full_like
+from fgrad.tensor import Tensor, _wrap, asarray
+
+
+def array(object: Any, dtype: Any = None, *, device: Any = None, copy: bool = True) -> Tensor:
+    """Make a Tensor, copying the data (numpy's ``array``).
+
+    Args:
+        object: Tensor, array, Python scalar or nested lists.
+        dtype: optional dtype.
+        device: ``"cpu"`` (default) or ``"cuda[:N]"``.
+        copy: copy array data (default True).
+
+    Returns:
+        A Tensor; Python floats give float64 and ints int64, as numpy.
+
+    Raises:
+        TypeError: ``object`` is not numeric.
+
+    Example:
+        >>> fnp.array([1.0, 2.0], dtype="float32")
+        Tensor([1., 2.], dtype=float32)
+    """
+    return asarray(object, dtype=dtype, device=device, copy=copy)
+
+
+def _make(fn_name: str, *args: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    dev = backend.get_device(device)
+    xp = np if dev.platform == "cpu" else backend.namespace_of(backend.asarray_on(0, dev))
+    return _wrap(getattr(xp, fn_name)(*args, dtype=dtype))
+
+
+def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
+    """A Tensor of zeros.
+
+    Args:
+        shape: int or tuple of ints.
+        dtype: default float64.
+        device: ``"cpu"`` (default) or ``"cuda[:N]"``.
+
+    Example:
+        >>> fnp.zeros((2,), dtype="float32")
+        Tensor([0., 0.], dtype=float32)
+    """
+    return _make("zeros", shape, dtype=dtype or np.float64, device=device)
+
+
+def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
+    """A Tensor of ones (float64 unless ``dtype`` is given).
+
+    Example:
+        >>> fnp.ones(2)
+        Tensor([1., 1.], dtype=float64)
+    """
+    return _make("ones", shape, dtype=dtype or np.float64, device=device)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
+    """A Tensor filled with ``fill_value`` (dtype inferred from it unless given).
+
+    Example:
+        >>> fnp.full((2,), 3)
+        Tensor([3, 3], dtype=int64)
+    """
+    return _make("full", shape, fill_value, dtype=dtype, device=device)
+
+
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, device: Any = None):
+    """Evenly spaced values in ``[start, stop)`` (numpy's ``arange``).
+
+    Example:
+        >>> fnp.arange(3)
+        Tensor([0, 1, 2], dtype=int64)
+    """
+    args = (start,) if stop is None else (start, stop, step)
+    return _make("arange", *args, dtype=dtype, device=device)
+
+
+def linspace(start: float, stop: float, num: int = 50, *, endpoint: bool = True, dtype: Any = None, device: Any = None):
+    """``num`` evenly spaced values from ``start`` to ``stop`` (float64 by default).
+
+    Example:
+        >>> fnp.linspace(0.0, 1.0, 3)
+        Tensor([0. , 0.5, 1. ], dtype=float64)
+    """
+    data = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
+    return asarray(data, device=device)
+
+
+def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None):
+    """The ``(n, m)`` identity-like matrix with ones on diagonal ``k`` (float64 by default).
+
+    Example:
+        >>> fnp.eye(2)
+        Tensor([[1., 0.],
+                [0., 1.]], dtype=float64)
+    """
+    return asarray(np.eye(n, m, k, dtype=dtype or np.float64), device=device)
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None) -> Tensor:
+    """A Tensor shaped like ``a`` filled with ``fill_value``; carries no derivative.
+
+    Example:
+        >>> fnp.full_like(fnp.array([1.0, 2.0]), 7.0)
+        Tensor([7., 7.], dtype=float64)
+    """
+    return _full_like(a, fill_value=fill_value, dtype=None if dtype is None else np.dtype(dtype))
+
+
+def zeros_like(a: Any, dtype: Any = None) -> Tensor:
+    """Zeros shaped like ``a``.
+
+    Example:
+        >>> fnp.zeros_like(fnp.array([1, 2]))
+        Tensor([0, 0], dtype=int64)
+    """
+    return full_like(a, 0, dtype)
+
+
+def ones_like(a: Any, dtype: Any = None) -> Tensor:
+    """Ones shaped like ``a``.
+
+    Example:
+        >>> fnp.ones_like(fnp.array([1.5]))
+        Tensor([1.], dtype=float64)
+    """
+    return full_like(a, 1, dtype)

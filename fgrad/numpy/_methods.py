@@ -1,0 +1,127 @@
+"""Install Tensor's operators and methods from the ``fgrad.numpy`` namespace.
+
+Done here rather than in ``tensor.py`` so the Tensor layer does not import the ops
+(JAX installs its array methods the same way). A method whose function a namespace does
+not define yet is left out, so a missing op surfaces as AttributeError, not a wrong answer.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from fgrad.tensor import Tensor
+
+_BINARY = {
+    "__add__": "add",
+    "__sub__": "subtract",
+    "__mul__": "multiply",
+    "__truediv__": "divide",
+    "__floordiv__": "floor_divide",
+    "__mod__": "remainder",
+    "__pow__": "power",
+    "__matmul__": "matmul",
+    "__lt__": "less",
+    "__le__": "less_equal",
+    "__gt__": "greater",
+    "__ge__": "greater_equal",
+    "__eq__": "equal",
+    "__ne__": "not_equal",
+    "__and__": "logical_and_or_bitwise_and",
+    "__or__": "logical_or_or_bitwise_or",
+    "__xor__": "logical_xor_or_bitwise_xor",
+}
+_REFLECTED = {
+    "__radd__": "add",
+    "__rsub__": "subtract",
+    "__rmul__": "multiply",
+    "__rtruediv__": "divide",
+    "__rfloordiv__": "floor_divide",
+    "__rmod__": "remainder",
+    "__rpow__": "power",
+    "__rmatmul__": "matmul",
+}
+_UNARY = {
+    "__neg__": "negative",
+    "__pos__": "positive",
+    "__abs__": "abs",
+    "__invert__": "invert",
+    "__getitem__": "_getitem",
+}
+_METHODS = (
+    "reshape",
+    "astype",
+    "sum",
+    "mean",
+    "prod",
+    "max",
+    "min",
+    "var",
+    "std",
+    "argmax",
+    "argmin",
+    "all",
+    "any",
+    "cumsum",
+    "cumprod",
+    "transpose",
+    "squeeze",
+    "flatten",
+    "ravel",
+    "conj",
+    "dot",
+    "clip",
+    "round",
+    "repeat",
+    "swapaxes",
+    "diagonal",
+    "trace",
+    "take",
+)
+_PROPERTIES = {"T": "_T", "mT": "_mT", "real": "real", "imag": "imag", "at": "_at"}
+
+
+def _binary(fn):
+    def method(self, other):
+        return fn(self, other)
+
+    return method
+
+
+def _reflected(fn):
+    def method(self, other):
+        return fn(other, self)
+
+    return method
+
+
+def _unary(fn):
+    def method(self, *args):
+        return fn(self, *args)
+
+    return method
+
+
+def _method(fn):
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+
+    method.__doc__ = fn.__doc__
+    return method
+
+
+def install(ns: ModuleType) -> None:
+    """Set Tensor's operators and methods to the functions of namespace ``ns``."""
+    for table, make in ((_BINARY, _binary), (_REFLECTED, _reflected), (_UNARY, _unary)):
+        for dunder, name in table.items():
+            fn = getattr(ns, name, None)
+            if fn is not None:
+                setattr(Tensor, dunder, make(fn))
+    for name in _METHODS:
+        fn = getattr(ns, name, None)
+        if fn is not None:
+            setattr(Tensor, name, _method(fn))
+    for attr, name in _PROPERTIES.items():
+        fn = getattr(ns, name, None)
+        if fn is not None:
+            setattr(Tensor, attr, property(fn))
+    Tensor.__hash__ = None  # defining __eq__ must not make Tensors hashable

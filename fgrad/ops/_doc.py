@@ -1,0 +1,52 @@
+"""Docstring templates shared by op families, so each op states shapes, dtypes and errors."""
+
+from __future__ import annotations
+
+
+def unary_doc(summary: str, example: str, *, domain: str = "", extra: str = "") -> str:
+    """Docstring of an elementwise op with one input."""
+    dom = f" Defined on {domain}; outside it the result is NaN, as in numpy." if domain else ""
+    return f"""{summary}
+
+    Elementwise.{dom}{(' ' + extra) if extra else ''}
+
+    Args:
+        x: Tensor, array or Python scalar of any shape. Integer and bool inputs are
+            promoted to float64, as in numpy.
+
+    Returns:
+        Tensor of ``x.shape``, floating dtype of ``x``.
+
+    Raises:
+        DTypeError: ``x`` has a dtype the op does not accept.
+
+    Example:
+{_indent(example)}
+    """
+
+
+def binary_doc(summary: str, example: str, *, extra: str = "") -> str:
+    """Docstring of a broadcasting elementwise op with two inputs."""
+    return f"""{summary}
+
+    Elementwise with numpy broadcasting; Python scalars are weakly typed, so
+    ``float32_tensor OP 2.0`` stays float32.{(' ' + extra) if extra else ''}
+
+    Args:
+        x: Tensor, array or Python scalar.
+        y: Tensor, array or Python scalar; shape broadcastable with ``x``.
+
+    Returns:
+        Tensor of the broadcast shape and the promoted dtype.
+
+    Raises:
+        ShapeError: the shapes do not broadcast.
+        DTypeError: the dtypes cannot be combined by this op.
+
+    Example:
+{_indent(example)}
+    """
+
+
+def _indent(example: str) -> str:
+    return "\n".join("        " + line for line in example.strip("\n").splitlines())

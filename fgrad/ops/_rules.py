@@ -1,0 +1,99 @@
+"""Shared shape/dtype rules and the helpers derivative rules lean on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fgrad import dtypes
+from fgrad.errors import DTypeError, ShapeError
+from fgrad.tensor import ShapeDtype
+
+__all__ = [
+    "shape_of",
+    "dtype_of",
+    "broadcast_shapes",
+    "unary",
+    "binary",
+    "same",
+    "floating",
+    "to_bool",
+    "norm_axes",
+]
+
+
+def shape_of(x: Any) -> tuple[int, ...]:
+    """Shape of a Tensor, aval, array or Python scalar (``()``)."""
+    return tuple(getattr(x, "shape", ()))
+
+
+def dtype_of(x: Any) -> Any:
+    """dtype of a Tensor, aval or array; a Python scalar stays itself (weak)."""
+    return getattr(x, "dtype", None) or x
+
+
+def broadcast_shapes(name: str, *xs: Any) -> tuple[int, ...]:
+    """Broadcast the shapes of ``xs``; ShapeError naming the op when they do not."""
+    shapes = [shape_of(x) for x in xs]
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        described = ", ".join(str(ShapeDtype(s, np.dtype(dtypes.result_type(x)))) for s, x in zip(shapes, xs))
+        raise ShapeError(
+            f"{name}: input shapes do not broadcast: {described}. Trailing dimensions must be "
+            "equal or 1; use reshape or expand_dims to line them up"
+        ) from None
+
+
+def same(dtype: np.dtype) -> np.dtype:
+    """dtype rule: keep the input dtype."""
+    return dtype
+
+
+def floating(dtype: np.dtype) -> np.dtype:
+    """dtype rule of transcendental functions: ints and bools become float64, as numpy."""
+    return dtype if dtypes.is_inexact(dtype) else dtypes.float64
+
+
+def to_bool(dtype: np.dtype) -> np.dtype:
+    """dtype rule of predicates."""
+    return dtypes.bool_
+
+
+def unary(dtype_rule=same, *, name: str = "", real_only: bool = False):
+    """aval rule of an elementwise op with one input."""
+
+    def rule(x, **params):
+        dtype = np.dtype(dtypes.result_type(x))
+        if real_only and dtypes.is_complex(dtype):
+            raise DTypeError(f"{name}: not defined for complex input {ShapeDtype(shape_of(x), dtype)}")
+        return ShapeDtype(shape_of(x), np.dtype(dtype_rule(dtype)))
+
+    return rule
+
+
+def binary(name: str, dtype_rule=same):
+    """aval rule of a broadcasting elementwise op with two or more inputs."""
+
+    def rule(*xs, **params):
+        shape = broadcast_shapes(name, *xs)
+        return ShapeDtype(shape, np.dtype(dtype_rule(dtypes.result_type(*xs))))
+
+    return rule
+
+
+def norm_axes(name: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    """Canonical ``axes``: sorted non-negative ints; None means all axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -ndim <= a < ndim:
+            raise ShapeError(f"{name}: axis {a} is out of range for an array of {ndim} dimensions")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ShapeError(f"{name}: repeated axis in {axis}")
+    return tuple(sorted(out))

@@ -1,0 +1,227 @@
+"""The immutable Tensor and its abstract value, ShapeDtype.
+
+A Tensor wraps one backend array (numpy or cupy) and never changes it. Operators and
+methods (``+``, ``@``, ``x[i]``, ``x.T``, ``x.at[i].set(v)``) are installed by
+``fgrad.numpy`` so that this module does not depend on the ops.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from fgrad import backend
+from fgrad.errors import MutationError
+
+__all__ = ["Tensor", "ShapeDtype", "asarray"]
+
+
+class ShapeDtype(NamedTuple):
+    """The abstract value (``aval``) of an array: its shape and dtype, no data."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def __str__(self) -> str:
+        return f"{_short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+_SHORT = {"float": "f", "int": "i", "uint": "u", "complex": "c", "bool": "bool"}
+
+
+def _short_dtype(dtype: np.dtype) -> str:
+    name = np.dtype(dtype).name
+    for long, short in _SHORT.items():
+        if name.startswith(long):
+            return short + name[len(long) :]
+    return name
+
+
+class Tensor:
+    """An immutable n-dimensional array on a device.
+
+    Make one with :func:`fgrad.asarray` or :func:`fgrad.numpy.array`. Tensors cannot be
+    changed in place: ``x[0] = 1`` raises ``MutationError`` (a ``TypeError``); write
+    ``x = x.at[0].set(1)`` instead, which returns a new Tensor.
+
+    Example:
+        >>> import fgrad
+        >>> x = fgrad.asarray([1.0, 2.0], dtype="float32")
+        >>> x
+        Tensor([1., 2.], dtype=float32)
+        >>> x.shape, x.dtype, x.ndim, x.size
+        ((2,), dtype('float32'), 1, 2)
+    """
+
+    __slots__ = ("_data",)
+    __array_priority__ = 100  # so ``np_array + tensor`` defers to Tensor.__radd__
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape, a tuple of ints."""
+        return self._data.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype."""
+        return self._data.dtype
+
+    @property
+    def aval(self) -> ShapeDtype:
+        """The abstract value ``ShapeDtype(shape, dtype)``."""
+        return ShapeDtype(self.shape, self.dtype)
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """The number of elements."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def device(self) -> backend.Device:
+        """The :class:`fgrad.backend.Device` holding the data."""
+        return backend.device_of(self._data)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d Tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __array__(self, dtype=None, copy=None):
+        data = self._data
+        if backend.namespace_of(data) is not np:
+            data = backend.to_device(data, backend.CPU)
+        out = np.array(data, dtype=dtype, copy=True) if copy else np.asarray(data, dtype=dtype)
+        if out is data or (isinstance(out, np.ndarray) and out.base is not None and not copy):
+            out = out.view()
+            out.flags.writeable = False  # the Tensor shares this buffer: keep it immutable
+        return out
+
+    def __dlpack__(self, *args, **kwargs):
+        data = self._data
+        if not hasattr(data, "__dlpack__") or isinstance(data, np.generic):
+            data = np.asarray(data)
+        return data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return np.asarray(self._data).__dlpack_device__() if isinstance(
+            self._data, np.generic
+        ) else self._data.__dlpack_device__()
+
+    def item(self) -> Any:
+        """The value of a one-element Tensor as a Python scalar."""
+        return self._data.item()
+
+    def tolist(self) -> Any:
+        """The data as nested Python lists."""
+        return np.asarray(self).tolist()
+
+    def __bool__(self) -> bool:
+        return bool(self._data)
+
+    def __float__(self) -> float:
+        return float(self._data)
+
+    def __int__(self) -> int:
+        return int(self._data)
+
+    def __complex__(self) -> complex:
+        return complex(self._data)
+
+    def __index__(self) -> int:
+        return self._data.__index__()
+
+    def __setitem__(self, idx, value):
+        raise MutationError(
+            "Tensors are immutable and do not support item assignment; use the functional "
+            "update x = x.at[idx].set(value) (or .add / .multiply), which returns a new Tensor"
+        )
+
+    def __delitem__(self, idx):
+        raise MutationError("Tensors are immutable; build a new Tensor instead of deleting items")
+
+    __hash__ = None  # like numpy arrays: equality is elementwise, so no hash
+
+    def __repr__(self) -> str:
+        data = np.asarray(self)
+        body = np.array2string(data, separator=", ", prefix="Tensor(")
+        dev = "" if self.device == backend.CPU else f", device={self.device}"
+        return f"Tensor({body}, dtype={data.dtype.name}{dev})"
+
+    def __str__(self) -> str:
+        return str(np.asarray(self))
+
+    def __format__(self, spec: str) -> str:
+        return format(self._data.item(), spec) if self.ndim == 0 else str(self)
+
+
+def _wrap(data: Any) -> Tensor:
+    """Make a Tensor from a backend array without copying (the array is owned)."""
+    t = object.__new__(Tensor)
+    t._data = data
+    return t
+
+
+def asarray(value: Any, dtype: Any = None, *, device: Any = None, copy: bool | None = None):
+    """Make a Tensor from a Tensor, an array, a Python scalar or nested lists.
+
+    Data from numpy arrays and lists is copied, so later changes to them do not reach the
+    Tensor. Python floats become float64 and ints int64, as in numpy.
+
+    Args:
+        value: Tensor, numpy/cupy array, DLPack-capable array, Python scalar or nested lists.
+        dtype: optional dtype (name, numpy dtype or scalar type).
+        device: ``"cpu"`` (default), ``"cuda"``/``"cuda:N"`` (needs cupy) or a Device.
+        copy: force (True) or avoid (False, where possible) a copy of array data.
+
+    Returns:
+        A Tensor.
+
+    Raises:
+        ValueError: unknown device, or cuda without cupy and a GPU.
+        TypeError: ``value`` cannot be converted (for example a string).
+
+    Example:
+        >>> asarray([[1, 2], [3, 4]]).dtype
+        dtype('int64')
+        >>> asarray(1.5, dtype="float32")
+        Tensor(1.5, dtype=float32)
+    """
+    if isinstance(value, Tensor) and type(value) is not Tensor:
+        return value if dtype is None else value.astype(dtype)  # a tracer: keep it traced
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+    if isinstance(value, Tensor):
+        if (dtype is None or dtype == value.dtype) and device is None and not copy:
+            return value
+        value = value._data
+    target = backend.get_device(device) if device is not None else None
+    if isinstance(value, str) or (isinstance(value, np.ndarray) and value.dtype.kind in "OUSV"):
+        raise TypeError(f"asarray: cannot make a numeric Tensor from {type(value).__name__}")
+    if target is None:
+        xp = backend._XP_BY_TYPE.get(type(value))
+        if xp is None and hasattr(value, "__array_namespace__"):
+            target = backend.device_of(value)
+        else:
+            target = backend.CPU
+    data = backend.asarray_on(value, target, dtype=dtype, copy=copy)
+    if data.dtype.kind in "OUSV":
+        raise TypeError(f"asarray: cannot make a numeric Tensor from {value!r}")
+    return _wrap(data)

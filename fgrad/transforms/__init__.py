@@ -1,0 +1,1 @@
+"""Transforms: functions that take functions and return new ones."""

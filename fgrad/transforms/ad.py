@@ -1,0 +1,495 @@
+"""Automatic differentiation: reverse mode (vjp, grad) and forward mode (jvp).
+
+Reverse mode records, for every op applied to this transform's tracers, a node holding
+the op, its primal inputs and output. The backward pass walks the nodes in reverse
+topological order and applies each op's VJP rule, accumulating cotangents where a value
+is used more than once. The rules run on the primal values one level down, so when those
+are tracers of an outer transform the backward pass is itself recorded: that is how
+``grad(grad(f))`` works with no extra code (autograd's design; Maclaurin, Duvenaud and
+Adams, "Autograd: effortless gradients in numpy", ICML AutoML workshop 2015).
+
+Forward mode carries a tangent with every primal and applies each op's JVP rule as the
+op runs (JAX's ``JVPTrace``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from fgrad import dtypes, tree
+from fgrad.core.op import LINEAR
+from fgrad.core.trace import Trace, Tracer, new_trace
+from fgrad.errors import ShapeError
+from fgrad.ops.elementwise import add, astype, full_like, real
+from fgrad.ops.shape import broadcast_to, sum_to_shape
+from fgrad.tensor import ShapeDtype, Tensor, asarray
+
+__all__ = ["vjp", "grad", "value_and_grad", "jvp"]
+
+
+def _aval(x: Any) -> ShapeDtype:
+    if isinstance(x, Tensor):
+        return x.aval
+    return ShapeDtype(tuple(np.shape(x)), np.result_type(x))
+
+
+def _is_inexact(x: Any) -> bool:
+    return dtypes.is_inexact(_aval(x).dtype)
+
+
+def _fit(value: Any, aval: ShapeDtype) -> Any:
+    """Bring a tangent or cotangent to ``aval``: undo broadcasting, match the dtype."""
+    if tuple(value.shape) != aval.shape:
+        value = sum_to_shape(value, aval.shape)
+    if value.dtype != aval.dtype:
+        if dtypes.is_complex(value.dtype) and not dtypes.is_complex(aval.dtype):
+            value = real(value)  # a real primal's derivative is real (JAX's convention)
+        if value.dtype != aval.dtype:
+            value = astype(value, dtype=aval.dtype)
+    return value
+
+
+# ------------------------------------------------------------------------ reverse mode
+
+
+class _Node:
+    """One recorded op application: what the backward pass needs to apply its VJP."""
+
+    __slots__ = ("op", "primals", "params", "out", "parents")
+
+    def __init__(self, op, primals, params, out, parents):
+        self.op = op
+        self.primals = primals
+        self.params = params
+        self.out = out
+        self.parents = parents  # tuple of (input position, parent node, parent output index)
+
+
+class ReverseTracer(Tracer):
+    __slots__ = ("primal", "node", "index")
+
+    def __init__(self, trace, primal, node, index):
+        self._trace = trace
+        self.primal = primal
+        self.node = node
+        self.index = index
+
+    @property
+    def aval(self) -> ShapeDtype:
+        return _aval(self.primal)
+
+    def _concrete(self):
+        return self.primal
+
+
+class ReverseTrace(Trace):
+    __slots__ = ()
+
+    def process(self, op, args, params):
+        primals = []
+        parents = []
+        for i, a in enumerate(args):
+            if type(a) is ReverseTracer and a._trace is self:
+                primals.append(a.primal)
+                parents.append((i, a.node, a.index))
+            else:
+                primals.append(a)
+        out = op(*primals, **params)
+        if op.nondiff:
+            return out
+        node = _Node(op, primals, params, out, tuple(parents))
+        if op.multiple_results:
+            return tuple(
+                ReverseTracer(self, o, node, k) if _is_inexact(o) else o for k, o in enumerate(out)
+            )
+        return ReverseTracer(self, out, node, None) if _is_inexact(out) else out
+
+
+def _toposort(roots: Sequence[_Node]) -> list[_Node]:
+    """Nodes reachable from ``roots``, each after every node that consumes it."""
+    order: list[_Node] = []
+    seen: set[int] = set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        stack = [(root, iter(root.parents))]
+        while stack:
+            node, parents = stack[-1]
+            for _, parent, _ in parents:
+                if id(parent) not in seen:
+                    seen.add(id(parent))
+                    stack.append((parent, iter(parent.parents)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    order.reverse()
+    return order
+
+
+def _accumulate(cts: dict, node: _Node, index: Any, value: Any) -> None:
+    if node.op is not None and node.op.multiple_results:
+        slots = cts.setdefault(node, [None] * len(node.out))
+        slots[index] = value if slots[index] is None else add(slots[index], value)
+    else:
+        prev = cts.get(node)
+        cts[node] = value if prev is None else add(prev, value)
+
+
+def _backward(seeds: list[tuple[_Node, Any, Any]]) -> dict:
+    """Propagate cotangents from ``seeds`` (node, output index, cotangent) to every leaf."""
+    cts: dict = {}
+    for node, index, ct in seeds:
+        _accumulate(cts, node, index, ct)
+    leaf_cts = {}
+    for node in _toposort([n for n, _, _ in seeds]):
+        ct = cts.pop(node, None)
+        if ct is None:
+            continue
+        op = node.op
+        if op is None:
+            leaf_cts[node] = ct
+            continue
+        if op.multiple_results:
+            ct = tuple(
+                full_like(o, fill_value=0, dtype=None) if c is None else c
+                for c, o in zip(ct, node.out)
+            )
+        if callable(op.vjp):
+            all_cts = op.vjp(ct, node.out, *node.primals, **node.params)
+            in_cts = [(i, parent, k, all_cts[i]) for i, parent, k in node.parents]
+        else:
+            in_cts = [
+                (i, parent, k, op.vjp[i](ct, node.out, *node.primals, **node.params))
+                for i, parent, k in node.parents
+                if op.vjp[i] is not None
+            ]
+        for i, parent, k, value in in_cts:
+            if value is None:
+                continue
+            _accumulate(cts, parent, k, _fit(value, _aval(node.primals[i])))
+    return leaf_cts
+
+
+def vjp(f: Callable, *primals: Any, has_aux: bool = False):
+    """Evaluate ``f`` and return a function for its vector-Jacobian product.
+
+    Args:
+        f: function of pytrees of Tensors, returning a pytree of Tensors (or
+            ``(output, aux)`` when ``has_aux``).
+        *primals: the arguments of ``f``; floating and complex leaves are differentiated,
+            integer and bool leaves are held constant.
+        has_aux: ``f`` returns ``(output, aux)``; ``aux`` is returned untouched.
+
+    Returns:
+        ``(primals_out, vjp_fn)`` or ``(primals_out, vjp_fn, aux)``. ``vjp_fn(cotangents)``
+        takes a pytree like ``primals_out`` and returns a tuple with one cotangent pytree
+        per primal, each leaf of the primal's shape and dtype.
+
+    Raises:
+        ShapeError: ``vjp_fn`` got cotangents of a different structure or shape.
+
+    Example:
+        >>> y, f_vjp = fgrad.vjp(fnp.sin, fnp.array([0.0, 1.0]))
+        >>> f_vjp(fnp.ones(2))
+        (Tensor([1.        , 0.54030231], dtype=float64),)
+    """
+    leaves, in_tree = tree.flatten(primals)
+    leaves = [asarray(x) if not isinstance(x, Tensor) else x for x in leaves]
+    with new_trace(ReverseTrace()) as trace:
+        inputs = [
+            ReverseTracer(trace, x, _Node(None, (), {}, x, ()), None) if _is_inexact(x) else x
+            for x in leaves
+        ]
+        result = f(*tree.unflatten(in_tree, inputs))
+        if has_aux:
+            result, aux = _split_aux(result)
+        out_leaves, out_tree = tree.flatten(result)
+    out_primals = [_lower(o, trace) for o in out_leaves]
+    primals_out = tree.unflatten(out_tree, out_primals)
+
+    def vjp_fn(cotangents: Any) -> tuple:
+        ct_leaves, ct_tree = tree.flatten(cotangents)
+        if ct_tree != out_tree:
+            raise ShapeError(
+                f"vjp_fn: cotangent structure {ct_tree} differs from the output's {out_tree}"
+            )
+        seeds = []
+        for o, ct in zip(out_leaves, ct_leaves):
+            ct = asarray(ct) if not isinstance(ct, Tensor) else ct
+            aval = _aval(_lower(o, trace))
+            if tuple(ct.shape) != aval.shape:
+                raise ShapeError(
+                    f"vjp_fn: cotangent {ct.aval} does not match the output {aval}; pass one "
+                    "cotangent of the output's shape for each output"
+                )
+            if type(o) is ReverseTracer and o._trace is trace:
+                seeds.append((o.node, o.index, _fit(ct, aval)))
+        leaf_cts = _backward(seeds)
+        out = []
+        for x, inp in zip(leaves, inputs):
+            ct = leaf_cts.get(inp.node) if type(inp) is ReverseTracer else None
+            out.append(full_like(x, fill_value=0, dtype=None) if ct is None else ct)
+        return tree.unflatten(in_tree, out)
+
+    return (primals_out, vjp_fn, _lower_tree(aux, trace)) if has_aux else (primals_out, vjp_fn)
+
+
+def _split_aux(result: Any) -> tuple[Any, Any]:
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise TypeError(
+            "has_aux=True requires the function to return a pair (output, aux); "
+            f"it returned {type(result).__name__}"
+        )
+    return result[0], result[1]
+
+
+def _lower(x: Any, trace: Trace) -> Any:
+    """The value of ``x`` one level below ``trace`` (unwraps this trace's tracers)."""
+    while isinstance(x, Tracer) and x._trace is trace:
+        x = x.primal
+    return x
+
+
+def _lower_tree(x: Any, trace: Trace) -> Any:
+    return tree.map(lambda leaf: _lower(leaf, trace), x)
+
+
+def _normalize_argnums(argnums: int | Sequence[int], nargs: int, name: str) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for n in nums:
+        if not -nargs <= n < nargs:
+            raise ValueError(
+                f"{name}: argnums {argnums} out of range for a function called with {nargs} "
+                "positional arguments"
+            )
+    return tuple(n % nargs for n in nums)
+
+
+def _check_diff_inputs(args: Sequence[Any], nums: tuple[int, ...], name: str) -> None:
+    for n, arg in zip(nums, args):
+        for leaf in tree.leaves(arg):
+            aval = _aval(leaf)
+            if not dtypes.is_inexact(aval.dtype):
+                raise TypeError(
+                    f"{name}: argument {n} has a leaf {aval} of dtype {aval.dtype}; gradients are "
+                    "only defined for floating or complex inputs. Pass floats (for example "
+                    "x.astype('float32')) or leave this argument out of argnums"
+                )
+
+
+def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """Make a function that returns ``f``'s value and its gradient.
+
+    Args:
+        f: function returning a scalar real floating Tensor (or ``(scalar, aux)``).
+        argnums: which positional argument(s) to differentiate; an int or a tuple.
+        has_aux: ``f`` returns ``(scalar, aux)``.
+
+    Returns:
+        A function with ``f``'s signature returning ``(value, gradient)`` or
+        ``((value, aux), gradient)``. The gradient has the structure, shapes and dtypes of
+        the argument (a tuple of them when ``argnums`` is a tuple).
+
+    Raises:
+        TypeError: ``f``'s output is not a scalar real floating value, or a differentiated
+            argument has integer or bool leaves.
+        ValueError: ``argnums`` is out of range.
+
+    Example:
+        >>> value, g = fgrad.value_and_grad(lambda x: fnp.sum(x ** 2))(fnp.array([1.0, 2.0]))
+        >>> value, g
+        (Tensor(5., dtype=float64), Tensor([2., 4.], dtype=float64))
+    """
+
+    def value_and_grad_f(*args: Any, **kwargs: Any):
+        nums = _normalize_argnums(argnums, len(args), "grad")
+        _check_diff_inputs([args[n] for n in nums], nums, "grad")
+
+        def f_of_diff_args(*diff_args):
+            full = list(args)
+            for n, a in zip(nums, diff_args):
+                full[n] = a
+            return f(*full, **kwargs)
+
+        res = vjp(f_of_diff_args, *[args[n] for n in nums], has_aux=has_aux)
+        out, f_vjp = res[0], res[1]
+        if not isinstance(out, Tensor):
+            out = asarray(out) if isinstance(out, (int, float, np.ndarray, np.generic)) else out
+        aval = _aval(out) if isinstance(out, Tensor) else None
+        if aval is None or aval.shape != () or not dtypes.is_floating(aval.dtype):
+            got = aval if aval is not None else type(out).__name__
+            raise TypeError(
+                f"grad requires a function with a scalar real floating output; it returned "
+                f"{got}. Use fgrad.vjp or fgrad.jacrev for non-scalar outputs, and take the real "
+                "part (or use holomorphic differentiation) for complex ones"
+            )
+        grads = f_vjp(full_like(out, fill_value=1, dtype=None))
+        grads = grads[0] if isinstance(argnums, int) else grads
+        return ((out, res[2]), grads) if has_aux else (out, grads)
+
+    value_and_grad_f.__name__ = f"value_and_grad({getattr(f, '__name__', 'f')})"
+    value_and_grad_f.__wrapped__ = f
+    return value_and_grad_f
+
+
+def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """Make a function that returns the gradient of scalar-valued ``f``.
+
+    Args:
+        f: function returning a scalar real floating Tensor (or ``(scalar, aux)``).
+        argnums: which positional argument(s) to differentiate; an int or a tuple.
+        has_aux: ``f`` returns ``(scalar, aux)``; the new function returns ``(grad, aux)``.
+
+    Returns:
+        A function with ``f``'s signature returning the gradient, a pytree with the
+        structure, shapes and dtypes of the differentiated argument(s).
+
+    Raises:
+        TypeError: non-scalar or non-real output (use ``vjp``/``jacrev``), or integer inputs.
+        ValueError: ``argnums`` is out of range.
+
+    Example:
+        >>> fgrad.grad(fnp.tanh)(0.5)
+        Tensor(0.78644773, dtype=float64)
+        >>> fgrad.grad(fgrad.grad(fnp.sin))(0.0)
+        Tensor(-0., dtype=float64)
+    """
+    vg = value_and_grad(f, argnums, has_aux)
+
+    def grad_f(*args: Any, **kwargs: Any):
+        value, grads = vg(*args, **kwargs)
+        return (grads, value[1]) if has_aux else grads
+
+    grad_f.__name__ = f"grad({getattr(f, '__name__', 'f')})"
+    grad_f.__wrapped__ = f
+    return grad_f
+
+
+# ------------------------------------------------------------------------ forward mode
+
+
+class JVPTracer(Tracer):
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace, primal, tangent):
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self) -> ShapeDtype:
+        return _aval(self.primal)
+
+    def _concrete(self):
+        return self.primal
+
+
+class JVPTrace(Trace):
+    __slots__ = ()
+
+    def process(self, op, args, params):
+        primals = []
+        tangents = []
+        for a in args:
+            if type(a) is JVPTracer and a._trace is self:
+                primals.append(a.primal)
+                tangents.append(a.tangent)
+            else:
+                primals.append(a)
+                tangents.append(None)
+        out = op(*primals, **params)
+        if op.nondiff:
+            return out
+        t_out = None
+        for i, t in enumerate(tangents):
+            if t is None:
+                continue
+            if op.jvp == LINEAR:
+                contrib = op(*primals[:i], t, *primals[i + 1 :], **params)
+            elif op.jvp[i] is None:
+                continue
+            else:
+                contrib = op.jvp[i](t, out, *primals, **params)
+            t_out = contrib if t_out is None else _add_tangents(t_out, contrib, op)
+        if t_out is None:
+            return out
+        if op.multiple_results:
+            return tuple(
+                JVPTracer(self, o, _fit_tangent(t, o)) if _is_inexact(o) else o
+                for o, t in zip(out, t_out)
+            )
+        return JVPTracer(self, out, _fit_tangent(t_out, out)) if _is_inexact(out) else out
+
+
+def _add_tangents(a, b, op):
+    if op.multiple_results:
+        return tuple(x if y is None else y if x is None else add(x, y) for x, y in zip(a, b))
+    return add(a, b)
+
+
+def _fit_tangent(t: Any, out: Any) -> Any:
+    if t is None:
+        return full_like(out, fill_value=0, dtype=None)
+    aval = _aval(out)
+    if tuple(t.shape) != aval.shape:
+        t = broadcast_to(t, shape=aval.shape)
+    if t.dtype != aval.dtype:
+        t = real(t) if dtypes.is_complex(t.dtype) and not dtypes.is_complex(aval.dtype) else t
+        t = astype(t, dtype=aval.dtype) if t.dtype != aval.dtype else t
+    return t
+
+
+def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
+    """Evaluate ``f`` and its Jacobian-vector product at ``primals`` along ``tangents``.
+
+    Args:
+        f: function of pytrees of Tensors returning a pytree of Tensors.
+        primals: tuple or list of the arguments of ``f``.
+        tangents: tuple or list with the same structure; each leaf of its primal's shape.
+        has_aux: ``f`` returns ``(output, aux)``.
+
+    Returns:
+        ``(primals_out, tangents_out)`` (plus ``aux``), ``tangents_out`` shaped like the
+        output; outputs that do not depend on the inputs get zero tangents.
+
+    Raises:
+        TypeError: ``primals`` or ``tangents`` is not a tuple or list.
+        ShapeError: a tangent's structure or shape differs from its primal's.
+
+    Example:
+        >>> fgrad.jvp(fnp.sin, (fnp.array([0.0, 1.0]),), (fnp.array([1.0, 1.0]),))
+        (Tensor([0.        , 0.84147098], dtype=float64), Tensor([1.        , 0.54030231], dtype=float64))
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples or lists of arguments")
+    p_leaves, p_tree = tree.flatten(tuple(primals))
+    t_leaves, t_tree = tree.flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise ShapeError(f"jvp: tangents structure {t_tree} differs from primals {p_tree}")
+    with new_trace(JVPTrace()) as trace:
+        inputs = []
+        for p, t in zip(p_leaves, t_leaves):
+            p = asarray(p) if not isinstance(p, Tensor) else p
+            t = asarray(t) if not isinstance(t, Tensor) else t
+            if tuple(t.shape) != tuple(p.shape):
+                raise ShapeError(f"jvp: tangent {t.aval} does not match primal {p.aval}")
+            inputs.append(JVPTracer(trace, p, _fit_tangent(t, p)) if _is_inexact(p) else p)
+        result = f(*tree.unflatten(p_tree, inputs))
+        if has_aux:
+            result, aux = _split_aux(result)
+        out_leaves, out_tree = tree.flatten(result)
+    outs, out_tangents = [], []
+    for o in out_leaves:
+        if type(o) is JVPTracer and o._trace is trace:
+            outs.append(o.primal)
+            out_tangents.append(o.tangent)
+        else:
+            outs.append(o)
+            out_tangents.append(full_like(o, fill_value=0, dtype=None))
+    res = (tree.unflatten(out_tree, outs), tree.unflatten(out_tree, out_tangents))
+    return (*res, _lower_tree(aux, trace)) if has_aux else res

@@ -1,0 +1,276 @@
+"""Pytrees: nested containers of leaves that every transform takes and returns.
+
+A pytree is a leaf or a container node (tuple, list, dict, ``None``, namedtuple, or a type
+registered with :func:`register` / :func:`register_dataclass`) whose children are pytrees.
+``flatten`` returns the leaves in a fixed order plus a :class:`TreeDef` that ``unflatten``
+uses to rebuild the same structure. Dict children are ordered by sorted key, as in JAX.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Hashable
+from typing import Any, NamedTuple
+
+__all__ = [
+    "TreeDef",
+    "flatten",
+    "unflatten",
+    "map",
+    "leaves",
+    "structure",
+    "register",
+    "register_dataclass",
+]
+
+
+class _NodeType(NamedTuple):
+    flatten: Callable[[Any], tuple[list[Any], Hashable]]
+    unflatten: Callable[[Hashable, list[Any]], Any]
+
+
+_REGISTRY: dict[type, _NodeType] = {}
+
+
+def register(
+    cls: type,
+    flatten_fn: Callable[[Any], tuple[Any, Hashable]],
+    unflatten_fn: Callable[[Hashable, Any], Any],
+) -> None:
+    """Register a container type as a pytree node.
+
+    Args:
+        cls: the container class.
+        flatten_fn: ``obj -> (children, aux)``; ``children`` an iterable of subtrees,
+            ``aux`` hashable static data.
+        unflatten_fn: ``(aux, children) -> obj``.
+
+    Raises:
+        ValueError: ``cls`` is already registered.
+
+    Example:
+        >>> class Pair:
+        ...     def __init__(self, a, b):
+        ...         self.a, self.b = a, b
+        >>> register(Pair, lambda p: ((p.a, p.b), None), lambda aux, ch: Pair(*ch))
+        >>> leaves(Pair(1, (2, 3)))
+        [1, 2, 3]
+    """
+    if cls in _REGISTRY:
+        raise ValueError(f"tree.register: {cls.__qualname__} is already a registered pytree node")
+    _REGISTRY[cls] = _NodeType(
+        lambda obj: _as_list_aux(flatten_fn(obj)), lambda aux, ch: unflatten_fn(aux, ch)
+    )
+
+
+def _as_list_aux(pair: tuple[Any, Hashable]) -> tuple[list[Any], Hashable]:
+    children, aux = pair
+    return list(children), aux
+
+
+def register_dataclass(cls: type | None = None, *, meta_fields: tuple[str, ...] = ()):
+    """Register a dataclass as a pytree node; usable as a class decorator.
+
+    Fields named in ``meta_fields`` are static (hashable, part of the treedef); every other
+    field is a child.
+
+    Args:
+        cls: a dataclass type.
+        meta_fields: names of static fields.
+
+    Raises:
+        TypeError: ``cls`` is not a dataclass.
+
+    Example:
+        >>> @register_dataclass
+        ... @dataclasses.dataclass(frozen=True)
+        ... class Params:
+        ...     w: Any
+        ...     b: Any
+        >>> leaves(Params(w=1.0, b=2.0))
+        [1.0, 2.0]
+    """
+
+    def wrap(klass: type) -> type:
+        if not dataclasses.is_dataclass(klass):
+            raise TypeError(f"register_dataclass: {klass.__qualname__} is not a dataclass")
+        names = [f.name for f in dataclasses.fields(klass)]
+        data = tuple(n for n in names if n not in meta_fields)
+        meta = tuple(n for n in names if n in meta_fields)
+
+        def flatten_fn(obj):
+            return [getattr(obj, n) for n in data], tuple(getattr(obj, n) for n in meta)
+
+        def unflatten_fn(aux, children):
+            return klass(**dict(zip(data, children)), **dict(zip(meta, aux)))
+
+        register(klass, flatten_fn, unflatten_fn)
+        return klass
+
+    return wrap if cls is None else wrap(cls)
+
+
+def _flatten_dict(d: dict) -> tuple[list[Any], Hashable]:
+    keys = sorted(d)
+    return [d[k] for k in keys], tuple(keys)
+
+
+register(tuple, lambda t: (t, None), lambda aux, ch: tuple(ch))
+register(list, lambda t: (t, None), lambda aux, ch: list(ch))
+register(dict, _flatten_dict, lambda keys, ch: dict(zip(keys, ch)))
+register(type(None), lambda t: ((), None), lambda aux, ch: None)
+
+
+def _node_type(obj: Any) -> _NodeType | None:
+    cls = type(obj)
+    node = _REGISTRY.get(cls)
+    if node is None and issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        # namedtuples are nodes without registration, as in JAX.
+        node = _NodeType(lambda t: (list(t), None), lambda aux, ch, c=cls: c(*ch))
+    return node
+
+
+class TreeDef:
+    """The structure of a pytree: node types, static data and where the leaves go.
+
+    Two treedefs are equal when their trees have the same structure. ``num_leaves`` gives
+    how many leaves ``unflatten`` expects.
+    """
+
+    __slots__ = ("_cls", "_node", "_aux", "_children", "num_leaves")
+
+    def __init__(self, cls, node, aux, children):
+        self._cls = cls
+        self._node = node
+        self._aux = aux
+        self._children = children
+        self.num_leaves = 1 if cls is None else sum(c.num_leaves for c in children)
+
+    def _key(self):
+        return (self._cls, self._aux, tuple(c._key() for c in self._children))
+
+    def __eq__(self, other):
+        return isinstance(other, TreeDef) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return f"TreeDef({self._show()})"
+
+    def _show(self) -> str:
+        if self._cls is None:
+            return "*"
+        inner = ", ".join(c._show() for c in self._children)
+        if self._cls is dict:
+            inner = ", ".join(f"{k!r}: {c._show()}" for k, c in zip(self._aux, self._children))
+            return "{" + inner + "}"
+        if self._cls is type(None):
+            return "None"
+        return f"{self._cls.__name__}({inner})"
+
+
+_LEAF = TreeDef(None, None, None, ())
+
+
+def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, TreeDef]:
+    """Flatten a pytree into its leaves and its treedef.
+
+    Args:
+        tree: any pytree.
+        is_leaf: optional predicate; a subtree for which it returns True is one leaf.
+
+    Returns:
+        ``(leaves, treedef)``: leaves in depth-first order, dict keys sorted.
+
+    Example:
+        >>> leaves_, treedef = flatten({"b": (1, 2), "a": [3]})
+        >>> leaves_
+        [3, 1, 2]
+        >>> unflatten(treedef, [30, 10, 20])
+        {'a': [30], 'b': (10, 20)}
+    """
+    out: list[Any] = []
+    return out, _flatten(tree, is_leaf, out)
+
+
+def _flatten(tree, is_leaf, out) -> TreeDef:
+    node = None if (is_leaf is not None and is_leaf(tree)) else _node_type(tree)
+    if node is None:
+        out.append(tree)
+        return _LEAF
+    children, aux = node.flatten(tree)
+    return TreeDef(type(tree), node, aux, tuple(_flatten(c, is_leaf, out) for c in children))
+
+
+def unflatten(treedef: TreeDef, leaves: Any) -> Any:
+    """Build the pytree of structure ``treedef`` whose leaves are ``leaves`` in order.
+
+    Raises:
+        ValueError: the number of leaves differs from ``treedef.num_leaves``.
+
+    Example:
+        >>> unflatten(structure((0, [0, 0])), [1, 2, 3])
+        (1, [2, 3])
+    """
+    leaves = list(leaves)
+    if len(leaves) != treedef.num_leaves:
+        raise ValueError(
+            f"tree.unflatten: treedef {treedef} takes {treedef.num_leaves} leaves, "
+            f"got {len(leaves)}"
+        )
+    it = iter(leaves)
+    return _unflatten(treedef, it)
+
+
+def _unflatten(treedef: TreeDef, it) -> Any:
+    if treedef._cls is None:
+        return next(it)
+    children = [_unflatten(c, it) for c in treedef._children]
+    return treedef._node.unflatten(treedef._aux, children)
+
+
+def leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
+    """The leaves of ``tree`` in flatten order.
+
+    Example:
+        >>> leaves([1, (2, None), {"x": 3}])
+        [1, 2, 3]
+    """
+    return flatten(tree, is_leaf)[0]
+
+
+def structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> TreeDef:
+    """The treedef of ``tree``.
+
+    Example:
+        >>> structure((1, {"a": 2}))
+        TreeDef(tuple(*, {'a': *}))
+    """
+    return flatten(tree, is_leaf)[1]
+
+
+def map(f: Callable, tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """Apply ``f`` leaf-wise over one or more pytrees of the same structure.
+
+    Args:
+        f: called as ``f(leaf, *rest_leaves)``.
+        tree: the pytree whose structure the result has.
+        *rest: pytrees with the same structure as ``tree``.
+        is_leaf: optional predicate marking subtrees as leaves.
+
+    Raises:
+        ValueError: a tree in ``rest`` has a different structure.
+
+    Example:
+        >>> map(lambda a, b: a + b, {"w": 1, "b": 2}, {"w": 10, "b": 20})
+        {'b': 22, 'w': 11}
+    """
+    leaves_, treedef = flatten(tree, is_leaf)
+    others = []
+    for r in rest:
+        r_leaves, r_def = flatten(r, is_leaf)
+        if r_def != treedef:
+            raise ValueError(f"tree.map: structures differ: {treedef} vs {r_def}")
+        others.append(r_leaves)
+    return unflatten(treedef, [f(*xs) for xs in zip(leaves_, *others)])

@@ -23,6 +23,7 @@ from fgrad.tensor import ShapeDtype, Tensor, asarray
 from fgrad.transforms.ad import grad, jvp, value_and_grad, vjp
 from fgrad.transforms.graphs import make_graph
 from fgrad import numpy  # noqa: E402  (installs Tensor's operators)
+from fgrad import io, optim  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -39,9 +40,11 @@ __all__ = [
     "asarray",
     "config",
     "grad",
+    "io",
     "jvp",
     "make_graph",
     "numpy",
+    "optim",
     "stop_gradient",
     "tree",
     "value_and_grad",

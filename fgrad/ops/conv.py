@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from fgrad import dtypes
-from fgrad.core.op import Check, defop
+from fgrad.core.op import LINEAR, Check, defop
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops._rules import shape_of
 from fgrad.tensor import ShapeDtype
@@ -41,6 +41,8 @@ __all__ = [
     "max_pool2d",
     "max_pool2d_gather",
     "max_pool2d_scatter",
+    "avg_pool2d",
+    "avg_pool2d_transpose",
     "conv_out_size",
 ]
 
@@ -608,5 +610,139 @@ max_pool2d_scatter = defop(
     """,
 )
 
+# ------------------------------------------------------------------------ average pooling
+
+
+def _avg_divisor(xp, shape, dtype, window, stride, padding, count_include_pad):
+    """Elements per window: ``kh * kw``, or only the non-padding ones (``(1, 1, oh, ow)``)."""
+    if count_include_pad or padding == ((0, 0), (0, 0)):
+        return window[0] * window[1]
+    ones = xp.ones((1, 1, shape[2], shape[3]), dtype=dtype)
+    return xp.sum(_pool_windows(xp, ones, 0, window, stride, padding), axis=2)
+
+
+def _avg_pool_kernel(xp, x, *, window, stride, padding, count_include_pad):
+    wins = _pool_windows(xp, x, 0, window, stride, padding)
+    div = _avg_divisor(xp, x.shape, x.dtype, window, stride, padding, count_include_pad)
+    return xp.sum(wins, axis=2) / div
+
+
+def _avg_pool_transpose_kernel(xp, ct, *, input_size, window, stride, padding, count_include_pad):
+    n, c, oh, ow = ct.shape
+    div = _avg_divisor(xp, (n, c, *input_size), ct.dtype, window, stride, padding, count_include_pad)
+    k = window[0] * window[1]
+    cols = xp.broadcast_to(xp.expand_dims(ct / div, axis=2), (n, c, k, oh, ow))
+    cols = xp.permute_dims(cols, (1, 2, 0, 3, 4))
+    return _col2im(xp, cols, n, c, *input_size, *window, stride, padding, (1, 1))
+
+
+def _avg_pool_aval(x, *, window, stride, padding, count_include_pad):
+    dtype = np.dtype(x.dtype)
+    if not dtypes.is_inexact(dtype):
+        raise DTypeError(
+            f"avg_pool2d: needs a floating input, got {ShapeDtype(shape_of(x), dtype)}; "
+            "cast with astype first"
+        )
+    return ShapeDtype(_pool_out_shape("avg_pool2d", x, window, stride, padding), dtype)
+
+
+def _avg_pool_transpose_aval(ct, *, input_size, window, stride, padding, count_include_pad):
+    cs = shape_of(ct)
+    x_shape = (*cs[:2], *input_size) if len(cs) == 4 else cs
+    want = _pool_out_shape("avg_pool2d_transpose", ShapeDtype(x_shape, ct.dtype), window, stride, padding)
+    if cs != want:
+        raise ShapeError(f"avg_pool2d_transpose: cotangent {cs} is not the pooled shape {want}")
+    return ShapeDtype(x_shape, np.dtype(ct.dtype))
+
+
+def _avg_pool_vjp(ct, out, x, **p):
+    return avg_pool2d_transpose(ct, input_size=tuple(x.shape[2:]), **p)
+
+
+avg_pool2d = defop(
+    "avg_pool2d",
+    kernel=_avg_pool_kernel,
+    aval=_avg_pool_aval,
+    jvp=LINEAR,
+    vjp=(_avg_pool_vjp,),
+    check=Check(
+        shapes=(((2, 3, 5, 6),),),
+        params=tuple(dict(p, count_include_pad=c) for p in _POOL_PARAMS for c in (True, False))[1:5],
+    ),
+    doc=f"""Mean over each ``kh x kw`` window of NCHW images.
+
+    Args:
+        x: ``(batch, channels, height, width)`` real or complex floating Tensor.
+        {_POOL_DOC_ARGS.replace("never win a window", "count as zeros")}
+        count_include_pad: divide by ``kh * kw`` (True, PyTorch's default) or by the number
+            of non-padding elements in the window (False).
+
+    Returns:
+        ``(batch, channels, out_height, out_width)`` Tensor of ``x.dtype`` with
+        ``out_height = (height + top + bottom - kh) // sh + 1`` (likewise the width).
+
+    Raises:
+        ShapeError: ``x`` is not 4-D, the window does not fit, or padding exceeds half the
+            window.
+        DTypeError: ``x`` is not floating.
+
+    Example:
+        >>> x = fnp.reshape(fnp.arange(16.0), (1, 1, 4, 4))
+        >>> p = dict(window=(2, 2), stride=(2, 2), padding=((0, 0), (0, 0)))
+        >>> fgrad.ops.conv.avg_pool2d(x, count_include_pad=True, **p)
+        Tensor([[[[ 2.5,  4.5],
+                  [10.5, 12.5]]]], dtype=float64)
+    """,
+)
+
+avg_pool2d_transpose = defop(
+    "avg_pool2d_transpose",
+    kernel=_avg_pool_transpose_kernel,
+    aval=_avg_pool_transpose_aval,
+    jvp=LINEAR,
+    vjp=(lambda g, out, ct, *, input_size, **p: avg_pool2d(g, **p),),
+    check=Check(
+        shapes=(((2, 3, 3, 3),),),
+        params=(
+            {"input_size": (6, 6), "window": (2, 2), "stride": (2, 2), "padding": ((0, 0), (0, 0)), "count_include_pad": True},
+            {"input_size": (3, 6), "window": (3, 3), "stride": (1, 2), "padding": ((1, 1), (1, 0)), "count_include_pad": False},
+            {"input_size": (4, 3), "window": (2, 3), "stride": (1, 1), "padding": ((0, 0), (1, 1)), "count_include_pad": False},
+        ),
+    ),
+    doc=f"""The adjoint of :func:`avg_pool2d`: spread each pooled value evenly over its window.
+
+    Args:
+        ct: pooled-shape ``(batch, channels, out_height, out_width)`` floating Tensor.
+        input_size: ``(height, width)`` of the pooling's input.
+        {_POOL_DOC_ARGS.replace("never win a window", "count as zeros")}
+        count_include_pad: as in :func:`avg_pool2d`.
+
+    Returns:
+        ``(batch, channels, height, width)`` Tensor of ``ct.dtype``.
+
+    Raises:
+        ShapeError: ``ct`` is not the pooled shape for ``input_size``.
+
+    Example:
+        >>> p = dict(window=(2, 2), stride=(2, 2), padding=((0, 0), (0, 0)))
+        >>> fgrad.ops.conv.avg_pool2d_transpose(
+        ...     fnp.array([[[[4.0]]]]), input_size=(2, 3), count_include_pad=True, **p)
+        Tensor([[[[1., 1., 0.],
+                  [1., 1., 0.]]]], dtype=float64)
+    """,
+)
+
 # The op docstrings are strings on Op objects, which doctest does not find by itself.
-__test__ = {op.name: op.doc for op in (conv2d, conv2d_backprop_input, conv2d_backprop_filter, max_pool2d, max_pool2d_gather, max_pool2d_scatter)}
+__test__ = {
+    op.name: op.doc
+    for op in (
+        conv2d,
+        conv2d_backprop_input,
+        conv2d_backprop_filter,
+        max_pool2d,
+        max_pool2d_gather,
+        max_pool2d_scatter,
+        avg_pool2d,
+        avg_pool2d_transpose,
+    )
+}

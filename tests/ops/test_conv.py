@@ -193,3 +193,23 @@ def test_max_pool2d_float32_and_int():
     xf = fnp.astype(x, "float32")
     g = fgrad.grad(lambda x: fnp.sum(C.max_pool2d(x, **p)))(xf)
     assert g.dtype == np.float32
+
+
+@pytest.mark.parametrize("window,stride,padding", POOL_CASES)
+def test_avg_pool2d_matches_loop_and_grads(window, stride, padding):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 6, 5))
+    p = dict(window=window, stride=stride, padding=padding, count_include_pad=True)
+    got = C.avg_pool2d(fnp.array(x), **p)
+    np.testing.assert_allclose(np.asarray(got), pool_reference(x, window, stride, padding, "avg"), rtol=1e-12)
+    check_grads(lambda x: C.avg_pool2d(x, **p), (fnp.array(x),), order=2, modes=("rev", "fwd"))
+
+
+def test_avg_pool2d_count_exclude_pad():
+    x = fnp.ones((1, 1, 3, 3))
+    p = dict(window=(3, 3), stride=(1, 1), padding=((1, 1), (1, 1)))
+    # PyTorch's count_include_pad=False: a mean of ones is one even at the corners
+    np.testing.assert_allclose(np.asarray(C.avg_pool2d(x, count_include_pad=False, **p)), np.ones((1, 1, 3, 3)))
+    # count_include_pad=True: the corner window holds 4 ones out of 9
+    assert float(np.asarray(C.avg_pool2d(x, count_include_pad=True, **p))[0, 0, 0, 0]) == pytest.approx(4 / 9)
+    check_grads(lambda x: C.avg_pool2d(x, count_include_pad=False, **p), (x,), order=1, modes=("rev", "fwd"))

@@ -6,12 +6,26 @@ receive ``xp``, the namespace of their inputs, found here by the type of the arr
 
 from __future__ import annotations
 
+import functools
 import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Device", "namespace_of", "device_of", "get_device", "to_device", "cupy_available"]
+__all__ = [
+    "Device",
+    "CPU",
+    "namespace_of",
+    "namespace_for",
+    "device_of",
+    "get_device",
+    "on_device",
+    "to_device",
+    "asarray_on",
+    "cupy_available",
+]
 
 # type(array) -> namespace; filled lazily for cupy and Array API namespaces. A dict lookup
 # keeps the eager hot path cheap (see DESIGN.md, "The hot path").
@@ -77,39 +91,71 @@ def device_of(array: Any) -> Device:
     return CPU
 
 
-def cupy_available() -> bool:
-    """True when cupy imports and sees at least one GPU."""
+@functools.cache
+def _gpu_count() -> int:
     try:
         cupy = importlib.import_module("cupy")
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # no cupy, no driver, or no device: all mean "not available"
-        return False
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # no cupy, no driver, or no device: all mean "no GPU"
+        return 0
+
+
+def cupy_available() -> bool:
+    """True when cupy imports and sees at least one GPU."""
+    return _gpu_count() > 0
 
 
 def get_device(device: str | Device | None) -> Device:
-    """Parse ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a Device.
+    """Parse ``"cpu"``, ``"cuda"``, ``"cuda:1"`` (``"gpu"`` is an alias) or a Device.
 
     Raises:
-        ValueError: unknown platform, or cuda requested without cupy and a GPU.
+        ValueError: unknown platform, a bad index, or cuda requested without cupy and a GPU.
     """
     if device is None:
         return CPU
     if isinstance(device, Device):
         return device
-    platform, _, idx = str(device).partition(":")
-    if platform == "cpu":
+    platform, _, idx = str(device).strip().lower().partition(":")
+    if platform == "cpu" and idx in ("", "0"):
         return CPU
     if platform in ("cuda", "gpu"):
-        if not cupy_available():
+        if not idx.isdigit() and idx:
+            raise ValueError(f"bad device {device!r}: the index after ':' must be an integer")
+        n = _gpu_count()
+        if n == 0:
             raise ValueError(
-                f"device {device!r} needs cupy and an NVIDIA GPU; install fgrad[cuda] or use 'cpu'"
+                f"device {device!r} needs cupy and an NVIDIA GPU, and none was found; install "
+                "fgrad[cuda] (cupy) on a machine with a GPU, or use device='cpu'"
             )
+        if int(idx or 0) >= n:
+            raise ValueError(f"device {device!r} does not exist: cupy sees {n} GPU(s)")
         return Device("cuda", int(idx or 0))
     raise ValueError(f"unknown device {device!r}; use 'cpu' or 'cuda[:N]'")
 
 
+def namespace_for(device: Device) -> Any:
+    """The array namespace that computes on ``device`` (numpy for the CPU, cupy for cuda)."""
+    if device.platform == "cpu":
+        return np
+    import cupy
+
+    return cupy
+
+
+@contextmanager
+def on_device(device: Device) -> Iterator[None]:
+    """Make ``device`` current while the body allocates arrays (a no-op on the CPU)."""
+    if device.platform == "cpu":
+        yield
+        return
+    import cupy
+
+    with cupy.cuda.Device(device.id):
+        yield
+
+
 def to_device(array: Any, device: Device) -> Any:
-    """Copy ``array`` to ``device`` (a no-op when it is already there)."""
+    """``array`` on ``device``: the array itself when it is already there, else a copy."""
     if device_of(array) == device:
         return array
     if device.platform == "cpu":
@@ -118,16 +164,29 @@ def to_device(array: Any, device: Device) -> Any:
     import cupy
 
     with cupy.cuda.Device(device.id):
-        return cupy.asarray(array)
+        return cupy.array(array, copy=True)  # copies across GPUs too (cupy.asarray would not)
 
 
 def asarray_on(value: Any, device: Device, dtype: Any = None, copy: bool | None = None) -> Any:
-    """Make a backend array from ``value`` on ``device``."""
+    """A backend array on ``device`` made from ``value`` (arrays, scalars, nested lists).
+
+    ``copy=None`` copies (the result must not alias a mutable input); ``copy=False`` avoids
+    a copy where possible and raises ValueError where one is needed, as numpy does.
+    """
+    if copy is None:
+        copy = True
+    xp = _XP_BY_TYPE.get(type(value))
     if device.platform == "cpu":
-        if type(value) in _XP_BY_TYPE or not hasattr(value, "__array_namespace__"):
-            return np.array(value, dtype=dtype, copy=True if copy is None else copy)
-        return to_device(value, device) if dtype is None else to_device(value, device).astype(dtype)
+        if xp is np or (xp is None and not hasattr(value, "__array_namespace__")):
+            return np.array(value, dtype=dtype, copy=copy)
+        if copy is False and device_of(value) != device:
+            raise ValueError(f"moving an array from {device_of(value)} to cpu needs a copy")
+        moved = to_device(value, device)
+        fresh = moved is not value
+        if dtype is not None and moved.dtype != dtype:
+            return namespace_of(moved).astype(moved, dtype)
+        return moved if (fresh or not copy) else namespace_of(moved).asarray(moved, copy=True)
     import cupy
 
     with cupy.cuda.Device(device.id):
-        return cupy.array(value, dtype=dtype, copy=True if copy is None else copy)
+        return cupy.array(value, dtype=dtype, copy=copy)

@@ -7,14 +7,15 @@ methods (``+``, ``@``, ``x[i]``, ``x.T``, ``x.at[i].set(v)``) are installed by
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from fgrad import backend
+from fgrad import backend, tree
 from fgrad.errors import MutationError
 
-__all__ = ["Tensor", "ShapeDtype", "asarray"]
+__all__ = ["Tensor", "ShapeDtype", "asarray", "device_put"]
 
 
 class ShapeDtype(NamedTuple):
@@ -32,8 +33,10 @@ class ShapeDtype(NamedTuple):
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
+
+_new_aval = tuple.__new__
 
 _SHORT = {"float": "f", "int": "i", "uint": "u", "complex": "c", "bool": "bool"}
 
@@ -78,7 +81,8 @@ class Tensor:
     @property
     def aval(self) -> ShapeDtype:
         """The abstract value ``ShapeDtype(shape, dtype)``."""
-        return ShapeDtype(self.shape, self.dtype)
+        data = self._data
+        return _new_aval(ShapeDtype, (data.shape, data.dtype))  # skips NamedTuple's __new__
 
     @property
     def ndim(self) -> int:
@@ -88,7 +92,7 @@ class Tensor:
     @property
     def size(self) -> int:
         """The number of elements."""
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def device(self) -> backend.Device:
@@ -105,25 +109,48 @@ class Tensor:
             yield self[i]
 
     def __array__(self, dtype=None, copy=None):
+        # numpy's protocol: the result shares the Tensor's buffer where it can, so it is
+        # a read-only view; copy=True gives a private writable copy; copy=False raises
+        # where a copy is unavoidable (another device, another dtype).
         data = self._data
-        if backend.namespace_of(data) is not np:
-            data = backend.to_device(data, backend.CPU)
-        out = np.array(data, dtype=dtype, copy=True) if copy else np.asarray(data, dtype=dtype)
-        if out is data or (isinstance(out, np.ndarray) and out.base is not None and not copy):
+        if not isinstance(data, (np.ndarray, np.generic)):
+            if copy is False:
+                raise ValueError(
+                    f"np.asarray(copy=False) of a Tensor on {self.device} needs a copy to "
+                    "the CPU; allow a copy or use fgrad.device_put(x, 'cpu')"
+                )
+            return np.asarray(backend.to_device(data, backend.CPU), dtype=dtype)
+        out = np.asarray(data, dtype=dtype, copy=copy)
+        if out is data or (copy is not True and np.may_share_memory(out, data)):
             out = out.view()
             out.flags.writeable = False  # the Tensor shares this buffer: keep it immutable
         return out
 
-    def __dlpack__(self, *args, **kwargs):
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        # Exports a read-only view so consumers (np.from_dlpack) cannot change the Tensor.
+        # DLPack before 1.0 cannot mark data read-only; such consumers get a copy.
+        kwargs = {"stream": stream}
+        if max_version is not None:
+            kwargs.update(max_version=max_version, dl_device=dl_device, copy=copy)
         data = self._data
-        if not hasattr(data, "__dlpack__") or isinstance(data, np.generic):
-            data = np.asarray(data)
-        return data.__dlpack__(*args, **kwargs)
+        if isinstance(data, np.generic):
+            data = np.asarray(data)  # a fresh 0-d array that no one else holds
+        elif isinstance(data, np.ndarray) and not copy:
+            data = data.view()
+            data.flags.writeable = False
+            try:
+                return data.__dlpack__(**kwargs)
+            except BufferError:
+                if copy is False:
+                    raise
+                data = data.copy()
+        return data.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
-        return np.asarray(self._data).__dlpack_device__() if isinstance(
-            self._data, np.generic
-        ) else self._data.__dlpack_device__()
+        data = self._data
+        return np.asarray(data).__dlpack_device__() if isinstance(
+            data, np.generic
+        ) else data.__dlpack_device__()
 
     def item(self) -> Any:
         """The value of a one-element Tensor as a Python scalar."""
@@ -225,3 +252,43 @@ def asarray(value: Any, dtype: Any = None, *, device: Any = None, copy: bool | N
     if data.dtype.kind in "OUSV":
         raise TypeError(f"asarray: cannot make a numeric Tensor from {value!r}")
     return _wrap(data)
+
+
+def device_put(x: Any, device: Any = None) -> Any:
+    """Put every array leaf of the pytree ``x`` on ``device`` as a Tensor.
+
+    A Tensor already on ``device`` is returned as is (Tensors are immutable, so sharing is
+    safe); others are copied there. numpy arrays, Python scalars and lists become Tensors
+    (copied, as :func:`asarray` does).
+
+    Args:
+        x: a pytree whose leaves are Tensors, arrays or Python scalars.
+        device: ``"cpu"`` (default), ``"cuda"``/``"cuda:N"`` (needs cupy) or a Device.
+
+    Returns:
+        A pytree of the structure of ``x`` with Tensor leaves on ``device``.
+
+    Raises:
+        ValueError: unknown device, cuda without cupy and a GPU, or a traced value inside a
+            transform that would have to move to another device.
+
+    Example:
+        >>> params = {"w": np.ones(2), "b": 0.5}
+        >>> fgrad.device_put(params, "cpu")
+        {'b': Tensor(0.5, dtype=float64), 'w': Tensor([1., 1.], dtype=float64)}
+    """
+    target = backend.get_device(device)
+
+    def put(leaf: Any) -> Any:
+        if isinstance(leaf, Tensor):
+            if leaf.device == target:
+                return leaf
+            if type(leaf) is not Tensor:  # a tracer: moving it would leave the trace
+                raise ValueError(
+                    f"device_put: cannot move the traced value {leaf.aval} from {leaf.device} "
+                    f"to {target} inside a transform; move the inputs before calling it"
+                )
+            return _wrap(backend.to_device(leaf._data, target))
+        return asarray(leaf, device=target)
+
+    return tree.map(put, x)

@@ -7,7 +7,7 @@ not define yet is left out, so a missing op surfaces as AttributeError, not a wr
 
 from __future__ import annotations
 
-from types import ModuleType
+from types import FunctionType, ModuleType
 
 from fgrad.tensor import Tensor
 
@@ -80,6 +80,21 @@ _METHODS = (
 _PROPERTIES = {"T": "_T", "mT": "_mT", "real": "real", "imag": "imag", "at": "_at"}
 
 
+def _entry(fn, kind: str):
+    """The fastest faithful callable for a Tensor method backed by ``fn`` (or None).
+
+    An op of one or two inputs provides closures made for this (fgrad.core.op._specialise),
+    and a plain Python function can itself be the method, since ``x.method(*a)`` calls it as
+    ``fn(x, *a)``; either way ``x + y`` costs no extra Python frame (DESIGN.md, hot path).
+    """
+    fast = getattr(fn, "_fast", None)
+    if fast and kind in fast:
+        return fast[kind]
+    if kind != "reflected" and isinstance(fn, FunctionType):
+        return fn
+    return None
+
+
 def _binary(fn):
     def method(self, other):
         return fn(self, other)
@@ -111,15 +126,20 @@ def _method(fn):
 
 def install(ns: ModuleType) -> None:
     """Set Tensor's operators and methods to the functions of namespace ``ns``."""
-    for table, make in ((_BINARY, _binary), (_REFLECTED, _reflected), (_UNARY, _unary)):
+    tables = (
+        (_BINARY, _binary, "binary"),
+        (_REFLECTED, _reflected, "reflected"),
+        (_UNARY, _unary, "unary"),
+    )
+    for table, make, kind in tables:
         for dunder, name in table.items():
             fn = getattr(ns, name, None)
             if fn is not None:
-                setattr(Tensor, dunder, make(fn))
+                setattr(Tensor, dunder, _entry(fn, kind) or make(fn))
     for name in _METHODS:
         fn = getattr(ns, name, None)
         if fn is not None:
-            setattr(Tensor, name, _method(fn))
+            setattr(Tensor, name, _entry(fn, "method") or _method(fn))
     for attr, name in _PROPERTIES.items():
         fn = getattr(ns, name, None)
         if fn is not None:

@@ -19,7 +19,7 @@ from fgrad.errors import (
     TracerLeakError,
 )
 from fgrad.ops.elementwise import stop_gradient
-from fgrad.tensor import ShapeDtype, Tensor, asarray
+from fgrad.tensor import ShapeDtype, Tensor, asarray, device_put
 from fgrad.transforms.ad import grad, jvp, value_and_grad, vjp
 from fgrad.transforms.graphs import make_graph
 from fgrad import numpy  # noqa: E402  (installs Tensor's operators)
@@ -39,6 +39,7 @@ __all__ = [
     "TracerLeakError",
     "asarray",
     "config",
+    "device_put",
     "grad",
     "io",
     "jvp",

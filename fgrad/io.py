@@ -33,7 +33,7 @@ import numpy as np
 
 from fgrad.tensor import Tensor, asarray
 
-__all__ = ["save", "load"]
+__all__ = ["load", "save"]
 
 _TREE_KEY = "fgrad.tree"
 _FORMAT_KEY = "fgrad.format"
@@ -57,7 +57,6 @@ _CODES = {
 }
 _DTYPES = {code: np.dtype(name) for name, code in _CODES.items()}
 _MAX_HEADER = 100_000_000  # the safetensors library's own limit on the header size
-
 
 
 def _safetensors_numpy():
@@ -269,12 +268,17 @@ def _read_header(path: str, data: bytes) -> dict:
             f"{path}: not a safetensors file: {size} bytes, fewer than the 8-byte header length"
         )
     n = int.from_bytes(data[:8], "little")
+    if n > _MAX_HEADER:
+        raise ValueError(
+            f"{path}: not a safetensors file: it starts with {data[:8]!r}, which as a header "
+            f"length reads {n} bytes, over the format's limit of {_MAX_HEADER}"
+        )
     if n > size - 8:
         raise ValueError(
             f"{path}: truncated or not a safetensors file: the header length field says "
             f"{n} bytes but only {size - 8} bytes follow it"
         )
-    if n < 2 or n > _MAX_HEADER:
+    if n < 2:
         raise ValueError(f"{path}: not a safetensors file: invalid header length {n}")
     try:
         header = json.loads(data[8 : 8 + n].decode("utf-8"))
@@ -283,20 +287,25 @@ def _read_header(path: str, data: bytes) -> dict:
             f"{path}: not a safetensors file: the header is not UTF-8 JSON ({e})"
         ) from e
     if not isinstance(header, dict):
-        raise ValueError(f"{path}: not a safetensors file: the header is not a JSON object")
+        raise ValueError(f"{path}: not a safetensors file: the header is not a JSON object")  # noqa: TRY004
     available = size - 8 - n
+    covered = 0
     for name, entry in header.items():
         if name == "__metadata__":
-            if not isinstance(entry, dict) or not all(
-                isinstance(v, str) for v in entry.values()
-            ):
+            if not isinstance(entry, dict) or not all(isinstance(v, str) for v in entry.values()):
                 raise ValueError(f"{path}: corrupt header: __metadata__ must map str to str")
             continue
-        _check_entry(path, name, entry, available)
+        covered = max(covered, _check_entry(path, name, entry, available))
+    if covered < available:
+        raise ValueError(
+            f"{path}: corrupt file: {available - covered} bytes after the last tensor's data "
+            "(appended to, or not a single safetensors file)"
+        )
     return header
 
 
-def _check_entry(path: str, name: str, entry: Any, available: int) -> None:
+def _check_entry(path: str, name: str, entry: Any, available: int) -> int:
+    """Check one tensor's header entry; return where its data end."""
     if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= set(entry):
         raise ValueError(
             f"{path}: corrupt header: tensor {name!r} lacks dtype, shape or data_offsets"
@@ -308,7 +317,7 @@ def _check_entry(path: str, name: str, entry: Any, available: int) -> None:
             f"{path}: tensor {name!r} has dtype {code!r}, which fgrad cannot load ({hint}"
             f"supported: {', '.join(_DTYPES)}); convert it, e.g. to F32, when writing the file"
         )
-    ints = lambda xs: isinstance(xs, list) and all(type(x) is int and x >= 0 for x in xs)  # noqa: E731
+    ints = lambda xs: isinstance(xs, list) and all(type(x) is int and x >= 0 for x in xs)
     if not ints(shape) or not ints(offsets) or len(offsets) != 2:
         raise ValueError(f"{path}: corrupt header: tensor {name!r} has a malformed shape/offsets")
     begin, end = offsets
@@ -323,6 +332,7 @@ def _check_entry(path: str, name: str, entry: Any, available: int) -> None:
             f"{path}: corrupt header: tensor {name!r} of shape {tuple(shape)} and dtype {code} "
             f"needs {expected} bytes but its data_offsets span {end - begin}"
         )
+    return end
 
 
 def _decode(node: Any, tensors: dict, used: set, path: str, where: str) -> Any:
@@ -336,7 +346,7 @@ def _decode(node: Any, tensors: dict, used: set, path: str, where: str) -> Any:
         used.add(node)
         return tensors[node]
     if isinstance(node, dict) and len(node) == 1:
-        (kind, children), = node.items()
+        ((kind, children),) = node.items()
         if kind == "dict" and isinstance(children, dict):
             return {
                 k: _decode(c, tensors, used, path, f"{where}/{_escape(k)}")

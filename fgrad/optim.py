@@ -28,35 +28,35 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 import fgrad.numpy as fnp
 from fgrad import tree
 from fgrad.tensor import Tensor
 
 __all__ = [
-    "GradientTransformation",
-    "EmptyState",
-    "SgdState",
     "AdamState",
+    "EmptyState",
+    "GradientTransformation",
     "RmsPropState",
     "Schedule",
-    "sgd",
+    "SgdState",
     "adam",
     "adamw",
-    "rmsprop",
-    "clip_by_global_norm",
-    "chain",
     "apply_updates",
-    "global_norm",
+    "chain",
+    "clip_by_global_norm",
     "constant_schedule",
     "cosine_decay_schedule",
+    "global_norm",
     "linear_warmup",
+    "rmsprop",
+    "sgd",
     "warmup_cosine_decay_schedule",
 ]
 
 Schedule = Callable[[int], float]
-ScalarOrSchedule = Union[float, Schedule]
+ScalarOrSchedule = float | Schedule
 
 
 class GradientTransformation(NamedTuple):

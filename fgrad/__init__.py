@@ -23,6 +23,7 @@ from fgrad.tensor import ShapeDtype, Tensor, asarray, device_put
 from fgrad.transforms.ad import grad, jvp, value_and_grad, vjp
 from fgrad.transforms.graphs import make_graph
 from fgrad import numpy  # noqa: E402  (installs Tensor's operators)
+from fgrad import random  # noqa: E402
 from fgrad import io, optim  # noqa: E402
 
 __version__ = "0.1.0"
@@ -46,6 +47,7 @@ __all__ = [
     "make_graph",
     "numpy",
     "optim",
+    "random",
     "stop_gradient",
     "tree",
     "value_and_grad",

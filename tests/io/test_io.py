@@ -308,3 +308,13 @@ def test_saved_file_is_not_a_pickle(good_file):
 def test_missing_file_raises_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError):
         fio.load(tmp_path / "nope.safetensors")
+
+
+def test_round_trip_from_and_to_each_backend(tmp_path, xp):
+    device = "cpu" if xp is np else "cuda"
+    params = {"w": fnp.array([[1.5, -2.0]], dtype="float32", device=device), "n": [None]}
+    path = tmp_path / "dev.safetensors"
+    fio.save(path, params)
+    loaded = fio.load(path, device=device)
+    assert loaded["w"].device == backend.get_device(device) and loaded["n"] == [None]
+    np.testing.assert_array_equal(np.asarray(loaded["w"]), [[1.5, -2.0]])

@@ -349,3 +349,30 @@ def test_linear_regression_with_adam_converges():
     assert float(loss(params)) < 1e-6 * first
     assert_allclose(np.asarray(params["w"]), w_true, atol=1e-3)
     assert_allclose(float(params["b"]), b_true, atol=1e-3)
+
+
+def test_adam_and_clip_on_each_backend(xp):
+    # Same numbers on every device: the rules use fgrad ops only (cupy runs where a GPU is).
+    device = "cpu" if xp is np else "cuda"
+    opt = optim.chain(optim.clip_by_global_norm(1.0), optim.adam(0.1))
+    params = {"w": fnp.array(W0, dtype="float32", device=device)}
+    state = opt.init(params)
+    for _ in range(3):
+        grads = fgrad.grad(_loss_on(device))(params)
+        updates, state = opt.update(grads, state, params)
+        params = optim.apply_updates(params, updates)
+    assert params["w"].device == fgrad.backend.get_device(device)
+    assert params["w"].dtype == np.float32
+    cpu = {"w": fnp.array(W0, dtype="float32")}
+    state = opt.init(cpu)
+    for _ in range(3):
+        grads = fgrad.grad(_loss_on("cpu"))(cpu)
+        updates, state = opt.update(grads, state, cpu)
+        cpu = optim.apply_updates(cpu, updates)
+    assert_allclose(np.asarray(params["w"]), np.asarray(cpu["w"]), rtol=1e-6)
+
+
+def _loss_on(device):
+    a = fnp.array(A, dtype="float32", device=device)
+    c = fnp.array(C, dtype="float32", device=device)
+    return lambda p: 0.5 * fnp.sum(a * p["w"] * p["w"]) - fnp.sum(c * p["w"])

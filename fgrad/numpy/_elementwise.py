@@ -1,4 +1,10 @@
-"""Elementwise functions under numpy's names (most are the registry's ops themselves)."""
+"""Elementwise functions under numpy's names (most are the registry's ops themselves).
+
+The rest are compositions of ops, so their derivatives come from the ops' rules:
+``square``, ``reciprocal``, ``exp2``, ``clip``, ``nan_to_num``, ``positive`` and the
+``decimals`` form of ``round``. ``erf`` and ``erfc`` are not numpy functions; they are here
+because numpy has no namespace for them (scipy.special's names, as in ``jax.scipy``).
+"""
 
 from __future__ import annotations
 
@@ -6,26 +12,173 @@ from typing import Any
 
 import numpy as np
 
-from fgrad.ops.elementwise import (  # noqa: F401  (re-exported)
+from fgrad import dtypes
+from fgrad.ops import elementwise as _e
+from fgrad.ops.elementwise import (
+    abs,
     add,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctan2,
+    arctanh,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    cbrt,
+    ceil,
     conj,
     cos,
+    cosh,
     divide,
+    equal,
+    erf,
+    erfc,
     exp,
+    expm1,
+    floor,
+    floor_divide,
+    greater,
+    greater_equal,
+    hypot,
+    imag,
+    invert,
+    isfinite,
+    isinf,
+    isnan,
+    less,
+    less_equal,
     log,
+    log1p,
+    log2,
+    log10,
+    logaddexp,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    maximum,
+    minimum,
     multiply,
     negative,
+    not_equal,
+    power,
     real,
+    remainder,
+    sign,
     sin,
+    sinh,
     sqrt,
     stop_gradient,
     subtract,
+    tan,
     tanh,
+    trunc,
+    where,
 )
 from fgrad.ops.elementwise import astype as _astype
+from fgrad.tensor import Tensor, asarray
 
+__all__ = [
+    "abs",
+    "absolute",
+    "acos",
+    "acosh",
+    "add",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctan2",
+    "arctanh",
+    "asin",
+    "asinh",
+    "astype",
+    "atan",
+    "atan2",
+    "atanh",
+    "bitwise_and",
+    "bitwise_invert",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
+    "cbrt",
+    "ceil",
+    "clip",
+    "conj",
+    "conjugate",
+    "cos",
+    "cosh",
+    "divide",
+    "equal",
+    "erf",
+    "erfc",
+    "exp",
+    "exp2",
+    "expm1",
+    "floor",
+    "floor_divide",
+    "greater",
+    "greater_equal",
+    "hypot",
+    "imag",
+    "invert",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "less",
+    "less_equal",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "logaddexp",
+    "logical_and",
+    "logical_and_or_bitwise_and",
+    "logical_not",
+    "logical_or",
+    "logical_or_or_bitwise_or",
+    "logical_xor",
+    "logical_xor_or_bitwise_xor",
+    "maximum",
+    "minimum",
+    "mod",
+    "multiply",
+    "nan_to_num",
+    "negative",
+    "not_equal",
+    "positive",
+    "pow",
+    "power",
+    "real",
+    "reciprocal",
+    "remainder",
+    "round",
+    "sign",
+    "sin",
+    "sinh",
+    "sqrt",
+    "square",
+    "stop_gradient",
+    "subtract",
+    "tan",
+    "tanh",
+    "true_divide",
+    "trunc",
+    "where",
+]
+
+# numpy's and the Array API's other spellings of the same functions.
+absolute = abs
+acos, acosh, asin, asinh, atan, atanh, atan2 = arccos, arccosh, arcsin, arcsinh, arctan, arctanh, arctan2
+pow = power  # noqa: A001 - the Array API name
+mod = remainder
 true_divide = divide
 conjugate = conj
+bitwise_not = bitwise_invert = invert
 
 
 def astype(x: Any, dtype: Any) -> Any:
@@ -36,3 +189,220 @@ def astype(x: Any, dtype: Any) -> Any:
         Tensor([1.5], dtype=float32)
     """
     return _astype(x, dtype=np.dtype(dtype))
+
+
+def _dtype(x: Any) -> np.dtype:
+    return np.dtype(dtypes.result_type(x))
+
+
+def positive(x: Any) -> Any:
+    """Numerical positive, ``+x``: ``x`` itself (Tensors are immutable, so no copy).
+
+    Args:
+        x: Tensor, array or Python scalar.
+
+    Returns:
+        ``x`` as a Tensor, with its derivative (the identity).
+
+    Example:
+        >>> fnp.positive(fnp.array([-1.0, 2.0]))
+        Tensor([-1.,  2.], dtype=float64)
+    """
+    return x if isinstance(x, Tensor) else asarray(x)
+
+
+def square(x: Any) -> Any:
+    """``x * x``, elementwise.
+
+    Args:
+        x: Tensor, array or Python scalar of any shape.
+
+    Returns:
+        Tensor of ``x.shape`` and ``x.dtype``.
+
+    Example:
+        >>> fnp.square(fnp.array([-3.0, 0.5]))
+        Tensor([9.  , 0.25], dtype=float64)
+    """
+    return multiply(x, x)
+
+
+def reciprocal(x: Any) -> Any:
+    """``1 / x``, elementwise; integer inputs give float64 (as the Array API, unlike numpy).
+
+    Args:
+        x: Tensor, array or Python scalar of any shape.
+
+    Returns:
+        Tensor of ``x.shape`` and floating dtype; ``inf`` at 0.
+
+    Example:
+        >>> fnp.reciprocal(fnp.array([2.0, -4.0]))
+        Tensor([ 0.5 , -0.25], dtype=float64)
+    """
+    return divide(1.0, x)
+
+
+def exp2(x: Any) -> Any:
+    """``2 ** x``, elementwise.
+
+    Args:
+        x: Tensor, array or Python scalar of any shape.
+
+    Returns:
+        Tensor of ``x.shape`` and floating dtype.
+
+    Example:
+        >>> fnp.exp2(fnp.array([3.0, -1.0]))
+        Tensor([8. , 0.5], dtype=float64)
+    """
+    return power(2.0, x)
+
+
+def round(x: Any, decimals: int = 0) -> Any:  # noqa: A001 - numpy's name
+    """Round to ``decimals`` decimal places, halves to even (numpy's ``round``).
+
+    Piecewise constant: the result carries no derivative (it is not traced).
+
+    Args:
+        x: Tensor, array or Python scalar of any shape.
+        decimals: number of decimal places; negative rounds to tens, hundreds, ...
+
+    Returns:
+        Tensor of ``x.shape`` and ``x.dtype``.
+
+    Example:
+        >>> fnp.round(fnp.array([2.5, 3.14159]), 2)
+        Tensor([2.5 , 3.14], dtype=float64)
+        >>> fnp.round(fnp.array([0.5, 1.5]))
+        Tensor([0., 2.], dtype=float64)
+    """
+    decimals = int(decimals)
+    if decimals == 0:
+        return _e.round(x)
+    if not dtypes.is_inexact(_dtype(x)):
+        if decimals > 0:
+            return positive(x)  # integers have no decimals to round
+        scale = 10 ** (-decimals)
+        return multiply(_e.round(divide(x, scale)), scale).astype(_dtype(x))
+    # numpy's own method: scale, round to an integer, scale back.
+    scale = 10.0**decimals
+    return divide(_e.round(multiply(x, scale)), scale)
+
+
+def clip(
+    a: Any, a_min: Any = None, a_max: Any = None, *, min: Any = None, max: Any = None  # noqa: A002
+) -> Any:
+    """Limit the values of ``a`` to ``[min, max]``: ``minimum(maximum(a, min), max)``.
+
+    Either bound may be None (no limit), a Python scalar or a Tensor that broadcasts with
+    ``a``; bounds that are Tensors are differentiated too. The derivative in ``a`` is 1
+    strictly inside, 0 outside, and 0.5 on a bound (shared with it), exactly as JAX's
+    ``jnp.clip``, which is the same composition (PyTorch's ``clamp`` gives 1 there).
+
+    Args:
+        a: Tensor, array or Python scalar.
+        a_min: lower bound (numpy's name); or pass ``min=``.
+        a_max: upper bound (numpy's name); or pass ``max=``.
+        min: lower bound (the Array API's name).
+        max: upper bound (the Array API's name).
+
+    Returns:
+        Tensor of the broadcast shape and promoted dtype.
+
+    Raises:
+        ShapeError: the bounds do not broadcast with ``a``.
+
+    Example:
+        >>> fnp.clip(fnp.array([-2.0, 0.5, 3.0]), 0.0, 1.0)
+        Tensor([0. , 0.5, 1. ], dtype=float64)
+        >>> fgrad.grad(lambda x: fnp.sum(fnp.clip(x, 0.0, 1.0)))(fnp.array([-2.0, 0.5, 1.0]))
+        Tensor([0. , 1. , 0.5], dtype=float64)
+    """
+    lo = a_min if a_min is not None else min
+    hi = a_max if a_max is not None else max
+    out = a
+    if lo is not None:
+        out = maximum(out, lo)
+    if hi is not None:
+        out = minimum(out, hi)
+    return out if isinstance(out, Tensor) else asarray(out)
+
+
+def nan_to_num(
+    x: Any, copy: bool = True, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None
+) -> Any:
+    """Replace NaN by ``nan``, ``+inf`` by ``posinf`` and ``-inf`` by ``neginf``.
+
+    The derivative is 1 at finite elements and 0 at replaced ones. Complex inputs have
+    their real and imaginary parts treated separately, as in numpy.
+
+    Args:
+        x: Tensor, array or Python scalar.
+        copy: ignored (Tensors are immutable); numpy's signature.
+        nan: value for NaN.
+        posinf: value for ``+inf``; default the largest finite value of the dtype.
+        neginf: value for ``-inf``; default the most negative finite value of the dtype.
+
+    Returns:
+        Tensor of ``x.shape`` and ``x.dtype``.
+
+    Example:
+        >>> fnp.nan_to_num(fnp.array([float("nan"), float("inf"), -float("inf"), 1.0]))
+        Tensor([ 0.00000000e+000,  1.79769313e+308, -1.79769313e+308,  1.00000000e+000], dtype=float64)
+    """
+    dtype = _dtype(x)
+    if not dtypes.is_inexact(dtype):
+        return positive(x)
+    if dtypes.is_complex(dtype):
+        parts = (nan_to_num(real(x), nan=nan, posinf=posinf, neginf=neginf),
+                 nan_to_num(imag(x), nan=nan, posinf=posinf, neginf=neginf))
+        return add(parts[0], multiply(parts[1], 1j))
+    big = float(np.finfo(dtype).max)
+    out = where(isnan(x), nan, x)
+    out = where(equal(x, float("inf")), big if posinf is None else posinf, out)
+    return where(equal(x, -float("inf")), -big if neginf is None else neginf, out)
+
+
+# ------------------------------------------------------------------ operators on bool / int
+
+def _logic_or_bits(name: str, op: str, logical, bitwise, example: str):
+    def fn(x: Any, y: Any) -> Any:
+        dtype = np.dtype(dtypes.result_type(x, y))
+        if dtypes.is_bool(dtype):
+            return logical(x, y)
+        if dtypes.is_integer(dtype):
+            return bitwise(x, y)
+        raise TypeError(
+            f"operator {op}: needs bool or integer Tensors, got dtype {dtype}; for masks "
+            f"compare first, e.g. (x > 0) {op} (y > 0), or use fnp.{logical.name}"
+        )
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""``x {op} y``: {logical.name} on bools, {bitwise.name} on integers.
+
+    The function behind Tensor's ``{op}`` operator; no derivative.
+
+    Raises:
+        TypeError: a floating or complex operand.
+
+    Example:
+        >>> a, b = fnp.array([True, True, False]), fnp.array([True, False, False])
+        >>> a {op} b
+        {example}
+    """
+    return fn
+
+
+logical_and_or_bitwise_and = _logic_or_bits(
+    "logical_and_or_bitwise_and", "&", logical_and, bitwise_and,
+    "Tensor([ True, False, False], dtype=bool)",
+)
+logical_or_or_bitwise_or = _logic_or_bits(
+    "logical_or_or_bitwise_or", "|", logical_or, bitwise_or,
+    "Tensor([ True,  True, False], dtype=bool)",
+)
+logical_xor_or_bitwise_xor = _logic_or_bits(
+    "logical_xor_or_bitwise_xor", "^", logical_xor, bitwise_xor,
+    "Tensor([False,  True, False], dtype=bool)",
+)

@@ -1,0 +1,158 @@
+"""Activation functions and normalisers, with JAX's names and signatures (``jax.nn``).
+
+relu, sigmoid, softmax and log_softmax are registry ops (own stable kernels and derivative
+conventions); gelu, silu and softplus are compositions of ops, so their derivatives come
+from the ops' rules.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from fgrad.ops import nn as _nn
+from fgrad.ops._rules import norm_axes
+from fgrad.ops.elementwise import add, erfc, logaddexp, multiply, sigmoid, tanh
+from fgrad.ops.nn import relu
+
+__all__ = ["relu", "sigmoid", "softplus", "silu", "swish", "gelu", "softmax", "log_softmax"]
+
+_SQRT_HALF = math.sqrt(0.5)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _ndim(x: Any) -> int:
+    return len(getattr(x, "shape", ()))
+
+
+def softmax(x: Any, axis: Any = -1) -> Any:
+    """Softmax over ``axis``: ``exp(x) / sum(exp(x), axis)``, stable for large inputs.
+
+    Args:
+        x: ``(..., n)`` Tensor of real floating dtype.
+        axis: int or tuple of ints to normalise over (default the last axis), or None
+            for all axes.
+
+    Returns:
+        Tensor of ``x.shape``: non-negative, summing to 1 over ``axis``; ``-inf`` entries
+        get 0. Values and derivatives stay finite for inputs like 1000.
+
+    Raises:
+        ShapeError: ``axis`` is out of range or repeated.
+        DTypeError: complex input.
+
+    Example:
+        >>> from fgrad.nn import softmax
+        >>> softmax(fnp.array([[1.0, 2.0, 3.0], [1000.0, 1000.0, 1000.0]]))
+        Tensor([[0.09003057, 0.24472847, 0.66524096],
+                [0.33333333, 0.33333333, 0.33333333]], dtype=float64)
+    """
+    return _nn.softmax(x, axes=norm_axes("softmax", axis, _ndim(x)))
+
+
+def log_softmax(x: Any, axis: Any = -1) -> Any:
+    """Log-softmax over ``axis``: ``x - logsumexp(x, axis)``, stable for large inputs.
+
+    Args:
+        x: ``(..., n)`` Tensor of real floating dtype.
+        axis: int or tuple of ints to normalise over (default the last axis), or None
+            for all axes.
+
+    Returns:
+        Tensor of ``x.shape``: log-probabilities whose ``exp`` sums to 1 over ``axis``.
+
+    Raises:
+        ShapeError: ``axis`` is out of range or repeated.
+        DTypeError: complex input.
+
+    Example:
+        >>> from fgrad.nn import log_softmax
+        >>> log_softmax(fnp.array([0.0, 1000.0]))
+        Tensor([-1000.,     0.], dtype=float64)
+    """
+    return _nn.log_softmax(x, axes=norm_axes("log_softmax", axis, _ndim(x)))
+
+
+def softplus(x: Any) -> Any:
+    """Softplus ``log(1 + exp(x))``, computed as ``logaddexp(x, 0)`` so it never overflows.
+
+    The derivative is ``sigmoid(x)``; ``softplus(1000) = 1000`` with derivative 1, and
+    ``softplus(-1000) = 0`` with derivative 0 (JAX's ``jax.nn.softplus``).
+
+    Args:
+        x: Tensor, array or Python scalar of real dtype.
+
+    Returns:
+        Tensor of ``x.shape`` and floating dtype, positive.
+
+    Example:
+        >>> from fgrad.nn import softplus
+        >>> softplus(fnp.array([-1000.0, 0.0, 1000.0]))
+        Tensor([0.00000000e+00, 6.93147181e-01, 1.00000000e+03], dtype=float64)
+    """
+    return logaddexp(x, 0.0)
+
+
+def silu(x: Any) -> Any:
+    """SiLU (swish) ``x * sigmoid(x)``.
+
+    Args:
+        x: Tensor, array or Python scalar of real dtype.
+
+    Returns:
+        Tensor of ``x.shape`` and floating dtype.
+
+    Example:
+        >>> from fgrad.nn import silu
+        >>> silu(fnp.array([-1.0, 0.0, 2.0]))
+        Tensor([-0.26894142,  0.        ,  1.76159416], dtype=float64)
+
+    References:
+        Elfwing, Uchibe and Doya, "Sigmoid-weighted linear units for neural network
+        function approximation in reinforcement learning", 2017, arXiv:1702.03118;
+        Ramachandran, Zoph and Le, "Searching for activation functions", 2017,
+        arXiv:1710.05941 (swish).
+    """
+    return multiply(x, sigmoid(x))
+
+
+swish = silu
+
+
+def gelu(x: Any, approximate: bool | str = False) -> Any:
+    """Gaussian error linear unit ``x * Phi(x)``, ``Phi`` the standard normal CDF.
+
+    Exact by default, as PyTorch's ``gelu``: ``Phi(x) = erfc(-x / sqrt(2)) / 2``, which,
+    unlike ``(1 + erf(x / sqrt(2))) / 2``, keeps full accuracy for negative ``x``. With
+    ``approximate=True`` or ``"tanh"``: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))``
+    (JAX's default, PyTorch's ``approximate="tanh"``).
+
+    Args:
+        x: Tensor, array or Python scalar of real dtype.
+        approximate: False or ``"none"`` for the exact form; True or ``"tanh"`` for the
+            tanh approximation.
+
+    Returns:
+        Tensor of ``x.shape`` and floating dtype.
+
+    Raises:
+        ValueError: an unknown ``approximate``.
+
+    Example:
+        >>> from fgrad.nn import gelu
+        >>> gelu(fnp.array([-1.0, 0.0, 1.0]))
+        Tensor([-0.15865525,  0.        ,  0.84134475], dtype=float64)
+        >>> gelu(fnp.array([-1.0, 0.0, 1.0]), approximate="tanh")
+        Tensor([-0.15880801,  0.        ,  0.84119199], dtype=float64)
+
+    References:
+        Hendrycks and Gimpel, "Gaussian error linear units (GELUs)", 2016,
+        arXiv:1606.08415 (both forms).
+    """
+    if approximate in (False, "none"):
+        return multiply(multiply(x, 0.5), erfc(multiply(x, -_SQRT_HALF)))
+    if approximate in (True, "tanh"):
+        cube = multiply(multiply(x, x), x)
+        inner = multiply(_SQRT_2_OVER_PI, add(x, multiply(cube, 0.044715)))
+        return multiply(multiply(x, 0.5), add(tanh(inner), 1.0))
+    raise ValueError(f"gelu: approximate must be False, True, 'none' or 'tanh', not {approximate!r}")

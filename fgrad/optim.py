@@ -164,7 +164,8 @@ def sgd(
     Args:
         learning_rate: float ``>= 0`` or a schedule ``step -> float``.
         momentum: ``mu >= 0`` (usually 0.9); 0 turns momentum off.
-        nesterov: use Nesterov's look-ahead form (Sutskever et al. 2013, as in PyTorch).
+        nesterov: use Nesterov momentum in PyTorch's (and optax's) reformulation of
+            Sutskever et al. (2013), the ``d_t`` line above.
 
     Returns:
         A :class:`GradientTransformation` with state :class:`SgdState`. ``update`` takes
@@ -188,7 +189,8 @@ def sgd(
     References:
         Polyak, "Some methods of speeding up the convergence of iteration methods", 1964.
         Sutskever, Martens, Dahl & Hinton, "On the importance of initialization and momentum
-        in deep learning", ICML 2013 (the Nesterov form above).
+        in deep learning", ICML 2013, Eq. (3)-(4) (Nesterov momentum, reformulated above so
+        that the gradient is taken at the current parameters).
     """
     learning_rate = _check_lr("sgd", learning_rate)
     momentum = _check_range("sgd", "momentum", momentum, 0.0, None)

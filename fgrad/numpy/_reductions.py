@@ -1,27 +1,73 @@
-"""Reductions under numpy's names and signatures (``axis``, ``keepdims``)."""
+"""Reductions and scans under numpy's names and signatures (``axis``, ``keepdims``).
+
+``axis`` is an int, a tuple of ints or None (all axes); the wrappers turn it into the ops'
+canonical ``axes`` (sorted non-negative ints). ``mean``, ``var``, ``std`` and
+``count_nonzero`` are compositions of ops, so their derivatives come for free.
+"""
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
+import numpy as np
+
+from fgrad import dtypes
+from fgrad.errors import ShapeError
+from fgrad.ops import elementwise as _e
 from fgrad.ops import reduction as _r
+from fgrad.ops import shape as _s
 from fgrad.ops._rules import norm_axes
+
+__all__ = [
+    "sum",
+    "prod",
+    "mean",
+    "max",
+    "min",
+    "amax",
+    "amin",
+    "var",
+    "std",
+    "logsumexp",
+    "argmax",
+    "argmin",
+    "all",
+    "any",
+    "cumsum",
+    "cumprod",
+    "count_nonzero",
+]
+
+
+def _shape(x: Any) -> tuple:
+    return tuple(getattr(x, "shape", ()))
 
 
 def _ndim(x: Any) -> int:
     return len(getattr(x, "shape", ()))
 
 
-def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
-    """Sum of elements over ``axis`` (int, tuple or None for all).
+def _cast(x: Any, dtype: Any) -> Any:
+    return x if dtype is None else _e.astype(x, dtype=np.dtype(dtype))
+
+
+def _count(x: Any, axes: tuple) -> int:
+    shape = _shape(x)
+    return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+
+
+def sum(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:  # noqa: A001
+    """Sum of elements over ``axis``.
 
     Args:
-        x: Tensor of any shape.
-        axis: axis or axes to reduce; None reduces all.
+        x: Tensor, array or Python scalar of any shape.
+        axis: int, tuple of ints, or None (all axes); negative axes count from the end.
+        dtype: optional dtype to cast ``x`` to before summing.
         keepdims: keep reduced axes with size 1.
 
     Returns:
-        Tensor of the reduced shape.
+        Tensor of the reduced shape; bools and small ints sum into the default int.
 
     Raises:
         ShapeError: an axis is out of range or repeated.
@@ -30,4 +76,428 @@ def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
         >>> fnp.sum(fnp.array([[1.0, 2.0], [3.0, 4.0]]), axis=1)
         Tensor([3., 7.], dtype=float64)
     """
+    x = _cast(x, dtype)
     return _r.sum(x, axes=norm_axes("sum", axis, _ndim(x)), keepdims=keepdims)
+
+
+def prod(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
+    """Product of elements over ``axis``; its derivative is exact with zeros in ``x``.
+
+    Args:
+        x: Tensor of any shape.
+        axis: int, tuple of ints, or None (all axes).
+        dtype: optional dtype to cast ``x`` to first.
+        keepdims: keep reduced axes with size 1.
+
+    Returns:
+        Tensor of the reduced shape; bools and small ints multiply into the default int.
+
+    Raises:
+        ShapeError: an axis is out of range or repeated.
+
+    Example:
+        >>> fnp.prod(fnp.array([[1.0, 2.0], [3.0, 4.0]]), axis=0)
+        Tensor([3., 8.], dtype=float64)
+        >>> fgrad.grad(fnp.prod)(fnp.array([2.0, 0.0, 0.0]))
+        Tensor([0., 0., 0.], dtype=float64)
+    """
+    x = _cast(x, dtype)
+    return _r.prod(x, axes=norm_axes("prod", axis, _ndim(x)), keepdims=keepdims)
+
+
+def mean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
+    """Arithmetic mean over ``axis``: ``sum / count``.
+
+    Args:
+        x: Tensor of any shape.
+        axis: int, tuple of ints, or None (all axes).
+        dtype: optional dtype to cast ``x`` to first.
+        keepdims: keep reduced axes with size 1.
+
+    Returns:
+        Tensor of the reduced shape; floating dtype of ``x`` (ints and bools give float64).
+        The mean of zero elements is NaN, as numpy.
+
+    Raises:
+        ShapeError: an axis is out of range or repeated.
+
+    Example:
+        >>> fnp.mean(fnp.array([[1.0, 2.0], [3.0, 5.0]]), axis=0)
+        Tensor([2. , 3.5], dtype=float64)
+    """
+    x = _cast(x, dtype)
+    axes = norm_axes("mean", axis, _ndim(x))
+    total = _r.sum(x, axes=axes, keepdims=keepdims)
+    n = _count(x, axes)
+    if n == 0:
+        return _e.divide(total, float("nan"))
+    return _e.divide(total, n)
+
+
+def _extremum(name: str, op: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+    axes = norm_axes(name, axis, _ndim(x))
+    shape = _shape(x)
+    if builtins.any(shape[a] == 0 for a in axes):
+        raise ShapeError(
+            f"{name}: cannot reduce a zero-size axis of shape {shape} (axes {axes}); there is "
+            "no identity for this reduction"
+        )
+    return op(x, axes=axes, keepdims=keepdims)
+
+
+def max(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:  # noqa: A001
+    """Largest element over ``axis`` (numpy's ``max``/``amax``); NaN propagates.
+
+    Ties split the derivative evenly among the tied elements, as JAX does.
+
+    Args:
+        x: real Tensor of any shape.
+        axis: int, tuple of ints, or None (all axes).
+        keepdims: keep reduced axes with size 1.
+
+    Returns:
+        Tensor of the reduced shape and ``x.dtype``.
+
+    Raises:
+        ShapeError: an axis is out of range or repeated, or has size 0.
+
+    Example:
+        >>> fnp.max(fnp.array([[1.0, 5.0], [3.0, 2.0]]), axis=0)
+        Tensor([3., 5.], dtype=float64)
+        >>> fgrad.grad(fnp.max)(fnp.array([1.0, 3.0, 3.0]))
+        Tensor([0. , 0.5, 0.5], dtype=float64)
+    """
+    return _extremum("max", _r.max, x, axis, keepdims)
+
+
+def min(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:  # noqa: A001
+    """Smallest element over ``axis`` (numpy's ``min``/``amin``); NaN propagates.
+
+    Ties split the derivative evenly among the tied elements, as JAX does.
+
+    Args:
+        x: real Tensor of any shape.
+        axis: int, tuple of ints, or None (all axes).
+        keepdims: keep reduced axes with size 1.
+
+    Returns:
+        Tensor of the reduced shape and ``x.dtype``.
+
+    Raises:
+        ShapeError: an axis is out of range or repeated, or has size 0.
+
+    Example:
+        >>> fnp.min(fnp.array([[1.0, 5.0], [3.0, 2.0]]), axis=1, keepdims=True)
+        Tensor([[1.],
+                [2.]], dtype=float64)
+    """
+    return _extremum("min", _r.min, x, axis, keepdims)
+
+
+amax = max
+amin = min
+
+
+def var(
+    x: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    *,
+    ddof: float = 0,
+    keepdims: bool = False,
+    correction: float | None = None,
+) -> Any:
+    """Variance over ``axis``: ``sum(|x - mean|**2) / (count - ddof)``.
+
+    Args:
+        x: Tensor of any shape; complex input gives a real variance, as numpy.
+        axis: int, tuple of ints, or None (all axes).
+        dtype: optional dtype to cast ``x`` to first.
+        ddof: "delta degrees of freedom": ``ddof=1`` gives the unbiased sample variance.
+        keepdims: keep reduced axes with size 1.
+        correction: the Array API name of ``ddof``; give one or the other.
+
+    Returns:
+        Tensor of the reduced shape; real floating dtype of ``x`` (ints give float64).
+        When ``count - ddof <= 0`` the result is inf or NaN, as numpy.
+
+    Raises:
+        ShapeError: an axis is out of range or repeated.
+        ValueError: both ``ddof`` and ``correction`` are given.
+
+    Example:
+        >>> fnp.var(fnp.array([1.0, 2.0, 3.0, 4.0]))
+        Tensor(1.25, dtype=float64)
+        >>> fnp.var(fnp.array([1.0, 2.0, 3.0, 4.0]), ddof=1)
+        Tensor(1.66666667, dtype=float64)
+    """
+    if correction is not None:
+        if ddof != 0:
+            raise ValueError("var: give ddof or correction, not both")
+        ddof = correction
+    x = _cast(x, dtype)
+    axes = norm_axes("var", axis, _ndim(x))
+    if not dtypes.is_inexact(dtypes.result_type(x)):
+        x = _e.astype(x, dtype=dtypes.float64)
+    centred = _e.subtract(x, mean(x, axes, keepdims=True))
+    if dtypes.is_complex(dtypes.result_type(x)):
+        squares = _e.real(_e.multiply(centred, _e.conj(centred)))
+    else:
+        squares = _e.multiply(centred, centred)
+    total = _r.sum(squares, axes=axes, keepdims=keepdims)
+    dof = _count(x, axes) - ddof
+    if dof <= 0:  # numpy warns and returns inf (or NaN for 0/0); so does the division here
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _e.divide(total, float(dof))
+    return _e.divide(total, dof)
+
+
+def std(
+    x: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    *,
+    ddof: float = 0,
+    keepdims: bool = False,
+    correction: float | None = None,
+) -> Any:
+    """Standard deviation over ``axis``: ``sqrt(var(x, axis, ddof=ddof))``.
+
+    The derivative at zero variance (all elements of a slice equal) is NaN, as in JAX
+    (``sqrt'(0) = inf`` times a zero derivative of the variance): the standard deviation
+    has no derivative there. Differentiate ``var``, or use ``sqrt(var + eps)``, where
+    that point can occur. (PyTorch returns 0 there instead.)
+
+    Args:
+        x: Tensor of any shape.
+        axis: int, tuple of ints, or None (all axes).
+        dtype: optional dtype to cast ``x`` to first.
+        ddof: delta degrees of freedom, as in :func:`var`.
+        keepdims: keep reduced axes with size 1.
+        correction: the Array API name of ``ddof``.
+
+    Returns:
+        Tensor of the reduced shape; real floating dtype of ``x`` (ints give float64).
+
+    Raises:
+        ShapeError: an axis is out of range or repeated.
+        ValueError: both ``ddof`` and ``correction`` are given.
+
+    Example:
+        >>> fnp.std(fnp.array([[1.0, 3.0], [2.0, 2.0]]), axis=1)
+        Tensor([1., 0.], dtype=float64)
+    """
+    return _e.sqrt(var(x, axis, dtype, ddof=ddof, keepdims=keepdims, correction=correction))
+
+
+def logsumexp(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+    """``log(sum(exp(x)))`` over ``axis``, stable for large inputs and ``-inf`` safe.
+
+    As ``scipy.special.logsumexp`` and ``jax.nn.logsumexp`` (without ``b`` weights). Its
+    derivative is ``softmax(x)`` along ``axis``; a slice that is all ``-inf`` gives ``-inf``
+    and a zero derivative.
+
+    Args:
+        x: real Tensor of any shape.
+        axis: int, tuple of ints, or None (all axes).
+        keepdims: keep reduced axes with size 1.
+
+    Returns:
+        Tensor of the reduced shape; floating dtype of ``x`` (ints give float64).
+
+    Raises:
+        ShapeError: an axis is out of range or repeated.
+
+    Example:
+        >>> fnp.logsumexp(fnp.array([[0.0, 0.0], [100.0, -fnp.inf]]), axis=1)
+        Tensor([  0.69314718, 100.        ], dtype=float64)
+        >>> fgrad.grad(fnp.logsumexp)(fnp.array([-fnp.inf, -fnp.inf]))
+        Tensor([0., 0.], dtype=float64)
+    """
+    return _r.logsumexp(x, axes=norm_axes("logsumexp", axis, _ndim(x)), keepdims=keepdims)
+
+
+def _one_axis(name: str, axis: Any, ndim: int) -> int | None:
+    if axis is None:
+        return None
+    if not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{name}: axis must be an int or None, got {axis!r}")
+    return norm_axes(name, int(axis), ndim)[0]
+
+
+def _arg(name: str, op: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+    shape = _shape(x)
+    ax = _one_axis(name, axis, len(shape))
+    if (ax is None and 0 in shape) or (ax is not None and shape[ax] == 0):
+        raise ShapeError(f"{name}: attempt to get {name} of an empty sequence (shape {shape})")
+    return op(x, axis=ax, keepdims=keepdims)
+
+
+def argmax(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+    """Index of the largest element along ``axis`` (the first among ties).
+
+    Args:
+        x: real Tensor of any shape.
+        axis: an int, or None for the index into the flattened ``x``.
+        keepdims: keep the reduced axis (all axes when ``axis`` is None) with size 1.
+
+    Returns:
+        int64 Tensor of the reduced shape. Carries no derivative.
+
+    Raises:
+        TypeError: ``axis`` is a tuple.
+        ShapeError: ``axis`` is out of range, or the reduced axis has size 0.
+
+    Example:
+        >>> fnp.argmax(fnp.array([[1.0, 5.0], [3.0, 2.0]]), axis=0)
+        Tensor([1, 0], dtype=int64)
+    """
+    return _arg("argmax", _r.argmax, x, axis, keepdims)
+
+
+def argmin(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+    """Index of the smallest element along ``axis`` (the first among ties).
+
+    Args:
+        x: real Tensor of any shape.
+        axis: an int, or None for the index into the flattened ``x``.
+        keepdims: keep the reduced axis (all axes when ``axis`` is None) with size 1.
+
+    Returns:
+        int64 Tensor of the reduced shape. Carries no derivative.
+
+    Raises:
+        TypeError: ``axis`` is a tuple.
+        ShapeError: ``axis`` is out of range, or the reduced axis has size 0.
+
+    Example:
+        >>> fnp.argmin(fnp.array([[1.0, 5.0], [3.0, 2.0]]), axis=1, keepdims=True)
+        Tensor([[0],
+                [1]], dtype=int64)
+    """
+    return _arg("argmin", _r.argmin, x, axis, keepdims)
+
+
+def all(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:  # noqa: A001
+    """Whether every element over ``axis`` is true (nonzero).
+
+    Args:
+        x: Tensor of any shape and dtype.
+        axis: int, tuple of ints, or None (all axes).
+        keepdims: keep reduced axes with size 1.
+
+    Returns:
+        bool Tensor of the reduced shape (True over zero elements). Carries no derivative.
+
+    Raises:
+        ShapeError: an axis is out of range or repeated.
+
+    Example:
+        >>> fnp.all(fnp.array([1.0, 0.0]))
+        Tensor(False, dtype=bool)
+    """
+    return _r.all(x, axes=norm_axes("all", axis, _ndim(x)), keepdims=keepdims)
+
+
+def any(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:  # noqa: A001
+    """Whether some element over ``axis`` is true (nonzero).
+
+    Args:
+        x: Tensor of any shape and dtype.
+        axis: int, tuple of ints, or None (all axes).
+        keepdims: keep reduced axes with size 1.
+
+    Returns:
+        bool Tensor of the reduced shape (False over zero elements). Carries no derivative.
+
+    Raises:
+        ShapeError: an axis is out of range or repeated.
+
+    Example:
+        >>> fnp.any(fnp.array([[0.0, 0.0], [0.0, 2.0]]), axis=1)
+        Tensor([False,  True], dtype=bool)
+    """
+    return _r.any(x, axes=norm_axes("any", axis, _ndim(x)), keepdims=keepdims)
+
+
+def count_nonzero(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+    """The number of nonzero elements over ``axis``.
+
+    Args:
+        x: Tensor of any shape and dtype.
+        axis: int, tuple of ints, or None (all axes).
+        keepdims: keep reduced axes with size 1.
+
+    Returns:
+        int64 Tensor of the reduced shape. Carries no derivative.
+
+    Raises:
+        ShapeError: an axis is out of range or repeated.
+
+    Example:
+        >>> fnp.count_nonzero(fnp.array([[0.0, 1.0], [2.0, 3.0]]), axis=1)
+        Tensor([1, 2], dtype=int64)
+    """
+    nonzero = _e.astype(x, dtype=dtypes.bool_)
+    return _r.sum(nonzero, axes=norm_axes("count_nonzero", axis, _ndim(x)), keepdims=keepdims)
+
+
+def _scan(name: str, op: Any, x: Any, axis: Any, dtype: Any) -> Any:
+    x = _cast(x, dtype)
+    if axis is None:  # numpy scans the flattened array
+        x = _s.reshape(x, shape=(int(np.prod(_shape(x), dtype=np.int64)),))
+        axis = 0
+    elif not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{name}: axis must be an int or None, got {axis!r}")
+    return op(x, axis=norm_axes(name, int(axis), _ndim(x))[0], reverse=False)
+
+
+def cumsum(x: Any, axis: Any = None, dtype: Any = None) -> Any:
+    """Cumulative sum along ``axis``: ``out[i] = x[0] + ... + x[i]``.
+
+    Args:
+        x: Tensor of any shape.
+        axis: an int, or None to scan the flattened ``x`` (the numpy default).
+        dtype: optional dtype to cast ``x`` to first.
+
+    Returns:
+        Tensor of ``x.shape`` (flattened when ``axis`` is None); bools and small ints sum
+        into the default int.
+
+    Raises:
+        TypeError: ``axis`` is a tuple.
+        ShapeError: ``axis`` is out of range.
+
+    Example:
+        >>> fnp.cumsum(fnp.array([[1.0, 2.0], [3.0, 4.0]]), axis=1)
+        Tensor([[1., 3.],
+                [3., 7.]], dtype=float64)
+        >>> fnp.cumsum(fnp.array([[1, 2], [3, 4]]))
+        Tensor([ 1,  3,  6, 10], dtype=int64)
+    """
+    return _scan("cumsum", _r.cumsum, x, axis, dtype)
+
+
+def cumprod(x: Any, axis: Any = None, dtype: Any = None) -> Any:
+    """Cumulative product along ``axis``: ``out[i] = x[0] * ... * x[i]``.
+
+    Its derivative is exact with zeros in ``x``, at every order.
+
+    Args:
+        x: Tensor of any shape.
+        axis: an int, or None to scan the flattened ``x`` (the numpy default).
+        dtype: optional dtype to cast ``x`` to first.
+
+    Returns:
+        Tensor of ``x.shape`` (flattened when ``axis`` is None); bools and small ints
+        multiply into the default int.
+
+    Raises:
+        TypeError: ``axis`` is a tuple.
+        ShapeError: ``axis`` is out of range.
+
+    Example:
+        >>> fnp.cumprod(fnp.array([1.0, 2.0, 3.0, 4.0]))
+        Tensor([ 1.,  2.,  6., 24.], dtype=float64)
+    """
+    return _scan("cumprod", _r.cumprod, x, axis, dtype)

@@ -22,6 +22,8 @@ from fgrad.ops.elementwise import stop_gradient
 from fgrad.tensor import ShapeDtype, Tensor, asarray, device_put
 from fgrad.transforms.ad import grad, jvp, value_and_grad, vjp
 from fgrad.transforms.graphs import make_graph
+from fgrad.transforms.custom import checkpoint, custom_jvp, custom_vjp
+from fgrad.transforms.jacobians import hessian, hvp, jacfwd, jacrev, linearize
 from fgrad import numpy  # noqa: E402  (installs Tensor's operators)
 from fgrad import random  # noqa: E402
 from fgrad import io, optim  # noqa: E402
@@ -39,9 +41,17 @@ __all__ = [
     "Tensor",
     "TracerLeakError",
     "asarray",
+    "checkpoint",
+    "custom_jvp",
+    "custom_vjp",
     "config",
     "device_put",
     "grad",
+    "hessian",
+    "hvp",
+    "jacfwd",
+    "jacrev",
+    "linearize",
     "io",
     "jvp",
     "make_graph",

@@ -17,7 +17,7 @@ from typing import Any
 from fgrad.errors import ConcretizationError, TracerLeakError
 from fgrad.tensor import ShapeDtype, Tensor
 
-__all__ = ["Trace", "Tracer", "bind", "new_trace", "concrete_value", "current_level"]
+__all__ = ["Trace", "Tracer", "bind", "top_trace", "new_trace", "concrete_value", "current_level"]
 
 _STACK: list[Trace] = []
 
@@ -138,18 +138,27 @@ def concrete_value(x: Any) -> Any:
     return x._data if isinstance(x, Tensor) else x
 
 
-def bind(op: Any, args: tuple, params: dict) -> Any:
-    """Hand ``op(*args, **params)`` to the innermost trace that owns one of ``args``."""
+def top_trace(args: Any, what: str = "an op") -> Trace | None:
+    """The innermost live trace owning one of ``args`` (None when none is traced).
+
+    Raises:
+        TracerLeakError: one of ``args`` is a tracer of a transform that has returned.
+    """
     top = None
     for a in args:
         if isinstance(a, Tracer):
             trace = a._trace
             if not trace.alive:
                 raise TracerLeakError(
-                    f"op {op.name!r} got a tracer {a.aval} whose transform "
+                    f"{what} got a tracer {a.aval} whose transform "
                     f"({type(trace).__name__}) has already returned; return values out of the "
                     "transformed function instead of storing tracers in outer variables"
                 )
             if top is None or trace.level > top.level:
                 top = trace
-    return top.process(op, args, params)
+    return top
+
+
+def bind(op: Any, args: tuple, params: dict) -> Any:
+    """Hand ``op(*args, **params)`` to the innermost trace that owns one of ``args``."""
+    return top_trace(args, f"op {op.name!r}").process(op, args, params)

@@ -1,0 +1,115 @@
+"""custom_vjp, custom_jvp and checkpoint: values, derivatives, nesting."""
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad.test_util import check_grads
+
+
+def _f(x):
+    return fnp.tanh(fnp.sin(x) * x)
+
+
+def test_checkpoint_matches_plain_gradients_to_third_order():
+    g = fgrad.checkpoint(_f)
+    x = fnp.array([0.3, -1.1, 2.0])
+    for order_fn_plain, order_fn_ckpt in [
+        (lambda x: fnp.sum(_f(_f(x))), lambda x: fnp.sum(g(g(x)))),
+    ]:
+        d_plain, d_ckpt = order_fn_plain, order_fn_ckpt
+        for _ in range(3):
+            d_plain = fgrad.grad(lambda x, d=d_plain: fnp.sum(d(x)))
+            d_ckpt = fgrad.grad(lambda x, d=d_ckpt: fnp.sum(d(x)))
+            np.testing.assert_allclose(np.asarray(d_ckpt(x)), np.asarray(d_plain(x)), rtol=1e-12)
+
+
+def test_checkpoint_records_one_node_per_call():
+    """Only inputs and outputs are kept: the reverse trace holds one node per checkpoint."""
+    from fgrad.transforms import ad
+
+    seen = []
+    real_backward = ad._backward
+
+    def spy(seeds):
+        seen.append(len(ad._toposort([n for n, _, _ in seeds])))
+        return real_backward(seeds)
+
+    ad._backward = spy
+    try:
+        deep = fgrad.checkpoint(lambda x: fnp.tanh(fnp.tanh(fnp.tanh(fnp.tanh(x)))))
+        fgrad.grad(lambda x: fnp.sum(deep(x)))(fnp.ones(3))
+        fgrad.grad(lambda x: fnp.sum(fnp.tanh(fnp.tanh(fnp.tanh(fnp.tanh(x))))))(fnp.ones(3))
+    finally:
+        ad._backward = real_backward
+    # outer pass: sum, checkpoint node, leaf = 3 nodes; plain: sum, 4 tanh, leaf = 6 nodes.
+    assert seen[0] == 3 and seen[-1] == 6
+
+
+def test_custom_vjp_uses_the_rule_and_nests():
+    @fgrad.custom_vjp
+    def f(x, y):
+        return fnp.sin(x) * y
+
+    def fwd(x, y):
+        return f(x, y), (x, y)
+
+    def bwd(res, ct):
+        x, y = res
+        return ct * fnp.cos(x) * y, ct * fnp.sin(x)
+
+    f.defvjp(fwd, bwd)
+    x, y = fnp.array([0.4, 1.3]), fnp.array([2.0, -1.0])
+    check_grads(f, (x, y), order=2, modes=("rev",))
+    # jvp falls back to differentiating f as written
+    check_grads(f, (x, y), order=1, modes=("fwd",))
+
+
+def test_custom_vjp_rule_is_really_used():
+    @fgrad.custom_vjp
+    def scaled_identity(x):
+        return x
+
+    scaled_identity.defvjp(lambda x: (x, None), lambda res, ct: (3.0 * ct,))
+    assert float(fgrad.grad(scaled_identity)(1.0)) == 3.0
+
+
+def test_custom_vjp_nondiff_argnums_and_errors():
+    def g(n, x):
+        return x**n if hasattr(fnp, "power") else x * x
+
+    f = fgrad.custom_vjp(lambda n, x: x * x, nondiff_argnums=(0,))
+    f.defvjp(lambda n, x: (x * x, x), lambda n, res, ct: (2.0 * res * ct,))
+    assert float(fgrad.grad(f, argnums=1)(2, 3.0)) == 6.0
+    bad = fgrad.custom_vjp(lambda x: x)
+    with pytest.raises(TypeError, match="defvjp"):
+        bad(1.0)
+    bad.defvjp(lambda x: (x, None), lambda res, ct: (ct, ct))
+    with pytest.raises(TypeError, match="1 cotangents"):
+        fgrad.grad(bad)(1.0)
+    del g
+
+
+def test_custom_jvp_forward_reverse_and_second_order():
+    @fgrad.custom_jvp
+    def f(x):
+        return fnp.sin(x) * x
+
+    @f.defjvp
+    def _(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), t * (fnp.cos(x) * x + fnp.sin(x))
+
+    x = fnp.array([0.2, 0.9, -1.4])
+    check_grads(f, (x,), order=2, modes=("fwd", "rev"))
+
+
+def test_custom_jvp_rule_is_really_used():
+    @fgrad.custom_jvp
+    def f(x):
+        return x
+
+    f.defjvp(lambda p, t: (p[0], 5.0 * t[0]))
+    assert float(fgrad.grad(f)(1.0)) == 5.0
+    assert float(fgrad.jvp(f, (1.0,), (1.0,))[1]) == 5.0

@@ -37,6 +37,8 @@ __all__ = [
     "cumsum",
     "cumprod",
     "count_nonzero",
+    "nansum",
+    "nanmean",
 ]
 
 
@@ -440,6 +442,69 @@ def count_nonzero(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """
     nonzero = _e.astype(x, dtype=dtypes.bool_)
     return _r.sum(nonzero, axes=norm_axes("count_nonzero", axis, _ndim(x)), keepdims=keepdims)
+
+
+def _without_nans(x: Any) -> tuple[Any, Any]:
+    # NaNs replaced by 0 through where, so their cotangent is 0 (JAX's masked branch).
+    if not dtypes.is_inexact(dtypes.result_type(x)):
+        return x, None
+    nan = _e.isnan(x)
+    return _e.where(nan, 0, x), nan
+
+
+def nansum(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
+    """Sum over ``axis`` treating NaNs as zero; NaN entries get a zero derivative.
+
+    Args:
+        x: Tensor of any shape.
+        axis: int, tuple of ints, or None (all axes).
+        dtype: optional dtype to cast ``x`` to first.
+        keepdims: keep reduced axes with size 1.
+
+    Returns:
+        Tensor of the reduced shape, as :func:`sum`.
+
+    Raises:
+        ShapeError: an axis is out of range or repeated.
+
+    Example:
+        >>> fnp.nansum(fnp.array([1.0, fnp.nan, 2.0]))
+        Tensor(3., dtype=float64)
+        >>> fgrad.grad(fnp.nansum)(fnp.array([1.0, fnp.nan]))
+        Tensor([1., 0.], dtype=float64)
+    """
+    x, _ = _without_nans(_cast(x, dtype))
+    return _r.sum(x, axes=norm_axes("nansum", axis, _ndim(x)), keepdims=keepdims)
+
+
+def nanmean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
+    """Mean over ``axis`` of the entries that are not NaN; NaN entries get a zero derivative.
+
+    Args:
+        x: Tensor of any shape.
+        axis: int, tuple of ints, or None (all axes).
+        dtype: optional dtype to cast ``x`` to first.
+        keepdims: keep reduced axes with size 1.
+
+    Returns:
+        Tensor of the reduced shape, as :func:`mean`; NaN for a slice that is all NaN.
+
+    Raises:
+        ShapeError: an axis is out of range or repeated.
+
+    Example:
+        >>> fnp.nanmean(fnp.array([[1.0, fnp.nan], [2.0, 4.0]]), axis=1)
+        Tensor([1., 3.], dtype=float64)
+    """
+    x = _cast(x, dtype)
+    clean, nan = _without_nans(x)
+    if nan is None:
+        return mean(x, axis, keepdims=keepdims)
+    axes = norm_axes("nanmean", axis, _ndim(x))
+    total = _r.sum(clean, axes=axes, keepdims=keepdims)
+    count = _r.sum(_e.logical_not(nan), axes=axes, keepdims=keepdims)
+    with np.errstate(invalid="ignore"):  # an all-NaN slice: 0 / 0 = NaN, as numpy
+        return _e.divide(total, _e.astype(count, dtype=total.dtype))
 
 
 def _scan(name: str, op: Any, x: Any, axis: Any, dtype: Any) -> Any:

@@ -10,6 +10,7 @@ jax-ml/jax#11716), cumprod exact with zeros.
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -559,3 +560,23 @@ def test_reductions_under_make_graph():
 
     graph = make_graph(f)(x)
     assert "prod" in str(graph) and "cumprod" in str(graph)
+
+
+# ---------------------------------------------------------------- nan-ignoring reductions
+
+
+def test_nansum_nanmean_values_and_gradients():
+    x = np.array([[1.0, np.nan, 3.0], [np.nan, np.nan, np.nan], [2.0, 4.0, 6.0]])
+    for axis in (None, 0, 1):
+        assert_allclose(_np(fnp.nansum(fnp.asarray(x), axis=axis)), np.nansum(x, axis=axis))
+        with warnings.catch_warnings():  # numpy warns about the all-NaN row
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = np.nanmean(x, axis=axis)
+        assert_allclose(_np(fnp.nanmean(fnp.asarray(x), axis=axis)), want)
+    g = _np(fgrad.grad(fnp.nanmean)(fnp.asarray(x)))
+    assert_allclose(g, np.where(np.isnan(x), 0.0, 1 / 5))
+    g = _np(fgrad.grad(fnp.nansum)(fnp.asarray(x)))
+    assert_array_equal(g, np.where(np.isnan(x), 0.0, 1.0))
+    x32 = fnp.asarray(x.astype(np.float32))
+    assert fnp.nanmean(x32, axis=0).dtype == np.float32
+    assert_array_equal(_np(fnp.nansum(fnp.array([1, 2]))), 3)

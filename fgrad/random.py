@@ -35,6 +35,7 @@ References:
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np  # dtypes, limits and shape arithmetic only; arrays go through xp
@@ -45,21 +46,21 @@ from fgrad.errors import DTypeError, ShapeError
 from fgrad.tensor import Tensor, _wrap
 
 __all__ = [
-    "key",
-    "split",
-    "fold_in",
-    "bits",
-    "uniform",
-    "normal",
     "bernoulli",
+    "bits",
     "categorical",
-    "randint",
+    "fold_in",
+    "key",
+    "normal",
     "permutation",
+    "randint",
+    "split",
     "truncated_normal",
+    "uniform",
 ]
 
 # Threefry-2x32 rotation constants R_{0..7} and the key-schedule parity constant
-# (Salmon et al. 2011, Table 4; Random123's threefry.h, which the known-answer tests check).
+# (Salmon et al. 2011; Random123's threefry.h, whose known answers tests/test_random.py checks).
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = 0x1BD11BDA
 _MASK32 = 0xFFFFFFFF
@@ -115,7 +116,7 @@ def _subkey(xp: Any, kd: Any, j: int) -> Any:
         xp.asarray([_TAG_SUB << 30], dtype=xp.uint32),
         xp.asarray([j], dtype=xp.uint32),
     )
-    return xp.concat([y0, y1])
+    return xp.reshape(xp.stack([y0, y1], axis=1), (2,))
 
 
 def _bits32(xp: Any, kd: Any, n: int) -> Any:
@@ -130,7 +131,7 @@ def _bits64(xp: Any, kd: Any, idx: Any) -> Any:
     return (xp.astype(y0, xp.uint64) << 32) | xp.astype(y1, xp.uint64)
 
 
-# Mantissa bits of the floats a uniform is built from, and the dtype the bits come in.
+# Random mantissa bits per float dtype: float64 takes them from 64-bit draws, others from 32.
 _MANTISSA = {np.dtype(np.float16): 10, np.dtype(np.float32): 23, np.dtype(np.float64): 52}
 
 
@@ -201,11 +202,7 @@ def _key_data(key: Any, fn: str) -> tuple[Any, Any]:
             if len(data.shape) >= 2 and data.shape[-1] == 2
             else ""
         )
-        raise ShapeError(
-            f"random.{fn}: a key has shape (2,), got {tuple(data.shape)}{hint}"
-        )
-    if data.ndim == 1 and not hasattr(data, "__array_namespace__"):
-        data = xp.asarray(data)
+        raise ShapeError(f"random.{fn}: a key has shape (2,), got {tuple(data.shape)}{hint}")
     return data, xp
 
 
@@ -222,7 +219,8 @@ def _shape(shape: Any, fn: str) -> tuple[int, ...]:
     if isinstance(shape, Tensor):
         raise TypeError(f"random.{fn}: shape must be a tuple of ints, got a Tensor")
     try:
-        out = (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
+        dims = (shape,) if np.ndim(shape) == 0 else tuple(shape)
+        out = tuple(operator.index(d) for d in dims)
     except TypeError:
         raise TypeError(f"random.{fn}: shape must be a tuple of ints, got {shape!r}") from None
     if any(d < 0 for d in out):
@@ -255,19 +253,24 @@ def _param(xp: Any, kd: Any, value: Any, fn: str, name: str, dtype: Any, *, trac
         value = concrete_value(value)
     elif isinstance(value, Tensor):
         value = value._data
-    if hasattr(value, "shape") and backend.namespace_of(value) is not xp:
-        value = backend.to_device(value, backend.device_of(kd))
-    if isinstance(value, np.ndarray) or not hasattr(value, "shape"):
+    if isinstance(value, (np.ndarray, np.generic)) or not hasattr(value, "shape"):
         value = np.asarray(value)
-        if value.dtype.kind not in "biuf":
-            raise DTypeError(f"random.{fn}: {name} must be real numbers, got dtype {value.dtype}")
-        value = xp.asarray(value)
+    elif backend.namespace_of(value) is not xp:
+        value = backend.to_device(value, backend.device_of(kd))
+    kind = getattr(value.dtype, "kind", "f")  # array_api_strict dtypes have no kind
+    if kind not in "biuf":
+        raise DTypeError(f"random.{fn}: {name} must be real numbers, got dtype {value.dtype}")
+    if isinstance(value, np.ndarray) and xp is not np:
+        device = backend.device_of(kd)
+        value = backend.to_device(value, device) if device != backend.CPU else xp.asarray(value)
     return xp.astype(value, _xdt(xp, dtype))
 
 
-def _broadcast_shape(fn: str, shape: Any, **params: Any) -> tuple[int, ...]:
+def _broadcast_shape(
+    fn: str, shape: Any, none_ok: bool = True, **shapes: tuple[int, ...]
+) -> tuple[int, ...]:
     """``shape`` (or, when None, the parameters' broadcast shape), checked against them."""
-    shapes = {name: tuple(p.shape) for name, p in params.items()}
+    shapes = {name: tuple(s) for name, s in shapes.items()}
     try:
         joint = np.broadcast_shapes(*shapes.values())
     except ValueError:
@@ -287,7 +290,8 @@ def _broadcast_shape(fn: str, shape: Any, **params: Any) -> tuple[int, ...]:
         raise ShapeError(
             f"random.{fn}: shape={shape} cannot hold "
             + ", ".join(f"{n}.shape={s}" for n, s in shapes.items())
-            + f" (they must broadcast to shape); use shape={tuple(joint)} or shape=None"
+            + f" (they must broadcast to shape); use shape={tuple(joint)}"
+            + (" or shape=None" if none_ok else "")
         )
     return shape
 
@@ -425,7 +429,7 @@ def fold_in(key: Any, data: int) -> Tensor:
         xp.asarray([_TAG_FOLD << 30], dtype=xp.uint32),
         xp.asarray([data % 2**32], dtype=xp.uint32),
     )
-    return _wrap(xp.concat([y0, y1]))
+    return _wrap(xp.reshape(xp.stack([y0, y1], axis=1), (2,)))
 
 
 # --------------------------------------------------------------------------- samplers
@@ -514,7 +518,7 @@ def uniform(
     dt = _float_dtype(dtype, "uniform")
     lo = _param(xp, kd, minval, "uniform", "minval", dt, traced="error")
     hi = _param(xp, kd, maxval, "uniform", "maxval", dt, traced="error")
-    shape = _broadcast_shape("uniform", shape, minval=lo, maxval=hi)
+    shape = _broadcast_shape("uniform", shape, False, minval=lo.shape, maxval=hi.shape)
     if not bool(xp.all(xp.isfinite(lo)) and xp.all(xp.isfinite(hi)) and xp.all(lo < hi)):
         raise ValueError("random.uniform: needs finite bounds with minval < maxval")
     u = xp.reshape(_unit(xp, kd, _size(shape), dt), shape)
@@ -601,7 +605,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Any = None) -> Tensor:
     """
     kd, xp = _key_data(key, "bernoulli")
     prob = _param(xp, kd, p, "bernoulli", "p", np.float64, traced="read")
-    shape = _broadcast_shape("bernoulli", shape, p=prob)
+    shape = _broadcast_shape("bernoulli", shape, p=prob.shape)
     w = xp.reshape(_bits32(xp, kd, _size(shape)), shape)
     return _out(xp, xp.astype(w, xp.float64) < prob * 4294967296.0, shape)
 
@@ -643,13 +647,14 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None) -> Ten
     kd, xp = _key_data(key, "categorical")
     lg = _param(xp, kd, logits, "categorical", "logits", np.float64, traced="read")
     if not -lg.ndim <= axis < lg.ndim:
-        raise ShapeError(f"random.categorical: logits of shape {tuple(lg.shape)} have no axis {axis}")
+        raise ShapeError(
+            f"random.categorical: logits of shape {tuple(lg.shape)} have no axis {axis}"
+        )
     lg = xp.moveaxis(lg, axis, -1)
     n = lg.shape[-1]
     if n == 0:
         raise ValueError("random.categorical: logits have 0 classes along axis")
-    batch = xp.reshape(lg[..., 0], lg.shape[:-1])  # only its shape is used
-    shape = _broadcast_shape("categorical", shape, logits_batch=batch)
+    shape = _broadcast_shape("categorical", shape, logits_batch=lg.shape[:-1])
     full = (*shape, n)
     u = xp.reshape(_unit(xp, kd, _size(full), np.dtype(np.float64), open_=True), full)
     gumbel = -xp.log(-xp.log(u))
@@ -670,7 +675,8 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = np.int6
         shape: output shape (int or tuple); ``minval`` and ``maxval`` broadcast to it.
         minval: lowest value (inclusive), integer scalar or array, ``>=`` the dtype's min.
         maxval: bound (exclusive), integer scalar or array, ``> minval``, at most the
-            dtype's max + 1. Traced bounds are read for their values.
+            dtype's max + 1. Both bounds must fit in int64; traced bounds are read for
+            their values.
         dtype: an integer dtype (default int64).
 
     Returns:
@@ -680,7 +686,8 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = np.int6
         TypeError: ``key`` is not a key.
         DTypeError: ``dtype`` is not an integer dtype, or the bounds are not integers.
         ShapeError: the bounds do not broadcast to ``shape``; ``key`` is not ``(2,)``.
-        ValueError: ``minval >= maxval`` somewhere, or a bound outside the dtype's range.
+        ValueError: ``minval >= maxval`` somewhere, or a bound outside the dtype's range
+            or int64.
 
     Example:
         >>> from fgrad import random
@@ -702,9 +709,14 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = np.int6
             raise DTypeError(f"random.randint: {name} must be integers, got dtype {raw.dtype}")
         if isinstance(raw, float):
             raise DTypeError(f"random.randint: {name} must be integers, got float {raw!r}")
+        big = isinstance(raw, int) and not -(2**63) <= raw < 2**63
+        if big or (getattr(raw, "dtype", None) == np.uint64 and bool((raw >= 2**63).any())):
+            raise ValueError(f"random.randint: {name} must fit in int64")
         bounds.append(_param(xp, kd, value, "randint", name, np.int64, traced="read"))
     lo, hi = bounds
-    shape = _broadcast_shape("randint", _shape(shape, "randint"), minval=lo, maxval=hi)
+    shape = _broadcast_shape(
+        "randint", _shape(shape, "randint"), False, minval=lo.shape, maxval=hi.shape
+    )
     info = np.iinfo(dt)
     if not bool(xp.all(lo < hi)):
         raise ValueError("random.randint: needs minval < maxval everywhere")
@@ -716,8 +728,8 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = np.int6
     lo_u = xp.reshape(xp.astype(xp.broadcast_to(lo, shape), xp.uint64), (-1,))
     span = xp.reshape(xp.astype(xp.broadcast_to(hi, shape), xp.uint64), (-1,)) - lo_u
     # 2**64 mod span, as (2**64 - span) mod span in wrapping uint64 arithmetic.
-    rem = (xp.bitwise_invert(span) + 1) % span
-    accept_max = xp.bitwise_invert(rem)  # 2**64 - 1 - rem: accepted words are w <= this
+    rem = (~span + 1) % span
+    accept_max = ~rem  # 2**64 - 1 - rem: accepted words are w <= this
 
     def propose(kr: Any, idx: Any) -> tuple[Any, Any]:
         w = _bits64(xp, kr, idx)
@@ -803,7 +815,9 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> T
         if data.ndim == 0:
             raise ValueError("random.permutation: x must be an int or have at least one axis")
         if not -data.ndim <= axis < data.ndim:
-            raise ShapeError(f"random.permutation: x of shape {tuple(data.shape)} has no axis {axis}")
+            raise ShapeError(
+                f"random.permutation: x of shape {tuple(data.shape)} has no axis {axis}"
+            )
         axis %= data.ndim
     n = data.shape[axis]
     rounds = max(1, math.ceil(3 * math.log2(max(n, 2)) / 64))
@@ -863,10 +877,9 @@ def truncated_normal(
     """
     kd, xp = _key_data(key, "truncated_normal")
     dt = _float_dtype(dtype, "truncated_normal")
-    f64 = xp.float64
     lo = _param(xp, kd, lower, "truncated_normal", "lower", np.float64, traced="error")
     hi = _param(xp, kd, upper, "truncated_normal", "upper", np.float64, traced="error")
-    shape = _broadcast_shape("truncated_normal", shape, lower=lo, upper=hi)
+    shape = _broadcast_shape("truncated_normal", shape, lower=lo.shape, upper=hi.shape)
     if not bool(xp.all(lo < hi)):
         raise ValueError("random.truncated_normal: needs lower < upper everywhere (and no NaN)")
     n = _size(shape)
@@ -911,4 +924,4 @@ def truncated_normal(
 
     z = _rejection(xp, kd, n, propose, "truncated_normal")
     z = xp.where(flip, -z, z)
-    return _out(xp, xp.astype(z, _xdt(xp, dt)) if dt != np.float64 else xp.astype(z, f64), shape)
+    return _out(xp, xp.astype(z, _xdt(xp, dt)), shape)

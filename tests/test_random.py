@@ -214,7 +214,9 @@ def test_same_numbers_on_numpy_and_cupy(xp):
     ):
         np.testing.assert_array_equal(a(draw(kc)), a(draw(kn)))
     # transcendental samplers agree to rounding (libm differences)
-    np.testing.assert_allclose(a(random.normal(kc, (1000,))), a(random.normal(kn, (1000,))), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        a(random.normal(kc, (1000,))), a(random.normal(kn, (1000,))), rtol=1e-12, atol=1e-12
+    )
     np.testing.assert_allclose(
         a(random.truncated_normal(kc, -1.0, 3.0, (1000,))),
         a(random.truncated_normal(kn, -1.0, 3.0, (1000,))),
@@ -358,7 +360,14 @@ def test_uniform_bounds_and_moments():
     assert abs(u.mean() - 0.5) < 5 * (5 / math.sqrt(12)) * SE  # mean (a+b)/2, sd (b-a)/sqrt 12
     assert abs(u.var() - 25 / 12) < 0.05
     # array bounds broadcast against shape
-    v = a(random.uniform(random.key(25), (1000, 3), minval=np.array([0.0, 10.0, 20.0]), maxval=np.array([1.0, 11.0, 30.0])))
+    v = a(
+        random.uniform(
+            random.key(25),
+            (1000, 3),
+            minval=np.array([0.0, 10.0, 20.0]),
+            maxval=np.array([1.0, 11.0, 30.0]),
+        )
+    )
     assert np.all(v >= [0, 10, 20]) and np.all(v < [1, 11, 30])
 
 
@@ -409,7 +418,9 @@ def test_categorical_reads_traced_logits():
         return fnp.sum(w * w)
 
     fgrad.grad(f)(1.0)
-    np.testing.assert_array_equal(seen[0], a(random.categorical(k, np.array([0.0, 1.0, 2.0]), shape=(5,))))
+    np.testing.assert_array_equal(
+        seen[0], a(random.categorical(k, np.array([0.0, 1.0, 2.0]), shape=(5,)))
+    )
 
 
 def test_randint_range_and_uniformity():
@@ -458,7 +469,9 @@ def test_permutation_is_a_permutation():
     assert sorted(map(tuple, y.tolist())) == sorted(map(tuple, x.tolist()))
     z = a(random.permutation(random.key(1), x, axis=1))  # columns shuffled as a whole
     assert sorted(map(tuple, z.T.tolist())) == sorted(map(tuple, x.T.tolist()))
-    w = a(random.permutation(random.key(1), np.tile(np.arange(50), (4, 1)), axis=1, independent=True))
+    w = a(
+        random.permutation(random.key(1), np.tile(np.arange(50), (4, 1)), axis=1, independent=True)
+    )
     assert all(sorted(r) == list(range(50)) for r in w.tolist())
     assert len({tuple(r) for r in w.tolist()}) == 4  # each row its own permutation
     t = random.permutation(random.key(1), fnp.array([1.0, 2.0, 3.0]))
@@ -467,13 +480,20 @@ def test_permutation_is_a_permutation():
 
 def test_permutation_is_uniform_over_small_permutations():
     # all 6 orders of 3 items equally likely; 60,000 draws via independent rows
-    rows = a(random.permutation(random.key(34), np.tile(np.arange(3), (60_000, 1)), axis=1, independent=True))
+    rows = a(
+        random.permutation(
+            random.key(34), np.tile(np.arange(3), (60_000, 1)), axis=1, independent=True
+        )
+    )
     codes = rows[:, 0] * 3 + rows[:, 1]
     counts = np.bincount(codes, minlength=9)[[1, 2, 3, 5, 6, 7]]
     chi2 = ((counts - 10_000) ** 2 / 10_000).sum()
     assert chi2 < 25  # 5 degrees of freedom: P(chi2 > 25) ~ 1e-4
     # element 0 of a shuffled arange(10) lands on each position equally often
-    pos = [int(np.argmax(a(random.permutation(k, 10)) == 0)) for k in keys_of(random.split(random.key(35), 2000))]
+    pos = [
+        int(np.argmax(a(random.permutation(k, 10)) == 0))
+        for k in keys_of(random.split(random.key(35), 2000))
+    ]
     counts = np.bincount(pos, minlength=10)
     assert ((counts - 200) ** 2 / 200).sum() < 35  # 9 dof: P(> 35) ~ 6e-5
 
@@ -490,7 +510,11 @@ def _truncnorm_moments(lo, hi):
     def xpdf(x):
         return 0.0 if math.isinf(x) else x * pdf(x)
 
-    z = cdf(hi) - cdf(lo) if lo < 0 else 0.5 * (math.erfc(lo / math.sqrt(2)) - math.erfc(hi / math.sqrt(2)))
+    z = (
+        cdf(hi) - cdf(lo)
+        if lo < 0
+        else 0.5 * (math.erfc(lo / math.sqrt(2)) - math.erfc(hi / math.sqrt(2)))
+    )
     mean = (pdf(lo) - pdf(hi)) / z
     var = 1 + (xpdf(lo) - xpdf(hi)) / z - mean**2
     return mean, var
@@ -598,3 +622,34 @@ def test_bad_dtypes_and_shapes():
         random.categorical(k, np.zeros((2, 0)))
     with pytest.raises(ValueError, match="at least one axis"):
         random.permutation(k, np.float64(1.5))
+
+
+def test_shape_arguments_must_be_integers():
+    k = random.key(0)
+    with pytest.raises(TypeError, match="tuple of ints"):
+        random.normal(k, (2.5,))
+    with pytest.raises(TypeError, match="tuple of ints"):
+        random.normal(k, "ab")
+    assert random.normal(k, np.int64(3)).shape == (3,)
+    with pytest.raises(ValueError, match="negative"):
+        random.split(k, -1)
+
+
+def test_randint_bounds_must_fit_int64():
+    k = random.key(0)
+    with pytest.raises(ValueError, match="int64"):
+        random.randint(k, (3,), 0, 2**63)
+    with pytest.raises(ValueError, match="int64"):
+        random.randint(k, (3,), 0, np.array([2**63], dtype=np.uint64))
+
+
+def test_bernoulli_and_randint_read_traced_parameters():
+    k = random.key(40)
+    seen = []
+
+    def f(w):
+        seen.append(a(random.bernoulli(k, w * 0.5, (8,))))
+        return w * w
+
+    fgrad.grad(f)(1.0)
+    np.testing.assert_array_equal(seen[0], a(random.bernoulli(k, 0.5, (8,))))

@@ -649,7 +649,9 @@ def test_bernoulli_and_randint_read_traced_parameters():
 
     def f(w):
         seen.append(a(random.bernoulli(k, w * 0.5, (8,))))
+        seen.append(a(random.randint(k, (8,), 0, fgrad.asarray(10) * w.astype("int64"))))
         return w * w
 
     fgrad.grad(f)(1.0)
     np.testing.assert_array_equal(seen[0], a(random.bernoulli(k, 0.5, (8,))))
+    np.testing.assert_array_equal(seen[1], a(random.randint(k, (8,), 0, 10)))

@@ -20,25 +20,25 @@ from fgrad.ops import shape as _s
 from fgrad.ops._rules import norm_axes
 
 __all__ = [
-    "sum",
-    "prod",
-    "mean",
-    "max",
-    "min",
+    "all",
     "amax",
     "amin",
-    "var",
-    "std",
-    "logsumexp",
+    "any",
     "argmax",
     "argmin",
-    "all",
-    "any",
-    "cumsum",
-    "cumprod",
     "count_nonzero",
-    "nansum",
+    "cumprod",
+    "cumsum",
+    "logsumexp",
+    "max",
+    "mean",
+    "min",
     "nanmean",
+    "nansum",
+    "prod",
+    "std",
+    "sum",
+    "var",
 ]
 
 
@@ -59,7 +59,7 @@ def _count(x: Any, axes: tuple) -> int:
     return int(np.prod([shape[a] for a in axes], dtype=np.int64))
 
 
-def sum(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:  # noqa: A001
+def sum(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
     """Sum of elements over ``axis``.
 
     Args:
@@ -147,7 +147,7 @@ def _extremum(name: str, op: Any, x: Any, axis: Any, keepdims: bool) -> Any:
     return op(x, axes=axes, keepdims=keepdims)
 
 
-def max(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:  # noqa: A001
+def max(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """Largest element over ``axis`` (numpy's ``max``/``amax``); NaN propagates.
 
     Ties split the derivative evenly among the tied elements, as JAX does.
@@ -172,7 +172,7 @@ def max(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:  # noqa: A0
     return _extremum("max", _r.max, x, axis, keepdims)
 
 
-def min(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:  # noqa: A001
+def min(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """Smallest element over ``axis`` (numpy's ``min``/``amin``); NaN propagates.
 
     Ties split the derivative evenly among the tied elements, as JAX does.
@@ -380,7 +380,7 @@ def argmin(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     return _arg("argmin", _r.argmin, x, axis, keepdims)
 
 
-def all(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:  # noqa: A001
+def all(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """Whether every element over ``axis`` is true (nonzero).
 
     Args:
@@ -401,7 +401,7 @@ def all(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:  # noqa: A0
     return _r.all(x, axes=norm_axes("all", axis, _ndim(x)), keepdims=keepdims)
 
 
-def any(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:  # noqa: A001
+def any(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """Whether some element over ``axis`` is true (nonzero).
 
     Args:

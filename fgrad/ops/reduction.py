@@ -117,7 +117,7 @@ _REDUCE_DOC = """{summary}
 
 # ---------------------------------------------------------------- sum, prod
 
-sum = defop(  # noqa: A001 - numpy's name
+sum = defop(
     "sum",
     kernel=lambda xp, x, *, axes, keepdims: xp.sum(x, axis=axes, keepdims=keepdims),
     aval=reduction_aval(_sum_dtype, "sum"),
@@ -238,8 +238,10 @@ tie_weights = defop(
     check=Check(
         shapes=(((2, 3), (1, 3)),),
         params=({"axes": (0,)},),
-        make_args=lambda rng, shapes: [np.array([[1.0, 3.0, 2.0], [1.0, 2.0, 5.0]]),
-                                       np.array([[1.0, 3.0, 5.0]])],
+        make_args=lambda rng, shapes: [
+            np.array([[1.0, 3.0, 2.0], [1.0, 2.0, 5.0]]),
+            np.array([[1.0, 3.0, 5.0]]),
+        ],
     ),
     doc="""Where ``x`` attains ``m`` along ``axes``, split evenly among ties: the weights of a
     ``max`` or ``min`` derivative. Carries no derivative itself.
@@ -279,11 +281,12 @@ def _extremum_check():
     # Uniform samples have no ties (ties have their own tests in tests/ops/test_reductions.py).
     return Check(
         shapes=(((2, 3),),),
-        params=_AXES_PARAMS + ({"axes": (0, 1), "keepdims": False}, {"axes": (1,), "keepdims": True}),
+        params=_AXES_PARAMS
+        + ({"axes": (0, 1), "keepdims": False}, {"axes": (1,), "keepdims": True}),
     )
 
 
-max = defop(  # noqa: A001 - the Array API name
+max = defop(
     "max",
     kernel=lambda xp, x, *, axes, keepdims: xp.max(x, axis=axes, keepdims=keepdims),
     aval=reduction_aval(same, "max"),
@@ -302,7 +305,7 @@ max = defop(  # noqa: A001 - the Array API name
     ),
 )
 
-min = defop(  # noqa: A001 - the Array API name
+min = defop(
     "min",
     kernel=lambda xp, x, *, axes, keepdims: xp.min(x, axis=axes, keepdims=keepdims),
     aval=reduction_aval(same, "min"),
@@ -361,7 +364,8 @@ logsumexp = defop(
     vjp=(_logsumexp_vjp,),
     check=Check(
         shapes=(((2, 3),),),
-        params=_AXES_PARAMS + ({"axes": (0, 1), "keepdims": False}, {"axes": (1,), "keepdims": True}),
+        params=_AXES_PARAMS
+        + ({"axes": (0, 1), "keepdims": False}, {"axes": (1,), "keepdims": True}),
     ),
     doc=_REDUCE_DOC.format(
         summary="``log(sum(exp(x)))`` over ``axes``, computed stably.",
@@ -501,8 +505,7 @@ argmin = defop(
     check=_ARG_CHECK,
     doc=_ARG_DOC.format(
         which="smallest",
-        example=">>> fnp.argmin(fnp.array([3.0, 1.0, 1.0]))\n"
-        "        Tensor(1, dtype=int64)",
+        example=">>> fnp.argmin(fnp.array([3.0, 1.0, 1.0]))\n        Tensor(1, dtype=int64)",
     ),
 )
 
@@ -512,7 +515,7 @@ _BOOL_CHECK = Check(
     make_args=lambda rng, shapes: [rng.uniform(-1, 1, s) > 0 for s in shapes],
 )
 
-all = defop(  # noqa: A001 - numpy's name
+all = defop(
     "all",
     kernel=lambda xp, x, *, axes, keepdims: xp.all(x, axis=axes, keepdims=keepdims),
     aval=reduction_aval(to_bool, "all"),
@@ -530,7 +533,7 @@ all = defop(  # noqa: A001 - numpy's name
     ),
 )
 
-any = defop(  # noqa: A001 - numpy's name
+any = defop(
     "any",
     kernel=lambda xp, x, *, axes, keepdims: xp.any(x, axis=axes, keepdims=keepdims),
     aval=reduction_aval(to_bool, "any"),
@@ -730,8 +733,10 @@ linear_recurrence = defop(
     ),
     jvp=(
         lambda t, out, a, b, *, axis, reverse: linear_recurrence(
-            a, multiply(t, shift(out, axis=axis, offset=-1 if reverse else 1, fill=0.0)),
-            axis=axis, reverse=reverse,
+            a,
+            multiply(t, shift(out, axis=axis, offset=-1 if reverse else 1, fill=0.0)),
+            axis=axis,
+            reverse=reverse,
         ),
         lambda t, out, a, b, *, axis, reverse: linear_recurrence(a, t, axis=axis, reverse=reverse),
     ),
@@ -771,11 +776,26 @@ linear_recurrence = defop(
     """,
 )
 
-from fgrad.ops.shape import broadcast_to, permute_dims, reshape  # noqa: E402  (shape ops use sum)
+from fgrad.ops.shape import broadcast_to, permute_dims, reshape
 
 # doctest collects only functions and classes; run the op docstrings' examples too.
 __test__ = {
     op.name: op.doc
-    for op in (sum, prod, tie_weights, max, min, logsumexp, logsumexp_weights, argmax, argmin, all, any,
-               cumsum, cumprod, shift, linear_recurrence)
+    for op in (
+        sum,
+        prod,
+        tie_weights,
+        max,
+        min,
+        logsumexp,
+        logsumexp_weights,
+        argmax,
+        argmin,
+        all,
+        any,
+        cumsum,
+        cumprod,
+        shift,
+        linear_recurrence,
+    )
 }

@@ -236,14 +236,16 @@ def test_prod_third_order_with_zeros():
     # prod is a polynomial, so finite differences are exact enough at any point, zeros included.
     x = fnp.array([[0.0, 2.0, 0.0], [1.5, 0.0, -1.0]])
     for axis in (None, 0, 1, (0, 1)):
-        check_grads(lambda x: fnp.prod(x, axis=axis), (x,), order=3, modes=("rev", "fwd"))
+        check_grads(
+            lambda x, axis=axis: fnp.prod(x, axis=axis), (x,), order=3, modes=("rev", "fwd")
+        )
 
 
 def test_prod_gradient_over_tuple_axes_with_zeros():
     x = RNG.uniform(0.5, 1.5, (2, 3, 4))
     x[0, 1, 2] = x[1, 1, 0] = x[1, 2, 3] = 0.0
     for axis in [(0, 2), (2, 0), (1, 2), (0, 1), (0, 1, 2)]:
-        g = fgrad.grad(lambda t: fnp.sum(fnp.prod(t, axis=axis)))(fnp.asarray(x))
+        g = fgrad.grad(lambda t, axis=axis: fnp.sum(fnp.prod(t, axis=axis)))(fnp.asarray(x))
         # Closed form: each element's derivative is the product of the rest of its slice.
         want = np.empty_like(x)
         for idx in np.ndindex(x.shape):
@@ -276,9 +278,10 @@ def test_max_ties_split_per_slice_forward_and_reverse():
     x = fnp.array([[1.0, 4.0, 4.0], [2.0, 2.0, 0.0]])
     want = np.array([[0.0, 0.5, 0.5], [0.5, 0.5, 0.0]])
     for keepdims in (False, True):
-        f = lambda t: fnp.sum(fnp.max(t, axis=1, keepdims=keepdims))  # noqa: E731
+        f = lambda t, keepdims=keepdims: fnp.sum(fnp.max(t, axis=1, keepdims=keepdims))
         assert_allclose(_np(fgrad.grad(f)(x)), want)
-        _, t_out = fgrad.jvp(lambda t: fnp.max(t, axis=1, keepdims=keepdims), (x,), (fnp.ones((2, 3)),))
+        g_max = lambda t, keepdims=keepdims: fnp.max(t, axis=1, keepdims=keepdims)
+        _, t_out = fgrad.jvp(g_max, (x,), (fnp.ones((2, 3)),))
         assert_allclose(_np(t_out).ravel(), [1.0, 1.0])  # sum of weights is 1 per slice
     # min over axis 0: column 0 ties between rows? no; column 1 no; column 2 min is 0 (row 1).
     g = fgrad.grad(lambda t: fnp.sum(fnp.min(t, axis=(0, 1))))(fnp.array([[1.0, 1.0], [3.0, 1.0]]))
@@ -286,7 +289,7 @@ def test_max_ties_split_per_slice_forward_and_reverse():
 
 
 def test_max_second_order_with_ties_is_zero_and_finite():
-    f = lambda x: fnp.max(x) * fnp.max(x)  # noqa: E731
+    f = lambda x: fnp.max(x) * fnp.max(x)
     x = fnp.array([1.0, 3.0, 3.0])
     assert_allclose(_np(fgrad.grad(f)(x)), [0.0, 3.0, 3.0])
     # Hessian of max^2 with ties split evenly: 2 * w w^T with w = [0, .5, .5].
@@ -300,7 +303,7 @@ def test_max_min_gradients_without_ties():
     for name, axis, keepdims in itertools.product(
         ("max", "min"), (None, 1, (0, 2), -1), (False, True)
     ):
-        f = lambda t: getattr(fnp, name)(t, axis=axis, keepdims=keepdims)  # noqa: E731
+        f = lambda t, n=name, a=axis, k=keepdims: getattr(fnp, n)(t, axis=a, keepdims=k)
         check_grads(f, (x,), order=2, modes=("rev", "fwd"))
 
 
@@ -362,7 +365,10 @@ def test_logsumexp_float32_and_gradients():
     xs = fnp.asarray(RNG.uniform(-2, 2, (2, 3, 4)))
     for axis, keepdims in itertools.product((None, 0, (0, 2), -1), (False, True)):
         check_grads(
-            lambda t: fnp.logsumexp(t, axis=axis, keepdims=keepdims), (xs,), order=2, modes=("rev", "fwd")
+            lambda t, a=axis, k=keepdims: fnp.logsumexp(t, axis=a, keepdims=k),
+            (xs,),
+            order=2,
+            modes=("rev", "fwd"),
         )
 
 
@@ -376,10 +382,12 @@ def test_mean_var_std_gradients_closed_form():
     assert_allclose(_np(fgrad.grad(fnp.mean)(X)), np.full(n, 1 / n))
     for ddof in (0, 1):
         # d var / dx = 2 (x - mean) / (n - ddof);  d std / dx = (x - mean) / ((n - ddof) std)
-        assert_allclose(_np(fgrad.grad(lambda t: fnp.var(t, ddof=ddof))(X)), 2 * (x - m) / (n - ddof))
+        assert_allclose(
+            _np(fgrad.grad(lambda t, d=ddof: fnp.var(t, ddof=d))(X)), 2 * (x - m) / (n - ddof)
+        )
         s = np.std(x, ddof=ddof)
         assert_allclose(
-            _np(fgrad.grad(lambda t: fnp.std(t, ddof=ddof))(X)), (x - m) / ((n - ddof) * s)
+            _np(fgrad.grad(lambda t, d=ddof: fnp.std(t, ddof=d))(X)), (x - m) / ((n - ddof) * s)
         )
 
 
@@ -388,7 +396,9 @@ def test_var_std_gradients_over_axes():
     for name, axis, keepdims, ddof in itertools.product(
         ("var", "std"), (None, 1, (0, 2)), (False, True), (0, 1)
     ):
-        f = lambda t: getattr(fnp, name)(t, axis=axis, keepdims=keepdims, ddof=ddof)  # noqa: E731
+        f = lambda t, n=name, a=axis, k=keepdims, d=ddof: getattr(fnp, n)(
+            t, axis=a, keepdims=k, ddof=d
+        )
         check_grads(f, (x,), order=2, modes=("rev", "fwd"))
 
 
@@ -407,7 +417,7 @@ def test_mean_and_var_float32():
     for name in ("mean", "var", "std", "sum", "max", "prod", "logsumexp"):
         f = getattr(fnp, name)
         assert f(x, axis=0).dtype == np.float32, name
-        assert fgrad.grad(lambda t: fnp.sum(f(t, axis=0)))(x).dtype == np.float32, name
+        assert fgrad.grad(lambda t, f=f: fnp.sum(f(t, axis=0)))(x).dtype == np.float32, name
 
 
 # ---------------------------------------------------------------- keepdims, tuple axes
@@ -418,13 +428,13 @@ def test_mean_and_var_float32():
 @pytest.mark.parametrize("keepdims", [False, True])
 def test_tuple_axes_and_keepdims_gradients(name, axis, keepdims):
     x = fnp.asarray(RNG.uniform(0.5, 1.5, (2, 3, 2)) * RNG.choice([-1, 1], (2, 3, 2)))
-    f = lambda t: getattr(fnp, name)(t, axis=axis, keepdims=keepdims)  # noqa: E731
+    f = lambda t: getattr(fnp, name)(t, axis=axis, keepdims=keepdims)
     check_grads(f, (x,), order=2, modes=("rev", "fwd"))
 
 
 def test_keepdims_gradient_shape():
     x = fnp.ones((2, 3, 4))
-    m = lambda t: fnp.mean(t, axis=(0, 2), keepdims=True)  # noqa: E731
+    m = lambda t: fnp.mean(t, axis=(0, 2), keepdims=True)
     assert m(x).shape == (1, 3, 1)
     g = fgrad.grad(lambda t: fnp.sum(m(t) * m(t)))(x)
     assert g.shape == (2, 3, 4)
@@ -447,11 +457,18 @@ def test_cumprod_gradient_with_zeros_closed_form(reverse):
     a = np.array([2.0, 0.0, 3.0, 0.0, -1.5, 0.5])
     n = a.size
     idx = range(n)
-    window = (lambda i: [j for j in idx if j >= i]) if reverse else (lambda i: [j for j in idx if j <= i])
-    J = np.array(
-        [[np.prod([a[j] for j in window(i) if j != k]) if k in window(i) else 0.0 for k in idx] for i in idx]
+    window = (
+        (lambda i: [j for j in idx if j >= i])
+        if reverse
+        else (lambda i: [j for j in idx if j <= i])
     )
-    f = lambda t: R.cumprod(t, axis=0, reverse=reverse)  # noqa: E731
+    J = np.array(
+        [
+            [np.prod([a[j] for j in window(i) if j != k]) if k in window(i) else 0.0 for k in idx]
+            for i in idx
+        ]
+    )
+    f = lambda t: R.cumprod(t, axis=0, reverse=reverse)
     x = fnp.asarray(a)
     for k in idx:
         e = np.eye(n)[k]
@@ -464,7 +481,12 @@ def test_cumprod_gradient_with_zeros_closed_form(reverse):
 def test_cumprod_with_zeros_in_2d():
     x = np.array([[0.0, 2.0, 0.0, 1.5], [1.0, -1.0, 0.0, 2.0], [0.5, 0.0, 3.0, 0.0]])
     for axis in (None, 0, 1):
-        check_grads(lambda t: fnp.cumprod(t, axis=axis), (fnp.asarray(x),), order=2, modes=("rev", "fwd"))
+        check_grads(
+            lambda t, a=axis: fnp.cumprod(t, axis=a),
+            (fnp.asarray(x),),
+            order=2,
+            modes=("rev", "fwd"),
+        )
 
 
 def test_cumsum_reverse_is_transpose():
@@ -538,7 +560,9 @@ def test_argmax_and_logical_reductions_are_nondiff_under_grad():
     assert_allclose(_np(fgrad.grad(f)(x)), [3.0, 3.0, 3.0])
     _, t = fgrad.jvp(f, (x,), (fnp.ones(3),))
     assert_allclose(_np(t), 9.0)
-    assert fgrad.grad(lambda x: fnp.sum(x) * fnp.astype(fnp.count_nonzero(x), "float64"))(x).shape == (3,)
+    assert fgrad.grad(lambda x: fnp.sum(x) * fnp.astype(fnp.count_nonzero(x), "float64"))(
+        x
+    ).shape == (3,)
 
 
 def test_reductions_under_make_graph():

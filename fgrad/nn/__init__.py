@@ -20,3 +20,66 @@ from fgrad.nn._activations import (
 )
 
 __all__ = ["gelu", "log_softmax", "relu", "sigmoid", "silu", "softmax", "softplus", "swish"]
+
+# Layers, attention, losses and initialisers (imported after the activations they use).
+from fgrad.nn import initializers  # noqa: E402
+from fgrad.nn.attention import (  # noqa: E402
+    MultiHeadAttention,
+    TransformerBlock,
+    causal_mask,
+    dot_product_attention,
+    padding_mask,
+)
+from fgrad.nn.layers import (  # noqa: E402
+    MLP,
+    AvgPool2d,
+    Conv2d,
+    Dropout,
+    Embedding,
+    Flatten,
+    LayerNorm,
+    Linear,
+    MaxPool2d,
+    RMSNorm,
+    Sequential,
+    avg_pool2d,
+    conv2d,
+    dropout,
+    layer_norm,
+    max_pool2d,
+    rms_norm,
+)
+from fgrad.nn.losses import (  # noqa: E402
+    binary_cross_entropy_with_logits,
+    mse,
+    softmax_cross_entropy,
+)
+
+__all__ += [
+    "AvgPool2d",
+    "Conv2d",
+    "Dropout",
+    "Embedding",
+    "Flatten",
+    "LayerNorm",
+    "Linear",
+    "MLP",
+    "MaxPool2d",
+    "MultiHeadAttention",
+    "RMSNorm",
+    "Sequential",
+    "TransformerBlock",
+    "avg_pool2d",
+    "binary_cross_entropy_with_logits",
+    "causal_mask",
+    "conv2d",
+    "dot_product_attention",
+    "dropout",
+    "initializers",
+    "layer_norm",
+    "max_pool2d",
+    "mse",
+    "padding_mask",
+    "rms_norm",
+    "softmax_cross_entropy",
+]

@@ -1,0 +1,282 @@
+"""Scaled dot-product attention, multi-head self-attention and the pre-norm transformer block.
+
+Masks are boolean with True where a query may attend to a key (JAX's and flax's
+convention; PyTorch's ``attn_mask`` uses the opposite sense for bool masks). They broadcast
+against the attention scores ``(batch, n_heads, seq_q, seq_k)``: :func:`causal_mask` gives
+``(seq, seq)``, :func:`padding_mask` gives ``(batch, 1, 1, seq_k)``, and masks combine with
+``fnp.logical_and``. Masked scores are replaced by the dtype's most negative finite value,
+not ``-inf``, so a query with no visible key gets uniform weights instead of NaN (flax's
+choice), and masked positions receive exactly zero gradient.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import fgrad.numpy as fnp
+from fgrad.errors import ShapeError
+from fgrad.nn._activations import gelu, softmax
+from fgrad.nn.layers import Dropout, LayerNorm, Linear, _param, _split, dropout
+from fgrad.tensor import Tensor
+
+__all__ = [
+    "causal_mask",
+    "padding_mask",
+    "dot_product_attention",
+    "MultiHeadAttention",
+    "TransformerBlock",
+]
+
+
+def causal_mask(seq_len: int, *, device: Any = None) -> Tensor:
+    """The ``(seq_len, seq_len)`` bool mask letting position ``i`` attend to positions ``j <= i``.
+
+    Example:
+        >>> causal_mask(3)
+        Tensor([[ True, False, False],
+                [ True,  True, False],
+                [ True,  True,  True]], dtype=bool)
+    """
+    idx = fnp.arange(int(seq_len), device=device)
+    return fnp.greater_equal(fnp.reshape(idx, (-1, 1)), fnp.reshape(idx, (1, -1)))
+
+
+def padding_mask(valid: Any) -> Tensor:
+    """A ``(batch, 1, 1, seq)`` attention mask from a ``(batch, seq)`` bool "is a real token" Tensor.
+
+    Example:
+        >>> padding_mask(fnp.array([[True, True, False]])).shape
+        (1, 1, 1, 3)
+    """
+    shape = tuple(valid.shape)
+    if len(shape) != 2:
+        raise ShapeError(f"padding_mask: needs a (batch, seq) bool Tensor, got shape {shape}")
+    valid = valid if np.dtype(valid.dtype) == np.bool_ else fnp.not_equal(valid, 0)
+    return fnp.reshape(valid, (shape[0], 1, 1, shape[1]))
+
+
+def dot_product_attention(
+    q: Any,
+    k: Any,
+    v: Any,
+    *,
+    mask: Any = None,
+    dropout_rate: float = 0.0,
+    key: Any = None,
+    train: bool = False,
+) -> Tensor:
+    """``softmax(q k^T / sqrt(d_head)) v`` over the last two axes, with an optional mask.
+
+    Args:
+        q: ``(..., seq_q, d_head)`` floating Tensor of queries.
+        k: ``(..., seq_k, d_head)`` keys.
+        v: ``(..., seq_k, d_v)`` values.
+        mask: optional bool Tensor broadcastable to ``(..., seq_q, seq_k)``; True = attend.
+        dropout_rate: dropout on the attention weights in training.
+        key: random key for the dropout (training only).
+        train: apply dropout.
+
+    Returns:
+        ``(..., seq_q, d_v)`` Tensor.
+
+    Raises:
+        ShapeError: the feature sizes of ``q`` and ``k`` or the lengths of ``k`` and ``v``
+            differ.
+
+    Example:
+        >>> q = fnp.array([[1.0, 0.0]]); k = fnp.array([[1.0, 0.0], [0.0, 1.0]])
+        >>> v = fnp.array([[1.0], [3.0]])
+        >>> dot_product_attention(q, k, v, mask=fnp.array([[True, False]]))
+        Tensor([[1.]], dtype=float64)
+
+    References:
+        Vaswani et al., "Attention Is All You Need", NeurIPS 2017, arXiv:1706.03762, eq. 1.
+    """
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ShapeError(
+            f"dot_product_attention: q {tuple(q.shape)}, k {tuple(k.shape)} and v "
+            f"{tuple(v.shape)} must be (..., seq_q, d), (..., seq_k, d) and (..., seq_k, d_v)"
+        )
+    scores = fnp.matmul(q, fnp.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
+    if mask is not None:
+        scores = fnp.where(mask, scores, float(np.finfo(np.dtype(scores.dtype)).min))
+    weights = softmax(scores, axis=-1)
+    if train and dropout_rate > 0.0:
+        weights = dropout(weights, dropout_rate, key=key)
+    return fnp.matmul(weights, v)
+
+
+def _and(a: Any, b: Any) -> Any:
+    return b if a is None else a if b is None else fnp.logical_and(a, b)
+
+
+@dataclass(frozen=True)
+class MultiHeadAttention:
+    """Multi-head self-attention over ``(batch, seq, d_model)`` inputs.
+
+    The queries, keys and values come from one fused ``(d_model, 3 * d_model)`` projection
+    (one matrix product instead of three); ``n_heads`` heads of ``d_head = d_model //
+    n_heads`` attend in parallel and an output projection mixes them.
+
+    Attributes:
+        d_model: model width; divisible by ``n_heads``.
+        n_heads: number of heads.
+        causal: each position attends only to itself and earlier positions.
+        dropout_rate: dropout on the attention weights in training.
+        use_bias: projections add biases.
+        param_dtype: dtype of the parameters (default float32).
+
+    Params:
+        ``{"qkv": Linear(d_model, 3 * d_model), "out": Linear(d_model, d_model)}`` params.
+
+    ``apply(params, x, *, mask=None, key=None, train=False)``: ``x`` is ``(batch, seq,
+    d_model)``; ``mask`` an optional bool Tensor broadcastable to ``(batch, n_heads, seq,
+    seq)`` (see :func:`padding_mask`), combined with the causal mask. Returns ``(batch,
+    seq, d_model)``.
+
+    Raises:
+        ValueError: ``d_model`` is not divisible by ``n_heads``.
+        ShapeError: ``x`` is not ``(batch, seq, d_model)``.
+
+    Example:
+        >>> mha = MultiHeadAttention(8, 2, causal=True)
+        >>> params = mha.init(fgrad.random.key(0))
+        >>> mha.apply(params, fnp.ones((2, 5, 8), dtype="float32")).shape
+        (2, 5, 8)
+
+    References:
+        Vaswani et al., "Attention Is All You Need", NeurIPS 2017, arXiv:1706.03762,
+        section 3.2.2.
+    """
+
+    d_model: int
+    n_heads: int
+    causal: bool = False
+    dropout_rate: float = 0.0
+    use_bias: bool = True
+    param_dtype: Any = np.float32
+
+    def __post_init__(self):
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"MultiHeadAttention: d_model={self.d_model} is not divisible by n_heads={self.n_heads}"
+            )
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    def init(self, key: Any) -> dict:
+        k1, k2 = _split(key, 2)
+        d = self.d_model
+        return {
+            "qkv": Linear(d, 3 * d, self.use_bias, self.param_dtype).init(k1),
+            "out": Linear(d, d, self.use_bias, self.param_dtype).init(k2),
+        }
+
+    def apply(self, params: dict, x: Any, *, mask: Any = None, key: Any = None, train: bool = False) -> Tensor:
+        shape = tuple(x.shape)
+        if len(shape) != 3 or shape[2] != self.d_model:
+            raise ShapeError(
+                f"MultiHeadAttention: input must be (batch, seq, d_model={self.d_model}), got {shape}"
+            )
+        batch, seq, d = shape
+        h, dh = self.n_heads, self.d_head
+        qkv = Linear(d, 3 * d, self.use_bias).apply(_param(params, "qkv", "MultiHeadAttention"), x)
+        # (batch, seq, 3, heads, d_head) -> (3, batch, heads, seq, d_head)
+        qkv = fnp.permute_dims(fnp.reshape(qkv, (batch, seq, 3, h, dh)), (2, 0, 3, 1, 4))
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        if self.causal:
+            mask = _and(causal_mask(seq, device=_device(x)), mask)
+        out = dot_product_attention(
+            q, k, v, mask=mask, dropout_rate=self.dropout_rate, key=key, train=train
+        )
+        out = fnp.reshape(fnp.permute_dims(out, (0, 2, 1, 3)), (batch, seq, d))
+        return Linear(d, d, self.use_bias).apply(_param(params, "out", "MultiHeadAttention"), out)
+
+
+def _device(x: Any) -> Any:
+    try:
+        return x.device
+    except Exception:  # an abstract tracer has no device; the default one will do
+        return None
+
+
+@dataclass(frozen=True)
+class TransformerBlock:
+    """A pre-norm transformer block: ``x + attn(norm(x))``, then ``h + mlp(norm(h))``.
+
+    The MLP is ``Linear(d_model, mlp_ratio * d_model) -> activation -> Linear(...,
+    d_model)``. Normalising before each sub-layer (rather than after, as the original
+    paper) is the GPT-2 arrangement, which trains stably without warm-up tricks.
+
+    Attributes:
+        d_model: model width.
+        n_heads: attention heads; divides ``d_model``.
+        mlp_ratio: hidden width of the MLP as a multiple of ``d_model`` (default 4).
+        causal: causal self-attention (for language models).
+        dropout_rate: dropout on attention weights and on each residual branch, in training.
+        activation: the MLP's activation (default :func:`fgrad.nn.gelu`).
+        eps: the layer norms' epsilon.
+        param_dtype: dtype of the parameters (default float32).
+
+    Params:
+        ``{"norm1", "attn", "norm2", "mlp_in", "mlp_out"}`` with the sub-layers' params.
+
+    ``apply(params, x, *, mask=None, key=None, train=False)`` maps ``(batch, seq,
+    d_model)`` to the same shape.
+
+    Example:
+        >>> block = TransformerBlock(16, 4, causal=True)
+        >>> params = block.init(fgrad.random.key(0))
+        >>> block.apply(params, fnp.ones((2, 6, 16), dtype="float32")).shape
+        (2, 6, 16)
+
+    References:
+        Vaswani et al., "Attention Is All You Need", NeurIPS 2017, arXiv:1706.03762;
+        Radford et al., "Language Models are Unsupervised Multitask Learners" (GPT-2), 2019,
+        section 2.3 (pre-norm); Xiong et al., "On Layer Normalization in the Transformer
+        Architecture", ICML 2020.
+    """
+
+    d_model: int
+    n_heads: int
+    mlp_ratio: float = 4
+    causal: bool = False
+    dropout_rate: float = 0.0
+    activation: Any = gelu
+    eps: float = 1e-5
+    param_dtype: Any = np.float32
+
+    @property
+    def _hidden(self) -> int:
+        return int(round(self.mlp_ratio * self.d_model))
+
+    def _layers(self):
+        d, pd = self.d_model, self.param_dtype
+        return {
+            "norm1": LayerNorm(d, self.eps, param_dtype=pd),
+            "attn": MultiHeadAttention(d, self.n_heads, self.causal, self.dropout_rate, param_dtype=pd),
+            "norm2": LayerNorm(d, self.eps, param_dtype=pd),
+            "mlp_in": Linear(d, self._hidden, param_dtype=pd),
+            "mlp_out": Linear(self._hidden, d, param_dtype=pd),
+        }
+
+    def init(self, key: Any) -> dict:
+        layers = self._layers()
+        return {name: layer.init(k) for (name, layer), k in zip(layers.items(), _split(key, len(layers)))}
+
+    def apply(self, params: dict, x: Any, *, mask: Any = None, key: Any = None, train: bool = False) -> Tensor:
+        layers = self._layers()
+        p = {name: _param(params, name, "TransformerBlock") for name in layers}
+        k_attn, k_drop1, k_drop2 = _split(key, 3)
+        drop = Dropout(self.dropout_rate)
+        h = layers["attn"].apply(p["attn"], layers["norm1"].apply(p["norm1"], x), mask=mask, key=k_attn, train=train)
+        x = x + drop.apply({}, h, key=k_drop1, train=train)
+        h = layers["mlp_in"].apply(p["mlp_in"], layers["norm2"].apply(p["norm2"], x))
+        h = layers["mlp_out"].apply(p["mlp_out"], self.activation(h))
+        return x + drop.apply({}, h, key=k_drop2, train=train)

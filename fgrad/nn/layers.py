@@ -1,0 +1,820 @@
+"""Stateless layers: frozen dataclasses of hyper-parameters with ``init`` and ``apply``.
+
+A layer holds no arrays. ``params = layer.init(key)`` builds its parameters (a pytree: a
+dict of Tensors, or a list of such dicts for containers), and ``y = layer.apply(params, x,
+key=None, train=False)`` is a pure function of them, so ``fgrad.grad`` differentiates it
+and optimisers update the pytree. ``key`` feeds stochastic layers (:class:`Dropout`) in
+training; ``train=False`` makes them the identity. Parameters are float32 unless the
+``param_dtype`` field says otherwise (as in PyTorch and flax); the computation follows the
+inputs' and parameters' promoted dtype.
+
+The functional forms (:func:`conv2d`, :func:`max_pool2d`, :func:`avg_pool2d`,
+:func:`dropout`, :func:`layer_norm`, :func:`rms_norm`) accept PyTorch-style arguments and
+can be used in hand-written models directly.
+
+Example:
+    >>> model = Sequential([Linear(4, 8), relu, Linear(8, 3)])
+    >>> params = model.init(fgrad.random.key(0))
+    >>> [sorted(p) for p in params]
+    [['bias', 'weight'], [], ['bias', 'weight']]
+    >>> model.apply(params, fnp.ones((2, 4), dtype="float32")).shape
+    (2, 3)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import fgrad.numpy as fnp
+from fgrad import random
+from fgrad.errors import DTypeError, ShapeError
+from fgrad.nn._activations import relu
+from fgrad.nn.initializers import Initializer, glorot_uniform, normal, ones, zeros
+from fgrad.ops import conv as _conv
+from fgrad.tensor import Tensor
+
+__all__ = [
+    "Linear",
+    "MLP",
+    "Conv2d",
+    "MaxPool2d",
+    "AvgPool2d",
+    "Flatten",
+    "Embedding",
+    "LayerNorm",
+    "RMSNorm",
+    "Dropout",
+    "Sequential",
+    "conv2d",
+    "max_pool2d",
+    "avg_pool2d",
+    "dropout",
+    "layer_norm",
+    "rms_norm",
+]
+
+# Shared default initialisers: one object each, so equal hyper-parameters give equal layers.
+_DENSE_INIT = glorot_uniform()
+_CONV_INIT = glorot_uniform(in_axis=1, out_axis=0)  # OIHW filters
+_EMBED_INIT = normal(0.02)
+
+
+def _split(key: Any, n: int) -> list:
+    """``n`` keys from ``key``, or ``n`` Nones when there is no key."""
+    if key is None:
+        return [None] * n
+    return list(random.split(key, n))
+
+
+def _param(params: Any, name: str, layer: str) -> Tensor:
+    try:
+        return params[name]
+    except (KeyError, TypeError, IndexError):
+        have = sorted(params) if isinstance(params, dict) else type(params).__name__
+        raise ValueError(
+            f"{layer}.apply: params has no {name!r} (got {have}); build them with "
+            f"{layer}.init(key)"
+        ) from None
+
+
+def _pair(value: Any, name: str, what: str) -> tuple[int, int]:
+    if isinstance(value, (int, np.integer)):
+        return (int(value), int(value))
+    value = tuple(int(v) for v in value)
+    if len(value) != 2:
+        raise ShapeError(f"{name}: {what} must be an int or a pair of ints, got {value}")
+    return value
+
+
+def _padding(
+    padding: Any, name: str, size: Sequence[int], window: Sequence[int], stride, dilation
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Canonical ``((top, bottom), (left, right))`` from an int, pairs, ``"SAME"`` or ``"VALID"``."""
+    if isinstance(padding, str):
+        mode = padding.upper()
+        if mode == "VALID":
+            return ((0, 0), (0, 0))
+        if mode != "SAME":
+            raise ValueError(f"{name}: padding must be 'SAME', 'VALID', an int or pairs, got {padding!r}")
+        # TensorFlow's and JAX's SAME: out = ceil(in / stride); the odd pixel goes at the end.
+        pads = []
+        for n, k, s, d in zip(size, window, stride, dilation):
+            total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
+            pads.append((total // 2, total - total // 2))
+        return tuple(pads)
+    if isinstance(padding, (int, np.integer)):
+        p = int(padding)
+        return ((p, p), (p, p))
+    padding = tuple(padding)
+    if len(padding) == 2 and all(isinstance(p, (int, np.integer)) for p in padding):
+        return tuple((int(p), int(p)) for p in padding)
+    if len(padding) == 2 and all(len(p) == 2 for p in padding):
+        return tuple((int(p[0]), int(p[1])) for p in padding)
+    raise ShapeError(f"{name}: padding {padding} is not an int, (ph, pw) or ((t, b), (l, r))")
+
+
+def _spatial(x: Any, name: str) -> tuple[int, int]:
+    shape = tuple(x.shape)
+    if len(shape) != 4:
+        raise ShapeError(f"{name}: needs a 4-D (batch, channels, height, width) input, got {shape}")
+    return shape[2], shape[3]
+
+
+# ------------------------------------------------------------------------ functional forms
+
+
+def conv2d(
+    x: Any,
+    weight: Any,
+    bias: Any = None,
+    *,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
+    """2-D cross-correlation of NCHW images with OIHW filters, plus an optional bias.
+
+    The arguments follow PyTorch's ``torch.nn.functional.conv2d``; ``padding="SAME"`` is
+    TensorFlow's and JAX's (output size ``ceil(size / stride)``; an odd total puts the
+    extra row or column at the end), ``"VALID"`` is no padding.
+
+    Args:
+        x: ``(batch, in_channels, height, width)`` floating Tensor.
+        weight: ``(out_channels, in_channels // groups, kh, kw)`` floating Tensor.
+        bias: optional ``(out_channels,)`` Tensor.
+        stride: int or ``(sh, sw)``.
+        padding: int, ``(ph, pw)``, ``((top, bottom), (left, right))``, ``"SAME"`` or
+            ``"VALID"``; zero padding.
+        dilation: int or ``(dh, dw)``.
+        groups: number of channel groups (``in_channels`` for a depthwise convolution).
+
+    Returns:
+        ``(batch, out_channels, out_height, out_width)`` Tensor of the promoted dtype.
+
+    Raises:
+        ShapeError: inputs are not 4-D, channels do not match ``groups``, or the filter does
+            not fit the padded image.
+        ValueError: an unknown padding string.
+
+    Example:
+        >>> x = fnp.reshape(fnp.arange(16.0), (1, 1, 4, 4))
+        >>> conv2d(x, fnp.ones((1, 1, 3, 3)), padding="SAME")[0, 0]
+        Tensor([[10., 18., 24., 18.],
+                [27., 45., 54., 39.],
+                [51., 81., 90., 63.],
+                [42., 66., 72., 50.]], dtype=float64)
+
+    References:
+        Dumoulin and Visin, "A guide to convolution arithmetic for deep learning", 2016,
+        arXiv:1603.07285.
+    """
+    size = _spatial(x, "conv2d")
+    w_shape = tuple(weight.shape)
+    if len(w_shape) != 4:
+        raise ShapeError(f"conv2d: weight must be (out, in // groups, kh, kw), got {w_shape}")
+    stride = _pair(stride, "conv2d", "stride")
+    dilation = _pair(dilation, "conv2d", "dilation")
+    pad = _padding(padding, "conv2d", size, w_shape[2:], stride, dilation)
+    y = _conv.conv2d(x, weight, stride=stride, padding=pad, dilation=dilation, groups=int(groups))
+    if bias is not None:
+        y = y + fnp.reshape(bias, (1, -1, 1, 1))
+    return y
+
+
+def _pool_args(name, x, window, stride, padding):
+    size = _spatial(x, name)
+    window = _pair(window, name, "window")
+    stride = window if stride is None else _pair(stride, name, "stride")
+    pad = _padding(padding, name, size, window, stride, (1, 1))
+    return dict(window=window, stride=stride, padding=pad)
+
+
+def max_pool2d(x: Any, window: Any, stride: Any = None, padding: Any = 0) -> Tensor:
+    """Maximum over ``window``-sized patches of NCHW images.
+
+    A window's gradient goes to its first maximum in row-major order (PyTorch's and JAX's
+    max-pooling convention; ties are not split). Padding never wins a window.
+
+    Args:
+        x: ``(batch, channels, height, width)`` real Tensor.
+        window: int or ``(kh, kw)``.
+        stride: int or ``(sh, sw)``; default ``window`` (non-overlapping windows).
+        padding: as in :func:`conv2d`; each side at most half the window.
+
+    Returns:
+        ``(batch, channels, out_height, out_width)`` Tensor of ``x.dtype``.
+
+    Raises:
+        ShapeError: ``x`` is not 4-D, the window does not fit, or padding exceeds half the
+            window.
+
+    Example:
+        >>> x = fnp.reshape(fnp.arange(16.0), (1, 1, 4, 4))
+        >>> max_pool2d(x, 2)
+        Tensor([[[[ 5.,  7.],
+                  [13., 15.]]]], dtype=float64)
+    """
+    return _conv.max_pool2d(x, **_pool_args("max_pool2d", x, window, stride, padding))
+
+
+def avg_pool2d(
+    x: Any, window: Any, stride: Any = None, padding: Any = 0, count_include_pad: bool = True
+) -> Tensor:
+    """Mean over ``window``-sized patches of NCHW images.
+
+    Args:
+        x: ``(batch, channels, height, width)`` floating Tensor.
+        window: int or ``(kh, kw)``.
+        stride: int or ``(sh, sw)``; default ``window``.
+        padding: as in :func:`conv2d`; each side at most half the window; zero padding.
+        count_include_pad: divide by the window size (True, PyTorch's default) or by the
+            number of non-padding elements.
+
+    Returns:
+        ``(batch, channels, out_height, out_width)`` Tensor of ``x.dtype``.
+
+    Raises:
+        ShapeError: as :func:`max_pool2d`.
+        DTypeError: ``x`` is not floating.
+
+    Example:
+        >>> avg_pool2d(fnp.reshape(fnp.arange(16.0), (1, 1, 4, 4)), 2)
+        Tensor([[[[ 2.5,  4.5],
+                  [10.5, 12.5]]]], dtype=float64)
+    """
+    args = _pool_args("avg_pool2d", x, window, stride, padding)
+    return _conv.avg_pool2d(x, count_include_pad=bool(count_include_pad), **args)
+
+
+def dropout(x: Any, rate: float, *, key: Any) -> Tensor:
+    """Inverted dropout: zero each element with probability ``rate``, scale the rest by ``1 / (1 - rate)``.
+
+    The expectation of the output equals ``x``, so no rescaling is needed at evaluation.
+
+    Args:
+        x: floating Tensor of any shape.
+        rate: probability of dropping, in ``[0, 1]``; ``rate=1`` gives zeros.
+        key: a key from :func:`fgrad.random.key`.
+
+    Returns:
+        Tensor of ``x.shape`` and ``x.dtype``.
+
+    Raises:
+        ValueError: ``rate`` outside ``[0, 1]`` or ``key`` is None.
+
+    Example:
+        >>> y = dropout(fnp.ones(1000), 0.5, key=fgrad.random.key(0))
+        >>> sorted(set(y.tolist()))
+        [0.0, 2.0]
+
+    References:
+        Srivastava et al., "Dropout: A Simple Way to Prevent Neural Networks from
+        Overfitting", JMLR 15, 2014 (inverted scaling as in its Section 10 implementations).
+    """
+    rate = float(rate)
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"dropout: rate must be in [0, 1], got {rate}")
+    if key is None:
+        raise ValueError("dropout: needs a key in training; pass key=fgrad.random.key(...)")
+    if rate == 0.0:
+        return x
+    if rate == 1.0:
+        return x * 0.0
+    keep = random.bernoulli(key, 1.0 - rate, tuple(x.shape))
+    return fnp.where(keep, x * (1.0 / (1.0 - rate)), 0.0)
+
+
+def layer_norm(
+    x: Any, scale: Any = None, bias: Any = None, *, eps: float = 1e-5, axis: int = -1
+) -> Tensor:
+    """Normalise ``x`` to zero mean and unit variance over ``axis``, then scale and shift.
+
+    ``y = (x - mean) / sqrt(var + eps) * scale + bias`` with the biased (``1/n``) variance,
+    as in the paper and PyTorch.
+
+    Args:
+        x: ``(..., d_model)`` floating Tensor.
+        scale: optional Tensor broadcastable to ``x`` (typically ``(d_model,)``).
+        bias: optional Tensor broadcastable to ``x``.
+        eps: added to the variance for stability.
+        axis: the normalised axis.
+
+    Returns:
+        Tensor of ``x.shape``.
+
+    Example:
+        >>> layer_norm(fnp.array([1.0, 2.0, 3.0]), eps=0.0)
+        Tensor([-1.22474487,  0.        ,  1.22474487], dtype=float64)
+
+    References:
+        Ba, Kiros and Hinton, "Layer Normalization", 2016, arXiv:1607.06450, eq. 4.
+    """
+    mean = fnp.mean(x, axis=axis, keepdims=True)
+    centred = x - mean
+    var = fnp.mean(centred * centred, axis=axis, keepdims=True)
+    y = centred / fnp.sqrt(var + eps)
+    if scale is not None:
+        y = y * scale
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def rms_norm(x: Any, scale: Any = None, *, eps: float = 1e-6, axis: int = -1) -> Tensor:
+    """Divide ``x`` by its root mean square over ``axis``, then scale (no centring, no bias).
+
+    ``y = x / sqrt(mean(x**2) + eps) * scale``.
+
+    Args:
+        x: ``(..., d_model)`` floating Tensor.
+        scale: optional Tensor broadcastable to ``x`` (typically ``(d_model,)``).
+        eps: added to the mean square for stability.
+        axis: the normalised axis.
+
+    Returns:
+        Tensor of ``x.shape``.
+
+    Example:
+        >>> rms_norm(fnp.array([3.0, 4.0]), eps=0.0)
+        Tensor([0.84852814, 1.13137085], dtype=float64)
+
+    References:
+        Zhang and Sennrich, "Root Mean Square Layer Normalization", NeurIPS 2019,
+        arXiv:1910.07467, eq. 4.
+    """
+    ms = fnp.mean(x * x, axis=axis, keepdims=True)
+    y = x / fnp.sqrt(ms + eps)
+    return y if scale is None else y * scale
+
+
+# ------------------------------------------------------------------------ layers
+
+
+@dataclass(frozen=True)
+class Linear:
+    """Affine map ``y = x @ weight + bias`` over the last axis.
+
+    ``weight`` is stored ``(in_features, out_features)`` (flax's layout, so no transpose;
+    PyTorch stores the transpose).
+
+    Attributes:
+        in_features: size of the input's last axis.
+        out_features: size of the output's last axis.
+        use_bias: add a bias.
+        param_dtype: dtype of the parameters (default float32).
+        kernel_init: initialiser of ``weight`` (default Glorot uniform).
+        bias_init: initialiser of ``bias`` (default zeros).
+
+    Params:
+        ``{"weight": (in_features, out_features), "bias": (out_features,)}``.
+
+    Input ``(..., in_features)`` floating Tensor; output ``(..., out_features)``.
+
+    Raises:
+        ShapeError: the input's last axis is not ``in_features`` (from ``matmul``).
+
+    Example:
+        >>> layer = Linear(3, 2)
+        >>> params = layer.init(fgrad.random.key(0))
+        >>> params["weight"].shape, params["bias"].dtype
+        ((3, 2), dtype('float32'))
+        >>> layer.apply(params, fnp.zeros((5, 3), dtype="float32")).shape
+        (5, 2)
+    """
+
+    in_features: int
+    out_features: int
+    use_bias: bool = True
+    param_dtype: Any = np.float32
+    kernel_init: Initializer = _DENSE_INIT
+    bias_init: Initializer = zeros
+
+    def init(self, key: Any) -> dict:
+        wkey, bkey = _split(key, 2)
+        params = {"weight": self.kernel_init(wkey, (self.in_features, self.out_features), self.param_dtype)}
+        if self.use_bias:
+            params["bias"] = self.bias_init(bkey, (self.out_features,), self.param_dtype)
+        return params
+
+    def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
+        y = fnp.matmul(x, _param(params, "weight", "Linear"))
+        if self.use_bias:
+            y = y + _param(params, "bias", "Linear")
+        return y
+
+
+@dataclass(frozen=True)
+class MLP:
+    """A stack of :class:`Linear` layers with an activation between them.
+
+    Attributes:
+        sizes: ``(in_features, hidden_1, ..., out_features)``; at least two entries.
+        activation: elementwise function applied after every layer but the last (default
+            :func:`fgrad.nn.relu`).
+        activate_final: also apply the activation after the last layer.
+        use_bias: layers add biases.
+        param_dtype: dtype of the parameters (default float32).
+
+    Params:
+        list with one :class:`Linear` params dict per layer.
+
+    Input ``(..., sizes[0])``; output ``(..., sizes[-1])``.
+
+    Example:
+        >>> mlp = MLP((64, 256, 256, 10))
+        >>> params = mlp.init(fgrad.random.key(0))
+        >>> [p["weight"].shape for p in params]
+        [(64, 256), (256, 256), (256, 10)]
+        >>> mlp.apply(params, fnp.ones((2, 64), dtype="float32")).shape
+        (2, 10)
+    """
+
+    sizes: Sequence[int]
+    activation: Callable = relu
+    activate_final: bool = False
+    use_bias: bool = True
+    param_dtype: Any = np.float32
+
+    def __post_init__(self):
+        object.__setattr__(self, "sizes", tuple(int(s) for s in self.sizes))
+        if len(self.sizes) < 2:
+            raise ValueError(f"MLP: sizes needs input and output sizes, got {self.sizes}")
+
+    @property
+    def layers(self) -> tuple[Linear, ...]:
+        return tuple(
+            Linear(a, b, self.use_bias, self.param_dtype) for a, b in zip(self.sizes[:-1], self.sizes[1:])
+        )
+
+    def init(self, key: Any) -> list:
+        layers = self.layers
+        return [layer.init(k) for layer, k in zip(layers, _split(key, len(layers)))]
+
+    def apply(self, params: list, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
+        layers = self.layers
+        if not isinstance(params, (list, tuple)) or len(params) != len(layers):
+            raise ValueError(f"MLP.apply: params must be a list of {len(layers)} Linear params; build them with MLP.init(key)")
+        for i, (layer, p) in enumerate(zip(layers, params)):
+            x = layer.apply(p, x)
+            if i < len(layers) - 1 or self.activate_final:
+                x = self.activation(x)
+        return x
+
+
+@dataclass(frozen=True)
+class Conv2d:
+    """2-D convolution layer over NCHW images (see :func:`conv2d`).
+
+    Attributes:
+        in_channels: channels of the input.
+        out_channels: channels of the output.
+        kernel_size: int or ``(kh, kw)``.
+        stride: int or ``(sh, sw)``.
+        padding: int, pairs, ``"SAME"`` or ``"VALID"``.
+        dilation: int or ``(dh, dw)``.
+        groups: channel groups; must divide both channel counts.
+        use_bias: add a per-channel bias.
+        param_dtype: dtype of the parameters (default float32).
+        kernel_init: initialiser of ``weight`` (default Glorot uniform over the OIHW fans).
+        bias_init: initialiser of ``bias`` (default zeros).
+
+    Params:
+        ``{"weight": (out_channels, in_channels // groups, kh, kw), "bias": (out_channels,)}``.
+
+    Raises:
+        ValueError: ``groups`` does not divide the channel counts.
+
+    Example:
+        >>> conv = Conv2d(1, 8, 3, padding="SAME")
+        >>> params = conv.init(fgrad.random.key(0))
+        >>> params["weight"].shape
+        (8, 1, 3, 3)
+        >>> conv.apply(params, fnp.ones((2, 1, 8, 8), dtype="float32")).shape
+        (2, 8, 8, 8)
+    """
+
+    in_channels: int
+    out_channels: int
+    kernel_size: Any
+    stride: Any = 1
+    padding: Any = 0
+    dilation: Any = 1
+    groups: int = 1
+    use_bias: bool = True
+    param_dtype: Any = np.float32
+    kernel_init: Initializer = _CONV_INIT
+    bias_init: Initializer = zeros
+
+    def __post_init__(self):
+        object.__setattr__(self, "kernel_size", _pair(self.kernel_size, "Conv2d", "kernel_size"))
+        if self.in_channels % self.groups or self.out_channels % self.groups:
+            raise ValueError(
+                f"Conv2d: groups={self.groups} must divide in_channels={self.in_channels} and "
+                f"out_channels={self.out_channels}"
+            )
+
+    def init(self, key: Any) -> dict:
+        wkey, bkey = _split(key, 2)
+        shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
+        params = {"weight": self.kernel_init(wkey, shape, self.param_dtype)}
+        if self.use_bias:
+            params["bias"] = self.bias_init(bkey, (self.out_channels,), self.param_dtype)
+        return params
+
+    def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
+        bias = _param(params, "bias", "Conv2d") if self.use_bias else None
+        return conv2d(
+            x,
+            _param(params, "weight", "Conv2d"),
+            bias,
+            stride=self.stride,
+            padding=self.padding,
+            dilation=self.dilation,
+            groups=self.groups,
+        )
+
+
+@dataclass(frozen=True)
+class MaxPool2d:
+    """Max pooling layer (see :func:`max_pool2d`); no parameters (``{}``).
+
+    Example:
+        >>> pool = MaxPool2d(2)
+        >>> pool.apply(pool.init(None), fnp.ones((1, 3, 8, 8))).shape
+        (1, 3, 4, 4)
+    """
+
+    window: Any
+    stride: Any = None
+    padding: Any = 0
+
+    def init(self, key: Any) -> dict:
+        return {}
+
+    def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
+        return max_pool2d(x, self.window, self.stride, self.padding)
+
+
+@dataclass(frozen=True)
+class AvgPool2d:
+    """Average pooling layer (see :func:`avg_pool2d`); no parameters (``{}``).
+
+    Example:
+        >>> pool = AvgPool2d(2, count_include_pad=False)
+        >>> pool.apply({}, fnp.ones((1, 3, 8, 8))).shape
+        (1, 3, 4, 4)
+    """
+
+    window: Any
+    stride: Any = None
+    padding: Any = 0
+    count_include_pad: bool = True
+
+    def init(self, key: Any) -> dict:
+        return {}
+
+    def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
+        return avg_pool2d(x, self.window, self.stride, self.padding, self.count_include_pad)
+
+
+@dataclass(frozen=True)
+class Flatten:
+    """Merge the axes from ``start_axis`` on into one (``(batch, c, h, w) -> (batch, c*h*w)``).
+
+    Example:
+        >>> Flatten().apply({}, fnp.ones((2, 3, 4, 4))).shape
+        (2, 48)
+    """
+
+    start_axis: int = 1
+
+    def init(self, key: Any) -> dict:
+        return {}
+
+    def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
+        shape = tuple(x.shape)
+        start = self.start_axis % max(len(shape), 1)
+        return fnp.reshape(x, (*shape[:start], math.prod(shape[start:])))
+
+
+@dataclass(frozen=True)
+class Embedding:
+    """A table of ``vocab_size`` learned vectors, looked up by integer ids.
+
+    Attributes:
+        vocab_size: number of ids.
+        d_model: size of each vector.
+        param_dtype: dtype of the table (default float32).
+        embedding_init: initialiser of the table (default ``normal(0.02)``, as GPT-2).
+
+    Params:
+        ``{"embedding": (vocab_size, d_model)}``.
+
+    Input: integer Tensor ``(...)`` of ids in ``[0, vocab_size)``; output ``(..., d_model)``.
+
+    Raises:
+        DTypeError: the ids are not integers.
+
+    Example:
+        >>> emb = Embedding(10, 4)
+        >>> params = emb.init(fgrad.random.key(0))
+        >>> emb.apply(params, fnp.array([[1, 2, 3]])).shape
+        (1, 3, 4)
+        >>> emb.attend(params, fnp.ones((1, 3, 4), dtype="float32")).shape  # tied output logits
+        (1, 3, 10)
+    """
+
+    vocab_size: int
+    d_model: int
+    param_dtype: Any = np.float32
+    embedding_init: Initializer = _EMBED_INIT
+
+    def init(self, key: Any) -> dict:
+        return {"embedding": self.embedding_init(key, (self.vocab_size, self.d_model), self.param_dtype)}
+
+    def apply(self, params: dict, ids: Any, *, key: Any = None, train: bool = False) -> Tensor:
+        if not np.issubdtype(np.dtype(ids.dtype), np.integer):
+            raise DTypeError(
+                f"Embedding.apply: ids must be an integer Tensor, got dtype {ids.dtype}; "
+                "cast with astype('int64')"
+            )
+        return fnp.take(_param(params, "embedding", "Embedding"), ids, axis=0)
+
+    def attend(self, params: dict, x: Any) -> Tensor:
+        """Logits ``x @ embedding.T`` against every vocabulary vector (weight tying).
+
+        Input ``(..., d_model)``; output ``(..., vocab_size)``.
+        """
+        return fnp.matmul(x, fnp.transpose(_param(params, "embedding", "Embedding")))
+
+
+@dataclass(frozen=True)
+class LayerNorm:
+    """Layer normalisation over the last axis, with learned scale and bias (see :func:`layer_norm`).
+
+    Attributes:
+        d_model: size of the normalised axis.
+        eps: added to the variance (default 1e-5, as PyTorch).
+        use_scale: learn a scale (initialised to ones).
+        use_bias: learn a bias (initialised to zeros).
+        param_dtype: dtype of the parameters (default float32).
+
+    Params:
+        ``{"scale": (d_model,), "bias": (d_model,)}``.
+
+    Example:
+        >>> ln = LayerNorm(3)
+        >>> ln.apply(ln.init(None), fnp.array([1.0, 2.0, 3.0]))
+        Tensor([-1.22473876,  0.        ,  1.22473876], dtype=float64)
+
+    References:
+        Ba, Kiros and Hinton, "Layer Normalization", 2016, arXiv:1607.06450.
+    """
+
+    d_model: int
+    eps: float = 1e-5
+    use_scale: bool = True
+    use_bias: bool = True
+    param_dtype: Any = np.float32
+
+    def init(self, key: Any) -> dict:
+        params = {}
+        if self.use_scale:
+            params["scale"] = ones(key, (self.d_model,), self.param_dtype)
+        if self.use_bias:
+            params["bias"] = zeros(key, (self.d_model,), self.param_dtype)
+        return params
+
+    def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
+        scale = _param(params, "scale", "LayerNorm") if self.use_scale else None
+        bias = _param(params, "bias", "LayerNorm") if self.use_bias else None
+        return layer_norm(x, scale, bias, eps=self.eps)
+
+
+@dataclass(frozen=True)
+class RMSNorm:
+    """Root-mean-square normalisation over the last axis with a learned scale (see :func:`rms_norm`).
+
+    Attributes:
+        d_model: size of the normalised axis.
+        eps: added to the mean square (default 1e-6).
+        use_scale: learn a scale (initialised to ones).
+        param_dtype: dtype of the parameters (default float32).
+
+    Params:
+        ``{"scale": (d_model,)}``.
+
+    Example:
+        >>> norm = RMSNorm(2, eps=0.0)
+        >>> norm.apply(norm.init(None), fnp.array([3.0, 4.0]))
+        Tensor([0.84852814, 1.13137085], dtype=float64)
+
+    References:
+        Zhang and Sennrich, "Root Mean Square Layer Normalization", NeurIPS 2019,
+        arXiv:1910.07467.
+    """
+
+    d_model: int
+    eps: float = 1e-6
+    use_scale: bool = True
+    param_dtype: Any = np.float32
+
+    def init(self, key: Any) -> dict:
+        return {"scale": ones(key, (self.d_model,), self.param_dtype)} if self.use_scale else {}
+
+    def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
+        scale = _param(params, "scale", "RMSNorm") if self.use_scale else None
+        return rms_norm(x, scale, eps=self.eps)
+
+
+@dataclass(frozen=True)
+class Dropout:
+    """Inverted dropout in training, the identity otherwise (see :func:`dropout`); no parameters.
+
+    Attributes:
+        rate: probability of zeroing an element, in ``[0, 1]``.
+
+    Raises:
+        ValueError: ``rate`` outside ``[0, 1]``, or ``train=True`` with a non-zero rate and
+            no ``key``.
+
+    Example:
+        >>> drop = Dropout(0.5)
+        >>> x = fnp.ones(4)
+        >>> drop.apply({}, x)  # evaluation: identity
+        Tensor([1., 1., 1., 1.], dtype=float64)
+        >>> set(drop.apply({}, fnp.ones(100), key=fgrad.random.key(0), train=True).tolist())
+        {0.0, 2.0}
+
+    References:
+        Srivastava et al., "Dropout: A Simple Way to Prevent Neural Networks from
+        Overfitting", JMLR 15, 2014.
+    """
+
+    rate: float
+
+    def __post_init__(self):
+        if not 0.0 <= float(self.rate) <= 1.0:
+            raise ValueError(f"Dropout: rate must be in [0, 1], got {self.rate}")
+
+    def init(self, key: Any) -> dict:
+        return {}
+
+    def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
+        if not train or self.rate == 0.0:
+            return x
+        return dropout(x, self.rate, key=key)
+
+
+@dataclass(frozen=True)
+class Sequential:
+    """Layers applied in order; each a layer (``init``/``apply``) or a plain function ``x -> y``.
+
+    Attributes:
+        layers: sequence of layers and functions (stored as a tuple).
+
+    Params:
+        list with one entry per layer (``{}`` for functions and parameter-free layers).
+
+    ``apply`` passes ``train`` to every layer and a separate key (split from ``key``) to each.
+
+    Raises:
+        ValueError: ``params`` does not have one entry per layer.
+
+    Example:
+        >>> cnn = Sequential([
+        ...     Conv2d(1, 8, 3, padding=1), relu, MaxPool2d(2),
+        ...     Flatten(), Linear(8 * 4 * 4, 10)])
+        >>> params = cnn.init(fgrad.random.key(0))
+        >>> cnn.apply(params, fnp.ones((2, 1, 8, 8), dtype="float32")).shape
+        (2, 10)
+    """
+
+    layers: Sequence[Any]
+
+    def __post_init__(self):
+        object.__setattr__(self, "layers", tuple(self.layers))
+        for layer in self.layers:
+            if not (hasattr(layer, "apply") or callable(layer)):
+                raise TypeError(f"Sequential: {layer!r} is neither a layer nor a function")
+
+    def init(self, key: Any) -> list:
+        keys = _split(key, len(self.layers))
+        return [layer.init(k) if hasattr(layer, "init") else {} for layer, k in zip(self.layers, keys)]
+
+    def apply(self, params: Sequence[Any], x: Any, *, key: Any = None, train: bool = False) -> Any:
+        if not isinstance(params, (list, tuple)) or len(params) != len(self.layers):
+            raise ValueError(
+                f"Sequential.apply: params must be a list with one entry per layer "
+                f"({len(self.layers)}); build them with Sequential.init(key)"
+            )
+        keys = _split(key, len(self.layers))
+        for layer, p, k in zip(self.layers, params, keys):
+            x = layer.apply(p, x, key=k, train=train) if hasattr(layer, "apply") else layer(x)
+        return x

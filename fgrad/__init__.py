@@ -24,6 +24,7 @@ from fgrad.transforms.ad import grad, jvp, value_and_grad, vjp
 from fgrad.transforms.graphs import make_graph
 from fgrad.transforms.custom import checkpoint, custom_jvp, custom_vjp
 from fgrad.transforms.jacobians import hessian, hvp, jacfwd, jacrev, linearize
+from fgrad.transforms.jit import jit
 from fgrad import numpy  # noqa: E402  (installs Tensor's operators)
 from fgrad import random  # noqa: E402
 from fgrad import io, optim  # noqa: E402
@@ -53,6 +54,7 @@ __all__ = [
     "jacrev",
     "linearize",
     "io",
+    "jit",
     "jvp",
     "make_graph",
     "numpy",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -11,7 +13,7 @@ from fgrad import tree
 from fgrad.tensor import Tensor, asarray
 from fgrad.transforms.ad import jvp, vjp
 
-__all__ = ["check_grads"]
+__all__ = ["check_grads", "op_cases", "op_args"]
 
 
 def _np(x: Any) -> np.ndarray:
@@ -123,3 +125,56 @@ def _check(f, args, order, modes, eps, atol, rtol, rng, level) -> None:
         _close(f"order-{level} vjp", got, want, atol, rtol)
         if order > 1:
             _check(lambda *a: vjp(f, *a)[1](vs), args, order - 1, modes, eps, atol, rtol, rng, level + 1)
+
+
+def op_cases(op: Any, max_cases: int | None = None) -> list[tuple[tuple, dict]]:
+    """The ``(shapes, params)`` cases that an op's ``Check`` describes.
+
+    Args:
+        op: a registry op with a ``check``.
+        max_cases: keep at most this many, spread evenly over the full product (fixed, so
+            every machine runs the same cases).
+
+    Returns:
+        A list of ``(shapes, params)`` pairs.
+
+    Example:
+        >>> from fgrad.ops import REGISTRY
+        >>> op_cases(REGISTRY["sin"], 2)
+        [(((),), {}), (((2, 3),), {})]
+    """
+    chk = op.check
+    combos = list(itertools.product(chk.shapes, chk.params))
+    if max_cases is not None and len(combos) > max_cases:
+        idx = np.linspace(0, len(combos) - 1, max_cases).round().astype(int)
+        combos = [combos[i] for i in sorted(set(idx.tolist()))]
+    return combos
+
+
+def op_args(op: Any, shapes: tuple, params: dict, seed_text: str = "") -> list[Any]:
+    """Sample an op's inputs for one case, reproducibly (seeded by op, case and ``seed_text``).
+
+    Floating samples come from ``check.domain`` (or ``check.make_args``) in ``check.dtype``;
+    integer and bool inputs that ``make_args`` returns are kept as they are.
+
+    Example:
+        >>> from fgrad.ops import REGISTRY
+        >>> [a.shape for a in op_args(REGISTRY["add"], ((2, 3), (3,)), {})]
+        [(2, 3), (3,)]
+    """
+    rng = np.random.default_rng(zlib.crc32(f"{op.name}{shapes}{params}{seed_text}".encode()))
+    chk = op.check
+    if chk.make_args is not None:
+        raw = chk.make_args(rng, shapes)
+    else:
+        lo, hi = chk.domain
+        raw = [rng.uniform(lo, hi, s) for s in shapes]
+    out = []
+    for a in raw:
+        if isinstance(a, (int, bool)):
+            out.append(a)
+        elif isinstance(a, float) or (isinstance(a, np.ndarray) and a.dtype.kind == "f"):
+            out.append(asarray(np.asarray(a, dtype=chk.dtype)))
+        else:
+            out.append(asarray(a))
+    return out

@@ -126,7 +126,7 @@ def _names():
 
 def _user_source() -> str:
     """``file:line`` of the innermost frame outside fgrad: where the user called the op."""
-    frame = sys._getframe(2)
+    frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_FGRAD_DIR):
         frame = frame.f_back
     if frame is None:
@@ -150,6 +150,18 @@ class GraphTracer(Tracer):
         from fgrad.backend import CPU
 
         return CPU
+
+    def _concrete(self):
+        from fgrad.errors import ConcretizationError
+
+        where = _user_source()
+        raise ConcretizationError(
+            f"a traced value {self.aval} has no concrete value while tracing"
+            + (f" (at {where})" if where else "")
+            + ": Python control flow (if/while/bool/float) on it cannot be recorded in a "
+            "graph. Mark the argument static (jit's static_argnums / static_argnames), or "
+            "use fgrad.numpy.where and friends so the choice is part of the graph"
+        )
 
 
 def _aval_of(x: Any) -> Any:

@@ -8,9 +8,7 @@ unchanged through ``array_api_strict``. ``FGRAD_TEST_CASES`` caps the cases per 
 
 from __future__ import annotations
 
-import itertools
 import os
-import zlib
 
 import numpy as np
 import pytest
@@ -19,19 +17,9 @@ import fgrad
 from fgrad import tree
 from fgrad.ops import REGISTRY
 from fgrad.tensor import ShapeDtype
-from fgrad.test_util import check_grads
+from fgrad.test_util import check_grads, op_args, op_cases
 
 MAX_CASES = int(os.environ.get("FGRAD_TEST_CASES", "4"))
-
-
-def _cases(op):
-    chk = op.check
-    combos = list(itertools.product(chk.shapes, chk.params))
-    if len(combos) > MAX_CASES:
-        # A fixed, spread-out sample keeps the run short and the same on every machine.
-        idx = np.linspace(0, len(combos) - 1, MAX_CASES).round().astype(int)
-        combos = [combos[i] for i in sorted(set(idx.tolist()))]
-    return combos
 
 
 def _all_cases():
@@ -39,24 +27,8 @@ def _all_cases():
         op = REGISTRY[name]
         if op.check is None:
             continue
-        for k, (shapes, params) in enumerate(_cases(op)):
+        for k, (shapes, params) in enumerate(op_cases(op, MAX_CASES)):
             yield pytest.param(name, shapes, params, id=f"{name}-{k}")
-
-
-def _make_args(op, shapes, params, seed_text):
-    rng = np.random.default_rng(zlib.crc32(seed_text.encode()))
-    chk = op.check
-    if chk.make_args is not None:
-        raw = chk.make_args(rng, shapes)
-    else:
-        lo, hi = chk.domain
-        raw = [rng.uniform(lo, hi, s) for s in shapes]
-    return [
-        fgrad.asarray(np.asarray(a, dtype=chk.dtype) if isinstance(a, float) or (
-            isinstance(a, np.ndarray) and a.dtype.kind == "f") else a)
-        if not isinstance(a, (int, bool)) else a
-        for a in raw
-    ]
 
 
 def _diff_positions(op, args):
@@ -74,7 +46,7 @@ def _diff_positions(op, args):
 @pytest.mark.parametrize("name,shapes,params", list(_all_cases()))
 def test_op(name, shapes, params):
     op = REGISTRY[name]
-    args = _make_args(op, shapes, params, f"{name}{shapes}{params}")
+    args = op_args(op, shapes, params, f"{name}{shapes}{params}")
     out = op(*args, **params)
 
     # 1. The shape rule agrees with the kernel.
@@ -147,7 +119,7 @@ def test_kernel_uses_only_xp(name, shapes, params):
     """The forward kernel computes the same through a strict Array API namespace."""
     xps = pytest.importorskip("array_api_strict")
     op = REGISTRY[name]
-    args = _make_args(op, shapes, params, f"{name}{shapes}{params}")
+    args = op_args(op, shapes, params, f"{name}{shapes}{params}")
     want = op(*args, **params)
     strict_args = [xps.asarray(np.asarray(a)) if isinstance(a, fgrad.Tensor) else a for a in args]
     strict_params = {

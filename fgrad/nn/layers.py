@@ -671,7 +671,7 @@ class LayerNorm:
     Example:
         >>> ln = LayerNorm(3)
         >>> ln.apply(ln.init(None), fnp.array([1.0, 2.0, 3.0]))
-        Tensor([-1.22473876,  0.        ,  1.22473876], dtype=float64)
+        Tensor([-1.22473569,  0.        ,  1.22473569], dtype=float64)
 
     References:
         Ba, Kiros and Hinton, "Layer Normalization", 2016, arXiv:1607.06450.

@@ -469,7 +469,7 @@ def test_transformer_block():
 def test_transformer_block_dropout_and_float32():
     block = nn.TransformerBlock(8, 2, dropout_rate=0.5)
     params = block.init(random.key(0))
-    x = fnp.ones((1, 3, 8), dtype="float32")
+    x = fnp.astype(_rand(0, 1, 3, 8), "float32")
     y = block.apply(params, x)
     assert y.dtype == np.float32
     np.testing.assert_array_equal(_np(block.apply(params, x, train=False)), _np(y))

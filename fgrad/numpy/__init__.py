@@ -19,7 +19,10 @@ from fgrad.numpy._creation import *  # noqa: F401,F403
 from fgrad.numpy._creation import __dict__ as _c
 from fgrad.numpy._elementwise import *  # noqa: F401,F403
 from fgrad.numpy._reductions import *  # noqa: F401,F403
+from fgrad.numpy._indexing import *  # noqa: F401,F403
+from fgrad.numpy._indexing import _at, _getitem  # noqa: F401  (x.at, x[idx])
 from fgrad.numpy._shape import *  # noqa: F401,F403
+from fgrad.numpy._shape import _T, _mT  # noqa: F401  (x.T, x.mT)
 from fgrad.tensor import Tensor as ndarray  # noqa: F401
 
 pi = 3.141592653589793

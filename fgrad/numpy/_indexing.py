@@ -1,0 +1,575 @@
+"""Indexing under numpy's names: ``x[idx]``, ``x.at[idx]``, take, dynamic slices.
+
+A Python index is parsed here into the static structure the indexing ops take as a param
+and the integer index arrays they take as inputs (see :mod:`fgrad.ops.indexing`).
+Boolean masks become integer arrays (``nonzero``) while parsing, so they must be concrete:
+eager code and ``grad`` are fine, abstract tracing (``make_graph``, ``jit``) is not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fgrad import backend
+from fgrad.core.trace import concrete_value
+from fgrad.errors import ConcretizationError, ShapeError
+from fgrad.ops import indexing as _ix
+from fgrad.ops.elementwise import add, divide, multiply, subtract
+from fgrad.ops.shape import reshape as _reshape
+from fgrad.tensor import Tensor, _wrap, asarray
+
+__all__ = [
+    "take",
+    "take_along_axis",
+    "dynamic_slice",
+    "dynamic_update_slice",
+]
+
+_ARRAY = _ix.ARRAY
+_INT_TYPES = (int, np.integer)
+
+
+# ------------------------------------------------------------------------ parsing
+
+
+def _mask_error(where: str) -> ConcretizationError:
+    return ConcretizationError(
+        f"{where}: a boolean mask index gives a result whose shape depends on the mask's "
+        "values, so the mask must be concrete; it is traced abstractly here (make_graph or "
+        "jit). Use fnp.where(mask, x, 0) to keep the shape, or index with integer arrays "
+        "computed outside the traced function"
+    )
+
+
+def _index_array(e: Any, x: Any) -> Any:
+    """``e`` as an index array on ``x``'s device (Tensors and tracers pass through)."""
+    if isinstance(e, Tensor):
+        return e
+    device = x.device
+    if device == backend.CPU:
+        return e if type(e) is np.ndarray else np.asarray(e)
+    return asarray(e, device=device)
+
+
+def _mask_arrays(mask: Any, x: Any, where: str) -> tuple:
+    """The integer index arrays ``nonzero(mask)`` of a concrete boolean mask."""
+    try:
+        data = concrete_value(mask) if isinstance(mask, Tensor) else mask
+    except ConcretizationError:
+        raise _mask_error(where) from None
+    if not hasattr(data, "shape"):
+        data = np.asarray(data)
+    return tuple(_wrap(a) for a in backend.namespace_of(data).nonzero(data))
+
+
+def _parse(x: Any, idx: Any, where: str = "x[idx]") -> tuple[tuple, tuple]:
+    """Split a Python index into the static ``index`` param and the index arrays."""
+    shape = tuple(x.shape)
+    if type(idx) is int:  # the common x[i]: skip the general walk
+        n = shape[0] if shape else None
+        if n is None:
+            raise IndexError(f"{where}: too many indices for a 0-d Tensor")
+        if not -n <= idx < n:
+            raise IndexError(f"{where}: index {idx} is out of bounds for axis 0 with size {n}")
+        return (idx % n,), ()
+    items = idx if type(idx) is tuple else (idx,)
+    # First pass: classify entries and count the axes they consume.
+    entries: list = []
+    consumed = 0
+    ellipsis = False
+    for e in items:
+        if e is None:
+            entries.append(("new", None))
+        elif e is Ellipsis:
+            if ellipsis:
+                raise IndexError(f"{where}: an index can only have a single ellipsis ('...')")
+            ellipsis = True
+            entries.append(("...", None))
+        elif isinstance(e, slice):
+            entries.append(("slice", e))
+            consumed += 1
+        elif isinstance(e, (bool, np.bool_)):
+            raise IndexError(
+                f"{where}: a Python bool index ({e}) is not supported; use None to add an axis "
+                "or a boolean Tensor mask"
+            )
+        elif isinstance(e, _INT_TYPES):
+            entries.append(("int", int(e)))
+            consumed += 1
+        else:
+            if not isinstance(e, Tensor) and not hasattr(e, "dtype"):
+                if isinstance(e, (list, tuple)):
+                    e = np.asarray(e)
+                    if e.size == 0:
+                        e = e.astype(np.int64)  # numpy reads [] as an empty integer index
+                else:
+                    raise IndexError(
+                        f"{where}: only integers, slices (':'), ellipsis ('...'), None, and "
+                        f"integer or boolean arrays are valid indices, got {type(e).__name__}"
+                    )
+            kind = np.dtype(e.dtype).kind
+            if kind == "b":
+                ndim = len(e.shape)
+                if ndim == 0:
+                    raise IndexError(f"{where}: 0-d boolean indices are not supported")
+                entries.append(("mask", e))
+                consumed += ndim
+            elif kind in "iu":
+                entries.append(("array", e))
+                consumed += 1
+            else:
+                raise IndexError(
+                    f"{where}: index arrays must be integer or boolean, got dtype {e.dtype}"
+                )
+    if consumed > len(shape):
+        raise IndexError(
+            f"{where}: too many indices for a Tensor of shape {shape}: {consumed} indexed "
+            f"axes but only {len(shape)} dimensions"
+        )
+    # Second pass: canonical entries, axis by axis.
+    index: list = []
+    arrays: list = []
+    dim = 0
+    for kind, e in entries:
+        if kind == "new":
+            index.append(None)
+        elif kind == "...":
+            for _ in range(len(shape) - consumed):
+                index.append((0, shape[dim], 1))
+                dim += 1
+        elif kind == "slice":
+            r = e.indices(shape[dim])
+            index.append(r if len(range(*r)) else (0, 0, 1))  # one spelling of "empty"
+            dim += 1
+        elif kind == "int":
+            n = shape[dim]
+            if not -n <= e < n:
+                raise IndexError(
+                    f"{where}: index {e} is out of bounds for axis {dim} with size {n} "
+                    f"(Tensor of shape {shape})"
+                )
+            index.append(e % n)
+            dim += 1
+        elif kind == "array":
+            index.append(_ARRAY)
+            arrays.append(_index_array(e, x))
+            dim += 1
+        else:  # a boolean mask: one integer array per axis it covers
+            mshape = tuple(e.shape)
+            if mshape != shape[dim : dim + len(mshape)]:
+                raise IndexError(
+                    f"{where}: boolean index of shape {mshape} does not match the indexed "
+                    f"axes {shape[dim : dim + len(mshape)]} of a Tensor of shape {shape}"
+                )
+            for a in _mask_arrays(e, x, where):
+                index.append(_ARRAY)
+                arrays.append(a)
+                dim += 1
+    # Trailing whole slices change nothing: drop them so equal indexes share one param.
+    while index and type(index[-1]) is tuple and index[-1] == (0, shape[dim - 1], 1):
+        index.pop()
+        dim -= 1
+    return tuple(index), tuple(arrays)
+
+
+def _layout(x: Any, index: tuple, arrays: tuple, where: str) -> tuple:
+    return _ix.index_layout(where, tuple(x.shape), index, arrays)
+
+
+def _getitem(x: Any, idx: Any) -> Any:
+    """``x[idx]``: numpy's basic and advanced indexing, differentiable in ``x``.
+
+    Ints, slices (negative steps too), None, ``...``, integer arrays (repeated indices
+    accumulate in the derivative) and boolean masks (when concrete) are supported.
+
+    Raises:
+        IndexError: an index is out of bounds or malformed.
+        ConcretizationError: a boolean mask is traced abstractly.
+
+    Example:
+        >>> x = fnp.arange(6.0).reshape(2, 3)
+        >>> x[:, ::-2]
+        Tensor([[2., 0.],
+                [5., 3.]], dtype=float64)
+        >>> x[x > 2.0]
+        Tensor([3., 4., 5.], dtype=float64)
+    """
+    index, arrays = _parse(x, idx)
+    if not index:
+        return x
+    try:
+        return _ix.getitem(x, *arrays, index=index)
+    except IndexError as err:
+        raise IndexError(f"x[idx] with x of shape {tuple(x.shape)}: {err}") from None
+
+
+# ------------------------------------------------------------------------ functional updates
+
+
+class _IndexUpdateHelper:
+    """``x.at``: indexing it gives an :class:`_IndexUpdateRef` (JAX's ``x.at[idx]``)."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, x: Any):
+        self.x = x
+
+    def __getitem__(self, idx: Any) -> _IndexUpdateRef:
+        return _IndexUpdateRef(self.x, idx)
+
+    def __repr__(self) -> str:
+        return f"_IndexUpdateHelper({self.x!r})"
+
+
+class _IndexUpdateRef:
+    """``x.at[idx]``: functional updates of ``x`` at ``idx``; each returns a new Tensor.
+
+    Every method is differentiable in ``x`` and in ``values``. ``idx`` is any index that
+    ``x[idx]`` accepts; ``values`` broadcast to the shape of ``x[idx]`` and are cast to
+    ``x.dtype``.
+    """
+
+    __slots__ = ("x", "idx")
+
+    def __init__(self, x: Any, idx: Any):
+        self.x = x
+        self.idx = idx
+
+    def __repr__(self) -> str:
+        return f"_IndexUpdateRef({self.x!r}, {self.idx!r})"
+
+    def _prepare(self, values: Any, where: str) -> tuple:
+        index, arrays = _parse(self.x, self.idx, where)
+        if not isinstance(values, (Tensor, int, float, complex, bool)):
+            values = asarray(values, device=self.x.device)
+        vshape = tuple(getattr(values, "shape", ()))
+        target = _layout(self.x, index, arrays, where)[0]
+        if len(vshape) > len(target) and all(d == 1 for d in vshape[: len(vshape) - len(target)]):
+            values = _reshape(values, shape=vshape[len(vshape) - len(target) :])  # as numpy
+        return index, arrays, values
+
+    def get(self) -> Any:
+        """``x[idx]``.
+
+        Example:
+            >>> fnp.arange(4.0).at[1:3].get()
+            Tensor([1., 2.], dtype=float64)
+        """
+        return _getitem(self.x, self.idx)
+
+    def set(self, values: Any) -> Any:
+        """``x`` with ``x[idx]`` replaced by ``values``.
+
+        With repeated indices the last value wins (numpy's order) and only it gets a
+        derivative; the derivative in ``x`` is zero at the written positions.
+
+        Example:
+            >>> fnp.zeros(3).at[fnp.array([0, 2])].set(fnp.array([1.0, 2.0]))
+            Tensor([1., 0., 2.], dtype=float64)
+        """
+        index, arrays, values = self._prepare(values, "x.at[idx].set")
+        return _ix.scatter_set(self.x, values, *arrays, index=index)
+
+    def add(self, values: Any) -> Any:
+        """``x`` with ``values`` added at ``idx``; repeated indices accumulate.
+
+        Example:
+            >>> fnp.zeros(3).at[fnp.array([0, 0, 1])].add(fnp.array([1.0, 2.0, 3.0]))
+            Tensor([3., 3., 0.], dtype=float64)
+        """
+        index, arrays, values = self._prepare(values, "x.at[idx].add")
+        return _ix.scatter_add(self.x, values, *arrays, index=index)
+
+    def subtract(self, values: Any) -> Any:
+        """``x`` with ``values`` subtracted at ``idx``; repeated indices accumulate.
+
+        Example:
+            >>> fnp.ones(2).at[1].subtract(3.0)
+            Tensor([ 1., -2.], dtype=float64)
+        """
+        if not isinstance(values, (Tensor, int, float, complex)):
+            values = asarray(values)
+        return self.add(multiply(-1, values))
+
+    def multiply(self, values: Any, *, unique_indices: bool = False) -> Any:
+        """``x`` with ``x[idx]`` multiplied by ``values``; repeated indices multiply in turn.
+
+        Repeated concrete indices are applied in rounds, one write per position each, so
+        the derivative in ``values`` is exact (the product rule over every factor).
+
+        Args:
+            values: factors, broadcastable to the shape of ``x[idx]``.
+            unique_indices: promise that no position is indexed twice. Needed only for
+                index arrays that are traced abstractly (``make_graph``, ``jit``), whose
+                repeats cannot be checked.
+
+        Raises:
+            ConcretizationError: abstractly traced index arrays without ``unique_indices``.
+
+        Example:
+            >>> x = fnp.array([1.0, 2.0])
+            >>> x.at[fnp.array([0, 0])].multiply(fnp.array([3.0, 4.0]))
+            Tensor([12.,  2.], dtype=float64)
+        """
+        where = "x.at[idx].multiply"
+        index, arrays, values = self._prepare(values, where)
+        if not arrays or unique_indices:
+            return _ix.scatter_multiply(self.x, values, *arrays, index=index)
+        try:
+            datas = [np.asarray(_wrap(concrete_value(a))) for a in arrays]  # to the host
+        except ConcretizationError:
+            raise ConcretizationError(
+                f"{where}: the index arrays are traced abstractly, so repeated indices cannot "
+                "be detected; pass unique_indices=True if no position is indexed twice, or "
+                "compute the indices outside the traced function"
+            ) from None
+        rounds = _rounds(self.x, index, datas)
+        if rounds is None:
+            return _ix.scatter_multiply(self.x, values, *arrays, index=index)
+        out = self.x
+        target, start, ndim = _layout(self.x, index, arrays, where)
+        dtype = self.x.dtype if np.dtype(self.x.dtype).kind in "fc" else np.float64
+        for mask in rounds:
+            m = mask.reshape((1,) * start + mask.shape + (1,) * (len(target) - start - ndim))
+            m = asarray(m.astype(dtype), device=self.x.device)
+            factor = add(multiply(values, m), subtract(1, m))  # values here, 1 elsewhere
+            out = _ix.scatter_multiply(out, factor, *arrays, index=index)
+        return out
+
+    def divide(self, values: Any) -> Any:
+        """``x`` with ``x[idx]`` divided by ``values``.
+
+        Example:
+            >>> fnp.ones(2).at[0].divide(4.0)
+            Tensor([0.25, 1.  ], dtype=float64)
+        """
+        return self.multiply(divide(1.0, values))
+
+
+def _rounds(x: Any, index: tuple, datas: list) -> list | None:
+    """Masks over the broadcast index shape that split repeated targets into rounds.
+
+    Round ``r`` holds the ``r``-th write to each position (in C order), so within a round
+    every position is written at most once. None when no position repeats.
+    """
+    shape = tuple(x.shape)
+    d = 0
+    arrs = iter(datas)
+    adv = []
+    for e in index:
+        if e is None:
+            continue
+        if isinstance(e, str):
+            adv.append((next(arrs), shape[d]))
+        d += 1
+    dims = tuple(n for _, n in adv)
+    bcast = np.broadcast_arrays(*[a for a, _ in adv])
+    if 0 in dims or bcast[0].size == 0:
+        return None  # nothing is written (or the kernel raises IndexError)
+    ids = np.ravel_multi_index(tuple(b.reshape(-1) % n for b, n in zip(bcast, dims)), dims)
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(sorted_ids)) + 1]
+    counts = np.diff(np.r_[starts, sorted_ids.size])
+    if counts.max() == 1:
+        return None
+    rank_sorted = np.arange(sorted_ids.size) - np.repeat(starts, counts)
+    rank = np.empty_like(rank_sorted)
+    rank[order] = rank_sorted
+    bshape = bcast[0].shape
+    return [(rank == r).reshape(bshape) for r in range(int(counts.max()))]
+
+
+def _at(x: Any) -> _IndexUpdateHelper:
+    """``x.at[idx]``: functional updates ``set``, ``add``, ``subtract``, ``multiply``,
+    ``divide`` and ``get``, each returning a new Tensor (Tensors are immutable).
+
+    Example:
+        >>> x = fnp.zeros(3)
+        >>> x.at[1].set(5.0)
+        Tensor([0., 5., 0.], dtype=float64)
+        >>> fgrad.grad(lambda v: fnp.sum(x.at[0].add(v) ** 2))(2.0)
+        Tensor(4., dtype=float64)
+    """
+    return _IndexUpdateHelper(x)
+
+
+# ------------------------------------------------------------------------ take
+
+
+def _norm_axis(axis: int, ndim: int, where: str) -> int:
+    if not -ndim <= axis < ndim:
+        raise ShapeError(f"{where}: axis {axis} is out of range for a Tensor of {ndim} dimensions")
+    return axis % ndim
+
+
+def _as_tensor(x: Any) -> Any:
+    return x if isinstance(x, Tensor) else asarray(x)
+
+
+def take(x: Any, indices: Any, axis: int | None = None, mode: str | None = None) -> Any:
+    """Elements of ``x`` at integer ``indices`` along ``axis`` (numpy's ``take``).
+
+    Args:
+        x: Tensor of any shape.
+        indices: integer Tensor or array of any shape; repeats are allowed (their
+            derivatives accumulate).
+        axis: the axis to index; None indexes the flattened ``x``.
+        mode: None or ``"raise"`` (out-of-range indices raise IndexError), ``"wrap"``
+            (indices wrap around) or ``"clip"`` (clipped to the valid range); the last two
+            need concrete indices.
+
+    Returns:
+        Tensor of shape ``x.shape[:axis] + indices.shape + x.shape[axis + 1:]``.
+
+    Raises:
+        IndexError: an index is out of range (mode ``"raise"``).
+        ShapeError: ``axis`` is out of range.
+
+    Example:
+        >>> fnp.take(fnp.array([[1.0, 2.0], [3.0, 4.0]]), fnp.array([1, 1]), axis=1)
+        Tensor([[2., 2.],
+                [4., 4.]], dtype=float64)
+    """
+    x = _as_tensor(x)
+    if axis is None:
+        x = _reshape(x, shape=(x.size,))
+        axis = 0
+    axis = _norm_axis(axis, x.ndim, "take")
+    if mode not in (None, "raise", "wrap", "clip"):
+        raise ValueError(f"take: mode must be None, 'raise', 'wrap' or 'clip', got {mode!r}")
+    if mode in ("wrap", "clip"):
+        n = x.shape[axis]
+        data = np.asarray(indices)
+        indices = data % n if mode == "wrap" else np.clip(data, 0, n - 1)
+    return _getitem(x, (slice(None),) * axis + (_index_array_arg(indices),))
+
+
+def _index_array_arg(indices: Any) -> Any:
+    if isinstance(indices, (Tensor, np.ndarray)) or hasattr(indices, "dtype"):
+        if np.dtype(indices.dtype).kind not in "iu":
+            raise IndexError(f"take: indices must be integers, got dtype {indices.dtype}")
+        return indices
+    data = np.asarray(indices)
+    if data.dtype.kind not in "iu":
+        raise IndexError(f"take: indices must be integers, got {indices!r}")
+    return data
+
+
+def take_along_axis(x: Any, indices: Any, axis: int | None) -> Any:
+    """Pick ``x``'s elements at ``indices`` along ``axis`` (numpy's ``take_along_axis``).
+
+    Args:
+        x: Tensor of ``n`` dimensions.
+        indices: integer Tensor of ``n`` dimensions (1 when ``axis`` is None), broadcasting
+            against ``x`` on the other axes; typically from ``argsort`` or ``argmax`` with
+            ``keepdims``.
+        axis: the axis to pick along; None works on the flattened ``x``.
+
+    Returns:
+        Tensor of the broadcast shape of ``x`` and ``indices`` with ``axis`` sized as in
+        ``indices``.
+
+    Raises:
+        ShapeError: ``indices`` has another number of dimensions, or ``axis`` is out of range.
+
+    Example:
+        >>> x = fnp.array([[10.0, 30.0, 20.0], [60.0, 40.0, 50.0]])
+        >>> fnp.take_along_axis(x, fnp.array([[1], [0]]), axis=1)
+        Tensor([[30.],
+                [60.]], dtype=float64)
+    """
+    x = _as_tensor(x)
+    indices = _index_array_arg(indices)
+    if axis is None:
+        x = _reshape(x, shape=(x.size,))
+        axis = 0
+    if len(indices.shape) != x.ndim:
+        raise ShapeError(
+            f"take_along_axis: indices of shape {tuple(indices.shape)} must have as many "
+            f"dimensions as x of shape {tuple(x.shape)}"
+        )
+    axis = _norm_axis(axis, x.ndim, "take_along_axis")
+    idx = []
+    for d, n in enumerate(x.shape):
+        if d == axis:
+            idx.append(indices)
+        else:
+            shape = (1,) * d + (n,) + (1,) * (x.ndim - d - 1)
+            idx.append(np.arange(n).reshape(shape))
+    return _getitem(x, tuple(idx))
+
+
+# ------------------------------------------------------------------------ dynamic slices
+
+
+def _starts(start_indices: Any, where: str) -> tuple:
+    if isinstance(start_indices, Tensor) or hasattr(start_indices, "shape"):
+        if len(start_indices.shape) != 1:
+            raise ShapeError(f"{where}: start_indices must be a sequence or a 1-D integer Tensor")
+        return tuple(start_indices[i] for i in range(start_indices.shape[0]))
+    return tuple(int(s) if isinstance(s, _INT_TYPES) else s for s in start_indices)
+
+
+def dynamic_slice(x: Any, start_indices: Any, slice_sizes: Any) -> Any:
+    """The block of ``x`` of size ``slice_sizes`` at ``start_indices`` (``lax.dynamic_slice``).
+
+    Start indices may be traced integer scalars (computed inside ``jit``); each is clamped
+    to ``[0, x.shape[d] - slice_sizes[d]]`` so the block lies inside ``x``.
+
+    Args:
+        x: Tensor of ``n`` dimensions.
+        start_indices: ``n`` integer scalars (ints or 0-d integer Tensors), or a 1-D integer
+            Tensor.
+        slice_sizes: ``n`` static ints.
+
+    Returns:
+        Tensor of shape ``slice_sizes`` and ``x.dtype``.
+
+    Raises:
+        ShapeError: wrong number of start indices or sizes, or a size larger than ``x``.
+
+    Example:
+        >>> x = fnp.arange(12.0).reshape(3, 4)
+        >>> fnp.dynamic_slice(x, (1, 2), (2, 2))
+        Tensor([[ 6.,  7.],
+                [10., 11.]], dtype=float64)
+    """
+    x = _as_tensor(x)
+    sizes = tuple(int(k) for k in slice_sizes)
+    starts = _starts(start_indices, "dynamic_slice")
+    _ix.dynamic_slice.abstract_eval(x, *starts, slice_sizes=sizes)  # the kernel would not check
+    return _ix.dynamic_slice(x, *starts, slice_sizes=sizes)
+
+
+def dynamic_update_slice(x: Any, update: Any, start_indices: Any) -> Any:
+    """``x`` with the block at ``start_indices`` replaced by ``update`` (``lax.dynamic_update_slice``).
+
+    Start indices may be traced integer scalars; they are clamped as in
+    :func:`dynamic_slice` so the block lies inside ``x``. Differentiable in ``x`` and
+    ``update``.
+
+    Args:
+        x: Tensor of ``n`` dimensions.
+        update: Tensor of ``n`` dimensions that fits inside ``x``; cast to ``x.dtype``.
+        start_indices: ``n`` integer scalars, or a 1-D integer Tensor.
+
+    Returns:
+        A new Tensor of ``x.shape`` and ``x.dtype``.
+
+    Raises:
+        ShapeError: ``update`` has another number of dimensions or does not fit.
+
+    Example:
+        >>> fnp.dynamic_update_slice(fnp.zeros((2, 3)), fnp.ones((1, 2)), (1, 1))
+        Tensor([[0., 0., 0.],
+                [0., 1., 1.]], dtype=float64)
+    """
+    x = _as_tensor(x)
+    update = _as_tensor(update)
+    starts = _starts(start_indices, "dynamic_update_slice")
+    _ix.dynamic_update_slice.abstract_eval(x, update, *starts)  # raises on a bad fit
+    return _ix.dynamic_update_slice(x, update, *starts)
+

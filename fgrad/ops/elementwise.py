@@ -387,10 +387,11 @@ log10 = defop(
 
 def _logaddexp_weight(x, y):
     """``exp(x - logaddexp(x, y)) = sigmoid(x - y)``; 0.5 where ``x == y`` (even at -inf)."""
-    # Where x == y == +-inf, x - y is NaN; the true weight along the diagonal is 1/2. The
-    # inner where keeps the NaN out of the forward value and (with a zero cotangent through
-    # the linear subtract) out of every derivative.
-    return sigmoid(where(equal(x, y), 0, subtract(x, y)))
+    # Where x == y == +-inf, x - y is NaN; the true weight along the diagonal is 1/2. Both
+    # inputs are set to 0 there before subtracting, so no NaN (or warning) is ever formed,
+    # and the zero cotangent of the masked entries keeps it out of higher derivatives too.
+    tie = equal(x, y)
+    return sigmoid(subtract(where(tie, 0, x), where(tie, 0, y)))
 
 
 logaddexp = defop(
@@ -699,7 +700,7 @@ _ERF_D = (
 _ERF_P = (0.305326634961232344, 0.360344899949804439, 0.125781726111229246, 0.0160837851487422766, 6.58749161529837803e-4, 0.0163153871373020978)
 _ERF_Q = (2.56852019228982242, 1.87295284992346047, 0.527905102951428412, 0.0605183413124413191, 0.00233520497626869185)
 _ERF_THRESH = 0.46875
-_ERFC_XBIG = 26.543  # erfc(x) underflows float64 (below ~4.9e-324) beyond this
+_ERFC_XBIG = 27.3  # erfc(x) < 4.9e-324, the smallest float64 subnormal, beyond this
 _INV_SQRT_PI = 0.56418958354775628695
 _TWO_OVER_SQRT_PI = 1.1283791670955126
 
@@ -729,7 +730,7 @@ def _erf_small(xp, x):
 
 
 def _erfc_large(xp, y):
-    """erfc(y) for ``y > 0.46875`` (ranges 2 and 3); 0 beyond ``_ERFC_XBIG``."""
+    """erfc(y) for ``y > 0.46875`` (ranges 2 and 3); 0 beyond ``_ERFC_XBIG`` (underflow)."""
     y2 = xp.clip(y, _ERF_THRESH, 4.0)
     r2 = _cody_ratio(y2, _ERF_C, _ERF_D, 7)
     y3 = xp.clip(y, 4.0, _ERFC_XBIG)

@@ -23,6 +23,8 @@ from fgrad.numpy._indexing import *  # noqa: F401,F403
 from fgrad.numpy._indexing import _at, _getitem  # noqa: F401  (x.at, x[idx])
 from fgrad.numpy._shape import *  # noqa: F401,F403
 from fgrad.numpy._shape import _T, _mT  # noqa: F401  (x.T, x.mT)
+from fgrad.numpy._linalg_top import *  # noqa: F401,F403
+from fgrad.numpy import linalg  # noqa: F401,E402
 from fgrad.tensor import Tensor as ndarray  # noqa: F401
 
 pi = 3.141592653589793

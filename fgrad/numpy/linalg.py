@@ -1,0 +1,472 @@
+"""``fgrad.numpy.linalg``: numpy's (and the Array API's) ``linalg`` names.
+
+Solves, determinants and decompositions are registry ops (``fgrad/ops/linalg.py``) with
+their own derivative rules; norms and the rest compose ops. Every function acts on the
+last two axes and broadcasts over leading batch axes, as numpy's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from fgrad.errors import ShapeError
+from fgrad.numpy._linalg_top import _arr, _norm_axis, _shape, matmul, tensordot, vecdot
+from fgrad.numpy._shape import matrix_transpose
+from fgrad.ops import linalg as _la
+from fgrad.ops.elementwise import abs as _abs
+from fgrad.ops.elementwise import astype as _astype
+from fgrad.ops.linalg import det, eigvalsh as _eigvalsh, inv, solve, svdvals
+from fgrad.ops.reduction import max as _max
+from fgrad.ops.reduction import min as _min
+from fgrad.ops.reduction import sum as _sum
+from fgrad.ops.shape import permute_dims as _permute_dims
+from fgrad.ops.shape import reshape as _reshape
+from fgrad.tensor import Tensor
+
+__all__ = [
+    "EighResult",
+    "LinAlgError",
+    "QRResult",
+    "SVDResult",
+    "SlogdetResult",
+    "cholesky",
+    "det",
+    "diagonal",
+    "eigh",
+    "eigvalsh",
+    "inv",
+    "matmul",
+    "matrix_norm",
+    "matrix_transpose",
+    "norm",
+    "outer",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "svd",
+    "svdvals",
+    "tensordot",
+    "trace",
+    "vecdot",
+    "vector_norm",
+]
+
+LinAlgError = np.linalg.LinAlgError
+
+
+class SlogdetResult(NamedTuple):
+    """``slogdet``'s result (numpy's field names)."""
+
+    sign: Tensor
+    logabsdet: Tensor
+
+
+class QRResult(NamedTuple):
+    """``qr``'s result (numpy's field names)."""
+
+    Q: Tensor
+    R: Tensor
+
+
+class EighResult(NamedTuple):
+    """``eigh``'s result (numpy's field names)."""
+
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class SVDResult(NamedTuple):
+    """``svd``'s result (numpy's field names)."""
+
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+def _check_uplo(name: str, uplo: str) -> None:
+    if uplo not in ("L", "U"):
+        raise ValueError(f"{name}: UPLO must be 'L' or 'U'; got {uplo!r}")
+
+
+def slogdet(a: Any) -> SlogdetResult:
+    """Sign and natural log of ``|det a|`` of each square matrix (see ``slogdet`` op).
+
+    Args:
+        a: ``(..., n, n)`` floating Tensor.
+
+    Returns:
+        ``SlogdetResult(sign, logabsdet)``, each of shape ``(...)``.
+
+    Raises:
+        ShapeError: the matrices are not square.
+
+    Example:
+        >>> fnp.linalg.slogdet(fnp.array([[2.0, 0.0], [0.0, 0.5]]))
+        SlogdetResult(sign=Tensor(1., dtype=float64), logabsdet=Tensor(0., dtype=float64))
+        >>> fgrad.grad(lambda a: fnp.linalg.slogdet(a).logabsdet)(fnp.array([[2.0, 0.0], [0.0, 0.5]]))
+        Tensor([[0.5, 0. ],
+                [0. , 2. ]], dtype=float64)
+    """
+    return SlogdetResult(*_la.slogdet(_arr(a)))
+
+
+def cholesky(a: Any, /, *, upper: bool = False) -> Any:
+    """Cholesky factor of each symmetric positive-definite matrix (see ``cholesky`` op).
+
+    Args:
+        a: ``(..., n, n)`` floating Tensor; symmetrised as ``(a + a^T) / 2`` (JAX's
+            convention), so gradients are symmetric.
+        upper: return the upper factor ``U = L^T`` (``a = U^T U``) instead.
+
+    Returns:
+        ``(..., n, n)`` triangular Tensor.
+
+    Raises:
+        ShapeError: the matrices are not square.
+        numpy.linalg.LinAlgError: a matrix is not positive definite.
+
+    Example:
+        >>> fnp.linalg.cholesky(fnp.array([[4.0, 2.0], [2.0, 2.0]]), upper=True)
+        Tensor([[2., 1.],
+                [0., 1.]], dtype=float64)
+    """
+    low = _la.cholesky(_arr(a))
+    return matrix_transpose(low) if upper else low
+
+
+def qr(a: Any, mode: str = "reduced") -> Any:
+    """QR decomposition of each matrix (see the ``qr`` op for derivatives).
+
+    Args:
+        a: ``(..., m, n)`` floating Tensor.
+        mode: ``"reduced"`` (default), ``"complete"`` or ``"r"`` (only ``R``).
+
+    Returns:
+        ``QRResult(Q, R)``, or ``R`` alone for ``mode="r"``.
+
+    Raises:
+        ValueError: an unknown mode.
+        ShapeError: ``a`` has fewer than two dimensions.
+
+    Example:
+        >>> q, r = fnp.linalg.qr(fnp.array([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]]))
+        >>> q.shape, r.shape
+        ((3, 2), (2, 2))
+    """
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r'; got {mode!r}")
+    q, r = _la.qr(_arr(a), mode="complete" if mode == "complete" else "reduced")
+    return r if mode == "r" else QRResult(q, r)
+
+
+def eigh(a: Any, UPLO: str = "L") -> EighResult:  # noqa: N803 - numpy's name
+    """Eigenvalues and eigenvectors of each symmetric matrix (see the ``eigh`` op).
+
+    Args:
+        a: ``(..., n, n)`` floating Tensor; symmetrised as ``(a + a^T) / 2`` (JAX's
+            convention), so ``UPLO`` does not change the result for symmetric input.
+        UPLO: ``"L"`` or ``"U"``, accepted for numpy compatibility.
+
+    Returns:
+        ``EighResult(eigenvalues, eigenvectors)``: ascending ``(..., n)`` and the
+        eigenvectors in the columns of ``(..., n, n)``.
+
+    Raises:
+        ShapeError: the matrices are not square.
+        ValueError: ``UPLO`` is not ``"L"`` or ``"U"``.
+
+    Example:
+        >>> w, v = fnp.linalg.eigh(fnp.array([[2.0, 0.0], [0.0, 1.0]]))
+        >>> w, fnp.abs(v)
+        (Tensor([1., 2.], dtype=float64), Tensor([[0., 1.],
+                [1., 0.]], dtype=float64))
+    """
+    _check_uplo("eigh", UPLO)
+    return EighResult(*_la.eigh(_arr(a)))
+
+
+def eigvalsh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803 - numpy's name
+    """Eigenvalues (ascending) of each symmetric matrix; finite gradients even when repeated.
+
+    Args:
+        a: ``(..., n, n)`` floating Tensor, symmetrised as in :func:`eigh`.
+        UPLO: ``"L"`` or ``"U"``, accepted for numpy compatibility.
+
+    Returns:
+        ``(..., n)`` Tensor.
+
+    Raises:
+        ShapeError: the matrices are not square.
+
+    Example:
+        >>> fnp.linalg.eigvalsh(fnp.array([[2.0, 1.0], [1.0, 2.0]]))
+        Tensor([1., 3.], dtype=float64)
+    """
+    _check_uplo("eigvalsh", UPLO)
+    return _eigvalsh(_arr(a))
+
+
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """Singular value decomposition ``a = U diag(S) Vh`` (see the ``svd`` op).
+
+    As in numpy (and JAX), ``full_matrices`` defaults to True; derivatives of non-square
+    input need ``full_matrices=False``.
+
+    Args:
+        a: ``(..., m, n)`` floating Tensor.
+        full_matrices: square ``U`` and ``Vh`` (True) or the reduced ``(m, k)`` and
+            ``(k, n)`` factors, ``k = min(m, n)``.
+        compute_uv: False returns only the singular values (as ``svdvals``).
+        hermitian: accepted for numpy compatibility; the general algorithm is used.
+
+    Returns:
+        ``SVDResult(U, S, Vh)``, ``S`` descending; or ``S`` when ``compute_uv`` is False.
+
+    Raises:
+        ShapeError: ``a`` has fewer than two dimensions.
+
+    Example:
+        >>> fnp.linalg.svd(fnp.array([[0.0, 2.0], [1.0, 0.0]]), compute_uv=False)
+        Tensor([2., 1.], dtype=float64)
+    """
+    a = _arr(a)
+    if not compute_uv:
+        return svdvals(a)
+    return SVDResult(*_la.svd(a, full_matrices=bool(full_matrices)))
+
+
+def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Any:
+    """Moore-Penrose pseudo-inverse of each matrix (see the ``pinv`` op).
+
+    Args:
+        a: ``(..., m, n)`` floating Tensor.
+        rcond: numpy's older name of ``rtol``.
+        hermitian: accepted for numpy compatibility.
+        rtol: singular values below ``rtol`` times the largest count as zero; None is
+            ``max(m, n) * eps``.
+
+    Returns:
+        ``(..., n, m)`` Tensor.
+
+    Raises:
+        ShapeError: ``a`` has fewer than two dimensions.
+
+    Example:
+        >>> fnp.linalg.pinv(fnp.array([[2.0], [0.0]]))
+        Tensor([[0.5, 0. ]], dtype=float64)
+    """
+    tol = rtol if rtol is not None else rcond
+    return _la.pinv(_arr(a), rtol=None if tol is None else float(tol))
+
+
+def diagonal(x: Any, /, *, offset: int = 0) -> Any:
+    """Diagonal ``offset`` of the matrices over the last two axes (the Array API's).
+
+    Example:
+        >>> fnp.linalg.diagonal(fnp.ones((2, 3, 3))).shape
+        (2, 3)
+    """
+    return _la.diagonal(_arr(x), offset=int(offset))
+
+
+def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
+    """Sum of diagonal ``offset`` of the matrices over the last two axes (the Array API's).
+
+    Example:
+        >>> fnp.linalg.trace(fnp.ones((2, 3, 3)))
+        Tensor([3., 3.], dtype=float64)
+    """
+    d = diagonal(x, offset=offset)
+    out = _sum(d, axes=(len(_shape(d)) - 1,), keepdims=False)
+    return out if dtype is None else _astype(out, dtype=np.dtype(dtype))
+
+
+def outer(x1: Any, x2: Any, /) -> Any:
+    """Outer product of two vectors (the Array API's: 1-D inputs only).
+
+    Raises:
+        ShapeError: an input is not 1-D.
+
+    Example:
+        >>> fnp.linalg.outer(fnp.array([1.0, 2.0]), fnp.array([3.0]))
+        Tensor([[3.],
+                [6.]], dtype=float64)
+    """
+    x1, x2 = _arr(x1), _arr(x2)
+    if len(_shape(x1)) != 1 or len(_shape(x2)) != 1:
+        raise ShapeError(
+            f"linalg.outer: needs 1-D inputs; got shapes {_shape(x1)} and {_shape(x2)} "
+            "(fnp.outer flattens its inputs)"
+        )
+    return _la.einsum(x1, x2, subscripts="a,b->ab")
+
+
+# ------------------------------------------------------------------------ norms
+
+_INF = float("inf")
+
+
+def _vector_ord(ord: Any) -> float:
+    if isinstance(ord, str):
+        raise ValueError(f"norm: invalid norm order {ord!r} for vectors")
+    return 2.0 if ord is None else float(ord)
+
+
+def _axes(name: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = tuple(_norm_axis(name, a, ndim) for a in axes)
+    if len(set(axes)) != len(axes):
+        raise ShapeError(f"{name}: repeated axis in {axis}")
+    return axes
+
+
+def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
+    """Vector norm over ``axis`` (all axes by default), for any ``ord`` (see the op).
+
+    Args:
+        x: Tensor of any shape.
+        axis: int, tuple of ints or None (all axes, as one flattened vector).
+        keepdims: keep the reduced axes with size 1.
+        ord: ``2`` (default), ``1``, ``inf``, ``-inf``, ``0`` or any other ``p``.
+
+    Returns:
+        Tensor of the reduced shape, real floating dtype. The gradient at zero is zero.
+
+    Raises:
+        ShapeError: an axis is out of range or repeated.
+        ValueError: ``ord`` is a string.
+
+    Example:
+        >>> fnp.linalg.vector_norm(fnp.array([[3.0, 4.0], [0.0, 1.0]]), axis=1, ord=fnp.inf)
+        Tensor([4., 1.], dtype=float64)
+    """
+    x = _arr(x)
+    axes = tuple(sorted(_axes("vector_norm", axis, len(_shape(x)))))
+    return _la.vector_norm(x, ord=_vector_ord(ord), axes=axes, keepdims=bool(keepdims))
+
+
+def _matrix_norm_last2(x: Any, ord: Any) -> Any:
+    """Matrix norm over the last two axes, no kept dimensions."""
+    nd = len(_shape(x))
+    last = (nd - 2,)
+    if ord in (None, "fro"):
+        return _la.vector_norm(x, ord=2.0, axes=(nd - 2, nd - 1), keepdims=False)
+    if ord == "nuc":
+        return _sum(svdvals(x), axes=last, keepdims=False)
+    if ord in (2, -2):
+        return (_max if ord == 2 else _min)(svdvals(x), axes=last, keepdims=False)
+    if ord in (1, -1, _INF, -_INF):
+        # 1: largest column sum of |x| (sum over rows); inf: largest row sum.
+        sums = _sum(_abs(x), axes=(nd - 2 if ord in (1, -1) else nd - 1,), keepdims=False)
+        return (_max if ord > 0 else _min)(sums, axes=last, keepdims=False)
+    raise ValueError(
+        f"norm: invalid norm order {ord!r} for matrices; use 'fro', 'nuc', 1, -1, 2, -2, inf "
+        "or -inf"
+    )
+
+
+def _matrix_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool) -> Any:
+    nd = len(_shape(x))
+    r, c = axes
+    if (r, c) != (nd - 2, nd - 1):
+        x = _permute_dims(x, axes=tuple(i for i in range(nd) if i not in axes) + (r, c))
+    out = _matrix_norm_last2(x, ord)
+    if keepdims:  # the reduced axes back in their places, with size 1
+        full = list(_shape(out))
+        for i in sorted(axes):
+            full.insert(i, 1)
+        out = _reshape(out, shape=tuple(full))
+    return out
+
+
+def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
+    """Matrix norm over the last two axes (the Array API's ``matrix_norm``).
+
+    ``ord``: ``"fro"`` (Frobenius), ``"nuc"`` (sum of singular values), ``2`` / ``-2``
+    (largest / smallest singular value), ``1`` / ``-1`` (largest / smallest column sum of
+    ``|x|``), ``inf`` / ``-inf`` (row sums). The gradient at the zero matrix is zero for
+    every order (the zero subgradient, PyTorch's convention), never NaN.
+
+    Args:
+        x: ``(..., m, n)`` Tensor.
+        keepdims: keep the last two axes with size 1.
+        ord: the order.
+
+    Returns:
+        ``(...)`` Tensor, real floating dtype.
+
+    Raises:
+        ShapeError: ``x`` has fewer than two dimensions.
+        ValueError: an unknown ``ord``.
+
+    Example:
+        >>> x = fnp.array([[1.0, -2.0], [3.0, 4.0]])
+        >>> fnp.linalg.matrix_norm(x, ord=1), fnp.linalg.matrix_norm(x, ord=fnp.inf)
+        (Tensor(6., dtype=float64), Tensor(7., dtype=float64))
+    """
+    x = _arr(x)
+    nd = len(_shape(x))
+    if nd < 2:
+        raise ShapeError(f"matrix_norm: needs at least two dimensions; got shape {_shape(x)}")
+    return _matrix_norm(x, ord, (nd - 2, nd - 1), bool(keepdims))
+
+
+def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    """Matrix or vector norm with numpy's ``linalg.norm`` rules.
+
+    With ``axis=None``: ``ord=None`` gives the 2-norm of the flattened input; otherwise
+    ``x`` must be 1-D (a vector norm) or 2-D (a matrix norm). An int ``axis`` gives vector
+    norms along it and a pair of axes matrix norms over them.
+
+    Orders: vectors ``None``/``2``, ``1``, ``inf``, ``-inf``, ``0`` (non-zero count) and any
+    other ``p``; matrices ``None``/``"fro"``, ``"nuc"``, ``1``, ``-1``, ``2``, ``-2``,
+    ``inf``, ``-inf``. At zero input the gradient is zero (the zero subgradient, as
+    PyTorch), never NaN; ties in ``inf``-type norms split the gradient evenly.
+
+    Args:
+        x: Tensor.
+        ord: the order.
+        axis: None, an int, or a pair of ints.
+        keepdims: keep the reduced axes with size 1.
+
+    Returns:
+        Tensor of the reduced shape, real floating dtype.
+
+    Raises:
+        ShapeError: an axis is out of range, or ``axis=None`` with ``ord`` for an input
+            that is not 1-D or 2-D.
+        ValueError: an order that does not apply (a string for vectors, an unknown one).
+
+    Example:
+        >>> x = fnp.array([[3.0, 0.0], [0.0, -4.0]])
+        >>> fnp.linalg.norm(x), fnp.linalg.norm(x, 2), fnp.linalg.norm(x, "nuc")
+        (Tensor(5., dtype=float64), Tensor(4., dtype=float64), Tensor(7., dtype=float64))
+        >>> fnp.linalg.norm(x, axis=1)
+        Tensor([3., 4.], dtype=float64)
+        >>> fgrad.grad(lambda x: fnp.linalg.norm(x, "nuc"))(fnp.zeros((2, 2)))
+        Tensor([[0., 0.],
+                [0., 0.]], dtype=float64)
+    """
+    x = _arr(x)
+    nd = len(_shape(x))
+    if axis is None:
+        if ord is None:
+            return _la.vector_norm(x, ord=2.0, axes=tuple(range(nd)), keepdims=bool(keepdims))
+        if nd not in (1, 2):
+            raise ShapeError(
+                f"norm: with ord={ord!r} and axis=None the input must be 1-D or 2-D; got "
+                f"shape {_shape(x)}. Pass axis"
+            )
+        axis = tuple(range(nd))
+    axes = _axes("norm", axis, nd)
+    if len(axes) == 1:
+        return _la.vector_norm(x, ord=_vector_ord(ord), axes=axes, keepdims=bool(keepdims))
+    if len(axes) == 2:
+        return _matrix_norm(x, ord, axes, bool(keepdims))
+    raise ShapeError(f"norm: axis must name one or two axes; got {axis}")
+

@@ -122,7 +122,7 @@ def _parse_einsum(subscripts: str, shapes: list) -> str:
     _la._einsum_sizes("einsum", f"{','.join(ins)}->{out}", tuple(shapes))  # user's letters
     # Canonical letters (in order of appearance) so equal contractions share one param.
     rename = {c: _LETTERS[i] for i, c in enumerate(dict.fromkeys("".join(ins) + out))}
-    canon = lambda term: "".join(rename.get(c, c) for c in term)  # noqa: E731
+    canon = lambda term: "".join(rename.get(c, c) for c in term)
     return f"{','.join(canon(t) for t in ins)}->{canon(out)}"
 
 

@@ -17,7 +17,8 @@ from fgrad.numpy._shape import matrix_transpose
 from fgrad.ops import linalg as _la
 from fgrad.ops.elementwise import abs as _abs
 from fgrad.ops.elementwise import astype as _astype
-from fgrad.ops.linalg import det, eigvalsh as _eigvalsh, inv, solve, svdvals
+from fgrad.ops.linalg import det, inv, solve, svdvals
+from fgrad.ops.linalg import eigvalsh as _eigvalsh
 from fgrad.ops.reduction import max as _max
 from fgrad.ops.reduction import min as _min
 from fgrad.ops.reduction import sum as _sum
@@ -162,7 +163,7 @@ def qr(a: Any, mode: str = "reduced") -> Any:
     return r if mode == "r" else QRResult(q, r)
 
 
-def eigh(a: Any, UPLO: str = "L") -> EighResult:  # noqa: N803 - numpy's name
+def eigh(a: Any, UPLO: str = "L") -> EighResult:
     """Eigenvalues and eigenvectors of each symmetric matrix (see the ``eigh`` op).
 
     Args:
@@ -188,7 +189,7 @@ def eigh(a: Any, UPLO: str = "L") -> EighResult:  # noqa: N803 - numpy's name
     return EighResult(*_la.eigh(_arr(a)))
 
 
-def eigvalsh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803 - numpy's name
+def eigvalsh(a: Any, UPLO: str = "L") -> Any:
     """Eigenvalues (ascending) of each symmetric matrix; finite gradients even when repeated.
 
     Args:
@@ -311,7 +312,7 @@ _INF = float("inf")
 
 def _vector_ord(ord: Any) -> float:
     if isinstance(ord, str):
-        raise ValueError(f"norm: invalid norm order {ord!r} for vectors")
+        raise ValueError(f"norm: invalid norm order {ord!r} for vectors")  # noqa: TRY004 - numpy
     return 2.0 if ord is None else float(ord)
 
 
@@ -469,4 +470,3 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     if len(axes) == 2:
         return _matrix_norm(x, ord, axes, bool(keepdims))
     raise ShapeError(f"norm: axis must name one or two axes; got {axis}")
-

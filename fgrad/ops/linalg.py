@@ -61,8 +61,10 @@ def _linalg_dtype(name: str, *xs) -> np.dtype:
     dtype = _dtype(*xs)
     if dtypes.is_inexact(dtype):
         if dtype == np.float16:
-            raise DTypeError(f"{name}: float16 input {_describe(*xs)} is not supported by "
-                             "linalg; cast to float32 or float64")
+            raise DTypeError(
+                f"{name}: float16 input {_describe(*xs)} is not supported by "
+                "linalg; cast to float32 or float64"
+            )
         return dtype
     if dtypes.is_integer(dtype) or dtypes.is_bool(dtype):
         return dtypes.float64
@@ -106,6 +108,10 @@ def _batch(name: str, *shapes_and_xs) -> tuple[int, ...]:
 
 def _ndim(x) -> int:
     return len(shape_of(x))
+
+
+def _size(shape: tuple) -> int:
+    return int(np.prod(shape, dtype=np.int64))
 
 
 def _mT(x):
@@ -164,8 +170,10 @@ def _real_only(name: str, x) -> None:
         )
 
 
-def _mT_kernel(x):
-    return x.mT
+def _sym_kernel(xp, x):
+    """``(x + x^T) / 2`` on arrays (``.mT`` is numpy 2's and the Array API's spelling)."""
+    xt = x.mT if hasattr(x, "mT") else xp.swapaxes(x, -1, -2)
+    return (x + xt) / 2
 
 
 def _linalg_fn(xp, name: str):
@@ -203,6 +211,14 @@ def _matmul_vjp_x(ct, out, x, y):
         return multiply(_expand(ct, -1), y)  # (..., n, m) @ (m,): outer(ct, y)
     if _ndim(x) == 1:
         return _squeeze(matmul(y, _expand(ct, -1)), -1)  # (n,) @ (..., n, m)
+    if _ndim(x) == 2 and _ndim(y) > 2:
+        # A matrix times a batch: contract the batch inside one matmul instead of forming
+        # (batch, n, k) products and summing them.
+        nd, (n, m), k = _ndim(ct), shape_of(ct)[-2:], shape_of(y)[-2]
+        rows = _size(shape_of(ct)[:-2]) * m  # batch * m
+        ct2 = reshape(permute_dims(ct, axes=(nd - 2, *range(nd - 2), nd - 1)), shape=(n, rows))
+        y2 = reshape(permute_dims(y, axes=(*range(nd - 2), nd - 1, nd - 2)), shape=(rows, k))
+        return matmul(ct2, y2)
     return matmul(ct, _mT(y))
 
 
@@ -213,6 +229,12 @@ def _matmul_vjp_y(ct, out, x, y):
         return multiply(_expand(x, -1), _expand(ct, -2))  # (n,) @ (..., n, m): outer(x, ct)
     if _ndim(y) == 1:
         return _squeeze(matmul(_expand(ct, -2), x), -2)  # (..., n, m) @ (m,)
+    if _ndim(y) == 2 and _ndim(x) > 2:
+        # A batch times a matrix (x @ W in a layer): one (k, N) @ (N, m) product over the
+        # flattened batch, not (batch, k, m) products summed afterwards.
+        k, m = shape_of(x)[-1], shape_of(ct)[-1]
+        rows = _size(shape_of(x)[:-1])
+        return matmul(_mT(reshape(x, shape=(rows, k))), reshape(ct, shape=(rows, m)))
     return matmul(_mT(x), ct)
 
 
@@ -312,8 +334,7 @@ def _einsum_sizes(name: str, subscripts: str, shapes: tuple) -> dict[str, int]:
     for letter in out:
         if letter not in sizes:
             raise ShapeError(
-                f"{name}: output index {letter!r} does not appear in the inputs of "
-                f"{subscripts!r}"
+                f"{name}: output index {letter!r} does not appear in the inputs of {subscripts!r}"
             )
     return sizes
 
@@ -512,8 +533,11 @@ diag_embed = defop(
     vjp=(lambda ct, out, d, *, offset, n, m: diagonal(ct, offset=offset),),
     check=Check(
         shapes=(((3,),), ((2, 3),)),
-        params=({"offset": 0, "n": 3, "m": 3}, {"offset": 1, "n": 3, "m": 4},
-                {"offset": -1, "n": 4, "m": 3}),
+        params=(
+            {"offset": 0, "n": 3, "m": 3},
+            {"offset": 1, "n": 3, "m": 4},
+            {"offset": -1, "n": 4, "m": 3},
+        ),
     ),
     doc="""Matrices ``(..., n, m)`` that hold ``d`` on diagonal ``offset`` and zeros elsewhere.
 
@@ -620,9 +644,7 @@ def _solve_aval(a, b):
     n = sa[-1]
     if len(sb) == 1:
         if sb[0] != n:
-            raise ShapeError(
-                f"solve: b has {sb[0]} rows but a is {n} x {n} ({_describe(a, b)})"
-            )
+            raise ShapeError(f"solve: b has {sb[0]} rows but a is {n} x {n} ({_describe(a, b)})")
         out = sa[:-2] + (n,)
     else:
         if len(sb) < 2 or sb[-2] != n:
@@ -811,7 +833,7 @@ def _cholesky_aval(x):
 
 
 def _cholesky_kernel(xp, x):
-    return xp.linalg.cholesky((x + _mT_kernel(x)) / 2)
+    return xp.linalg.cholesky(_sym_kernel(xp, x))
 
 
 def _cholesky_jvp(t, out, x):
@@ -970,7 +992,7 @@ def _eigh_aval(x):
 
 
 def _eigh_kernel(xp, x):
-    return tuple(xp.linalg.eigh((x + _mT_kernel(x)) / 2))
+    return tuple(xp.linalg.eigh(_sym_kernel(xp, x)))
 
 
 def _gap_divide(w, m):
@@ -995,8 +1017,10 @@ def _eigh_vjp(ct, out, x):
     _real_only("eigh", x)
     w, v = out
     ct_w, ct_v = ct
-    inner = add(diag_embed(ct_w, offset=0, n=shape_of(w)[-1], m=shape_of(w)[-1]),
-                _gap_divide(w, matmul(_mT(v), ct_v)))
+    inner = add(
+        diag_embed(ct_w, offset=0, n=shape_of(w)[-1], m=shape_of(w)[-1]),
+        _gap_divide(w, matmul(_mT(v), ct_v)),
+    )
     return (_sym(matmul(v, matmul(inner, _mT(v)))),)
 
 
@@ -1073,7 +1097,7 @@ def _eigvalsh_vjp(ct, out, x):
 
 eigvalsh = defop(
     "eigvalsh",
-    kernel=lambda xp, x: xp.linalg.eigvalsh((x + _mT_kernel(x)) / 2),
+    kernel=lambda xp, x: xp.linalg.eigvalsh(_sym_kernel(xp, x)),
     aval=_eigvalsh_aval,
     jvp=(_eigvalsh_jvp,),
     vjp=(_eigvalsh_vjp,),
@@ -1273,9 +1297,7 @@ svdvals = defop(
     aval=_svdvals_aval,
     jvp=(_svdvals_jvp,),
     vjp=(_svdvals_vjp,),
-    check=Check(
-        shapes=(((3, 3),), ((4, 3),), ((2, 3, 4),)), make_args=_distinct_singular, order=1
-    ),
+    check=Check(shapes=(((3, 3),), ((4, 3),), ((2, 3, 4),)), make_args=_distinct_singular, order=1),
     doc="""Singular values of each matrix, in descending order.
 
     The gradient ``U diag(S_bar) Vh`` is finite for repeated singular values too. A zero
@@ -1384,8 +1406,10 @@ pinv = defop(
 
 def _vector_norm_aval(x, *, ord, axes, keepdims):
     s = shape_of(x)
-    out = tuple(1 if i in axes else d for i, d in enumerate(s)) if keepdims else tuple(
-        d for i, d in enumerate(s) if i not in axes
+    out = (
+        tuple(1 if i in axes else d for i, d in enumerate(s))
+        if keepdims
+        else tuple(d for i, d in enumerate(s) if i not in axes)
     )
     return ShapeDtype(out, _real_dtype(_linalg_dtype("vector_norm", x)))
 
@@ -1521,6 +1545,23 @@ vector_norm = defop(
 # doctest collects only functions and classes; run the op docstrings' examples too.
 __test__ = {
     op.name: op.doc
-    for op in (matmul, einsum, diagonal, diag_embed, tril, inv, solve, det, slogdet, cholesky,
-               qr, eigh, eigvalsh, svd, svdvals, pinv, vector_norm)
+    for op in (
+        matmul,
+        einsum,
+        diagonal,
+        diag_embed,
+        tril,
+        inv,
+        solve,
+        det,
+        slogdet,
+        cholesky,
+        qr,
+        eigh,
+        eigvalsh,
+        svd,
+        svdvals,
+        pinv,
+        vector_norm,
+    )
 }

@@ -55,6 +55,8 @@ MATMUL_SHAPES = [
     ((3,), (2, 3, 4)),  # vector @ batch
     ((2, 4, 3), (3,)),  # batch @ vector
     ((2, 1, 2, 3), (3, 3, 2)),  # broadcast batch dimensions
+    ((2, 3), (2, 3, 4)),  # matrix @ batch
+    ((2, 2, 2, 3), (3, 4)),  # two batch dimensions @ matrix (x @ W)
 ]
 
 
@@ -153,10 +155,18 @@ PRODUCT_CASES = [
     ("outer", fnp.outer, np.outer, [(2, 2), (3,)]),
     ("vdot", fnp.vdot, np.vdot, [(2, 3), (3, 2)]),
     ("tensordot", fnp.tensordot, np.tensordot, [(2, 3, 4), (3, 4, 2)]),
-    ("tensordot1", lambda a, b: fnp.tensordot(a, b, axes=1),
-     lambda a, b: np.tensordot(a, b, axes=1), [(2, 3), (3, 4)]),
-    ("tensordot_pairs", lambda a, b: fnp.tensordot(a, b, axes=([0, 2], [1, 0])),
-     lambda a, b: np.tensordot(a, b, axes=([0, 2], [1, 0])), [(2, 3, 4), (4, 2)]),
+    (
+        "tensordot1",
+        lambda a, b: fnp.tensordot(a, b, axes=1),
+        lambda a, b: np.tensordot(a, b, axes=1),
+        [(2, 3), (3, 4)],
+    ),
+    (
+        "tensordot_pairs",
+        lambda a, b: fnp.tensordot(a, b, axes=([0, 2], [1, 0])),
+        lambda a, b: np.tensordot(a, b, axes=([0, 2], [1, 0])),
+        [(2, 3, 4), (4, 2)],
+    ),
     ("kron", fnp.kron, np.kron, [(2, 2), (2, 3)]),
     ("kron", fnp.kron, np.kron, [(3,), (2, 2)]),
     ("vecdot", fnp.vecdot, np.vecdot, [(2, 3), (3,)]),
@@ -216,8 +226,15 @@ def test_slogdet_sign_has_zero_gradient():
 
 
 @pytest.mark.parametrize(
-    "sa,sb", [((3, 3), (3,)), ((3, 3), (3, 2)), ((2, 3, 3), (3,)), ((2, 3, 3), (2, 3, 1)),
-              ((2, 3, 3), (3, 2)), ((3, 3), (2, 3, 2))]
+    "sa,sb",
+    [
+        ((3, 3), (3,)),
+        ((3, 3), (3, 2)),
+        ((2, 3, 3), (3,)),
+        ((2, 3, 3), (2, 3, 1)),
+        ((2, 3, 3), (3, 2)),
+        ((3, 3), (2, 3, 2)),
+    ],
 )
 def test_solve(sa, sb):
     rng = _rng(6)
@@ -254,7 +271,7 @@ def test_cholesky(shape):
     check_grads(fnp.linalg.cholesky, (_t(a),), order=2, modes=MODES)
     # Through a symmetric construction, as users write it: A = B B^T + I.
     b = _t(_rng(8).standard_normal(shape))
-    f = lambda b: fnp.linalg.cholesky(b @ b.mT + fnp.eye(shape[-1]))  # noqa: E731
+    f = lambda b: fnp.linalg.cholesky(b @ b.mT + fnp.eye(shape[-1]))
     check_grads(f, (b,), order=2, modes=MODES)
 
 
@@ -338,8 +355,9 @@ def test_svd(shape):
     u, s, vh = fnp.linalg.svd(_t(a), full_matrices=False)
     _close(s, np.linalg.svd(a, compute_uv=False))
     _close((u * s[..., None, :]) @ vh, a)
-    check_grads(lambda x: tuple(fnp.linalg.svd(x, full_matrices=False)), (_t(a),), order=2,
-                modes=MODES)
+    check_grads(
+        lambda x: tuple(fnp.linalg.svd(x, full_matrices=False)), (_t(a),), order=2, modes=MODES
+    )
 
     # Sign-invariant: U diag(s^3) Vh.
     def f(x):
@@ -354,14 +372,18 @@ def test_svd_rank_deficient_singular_value_gradient_is_finite():
     # ones((3, 2)) has singular values (sqrt(6), ~0): d s[0] / dA = u0 v0^T = 1/sqrt(6)
     # everywhere, finite although U's derivative would divide by the tiny s[1].
     a = fnp.ones((3, 2))
-    for f in (lambda x: fnp.linalg.svd(x, full_matrices=False).S[0],
-              lambda x: fnp.linalg.svdvals(x)[0]):
+    for f in (
+        lambda x: fnp.linalg.svd(x, full_matrices=False).S[0],
+        lambda x: fnp.linalg.svdvals(x)[0],
+    ):
         _close(fgrad.grad(f)(a), np.full((3, 2), 1 / np.sqrt(6)), atol=1e-12)
     # An exactly zero singular value is a kink (as |x| at 0): zero subgradient, so the
     # gradient of sum(s) is u0 v0^T alone.
     e = _t([[2.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
-    for f in (lambda x: fnp.sum(fnp.linalg.svd(x, full_matrices=False).S),
-              lambda x: fnp.sum(fnp.linalg.svdvals(x))):
+    for f in (
+        lambda x: fnp.sum(fnp.linalg.svd(x, full_matrices=False).S),
+        lambda x: fnp.sum(fnp.linalg.svdvals(x)),
+    ):
         _close(fgrad.grad(f)(e), [[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
     assert fnp.linalg.svd(a, compute_uv=False).shape == (2,)
     assert fnp.linalg.svd(a).U.shape == (3, 3)  # full_matrices=True by default, as numpy
@@ -405,7 +427,7 @@ def test_vector_norms(ord, axis, keepdims):
     if axis is None:
         x = x[0]  # numpy: a vector norm with axis=None needs a 1-D input
     want = np.linalg.norm(x, ord, axis, keepdims)
-    f = lambda a: fnp.linalg.norm(a, ord, axis, keepdims)  # noqa: E731
+    f = lambda a: fnp.linalg.norm(a, ord, axis, keepdims)
     _close(f(_t(x)), want)
     check_grads(f, (_t(x),), order=2, modes=MODES)
 
@@ -419,7 +441,7 @@ def test_matrix_norms(ord, axis, keepdims):
     else:
         x = rng.standard_normal((3, 4, 3))
     want = np.linalg.norm(x, ord, axis, keepdims)
-    f = lambda a: fnp.linalg.norm(a, ord, axis, keepdims)  # noqa: E731
+    f = lambda a: fnp.linalg.norm(a, ord, axis, keepdims)
     _close(f(_t(x)), want)
     check_grads(f, (_t(x),), order=2, modes=MODES)
 
@@ -446,8 +468,7 @@ def test_matrix_norm_gradient_at_zero_is_zero(ord):
 def test_norm_zero_entries_and_ties():
     # |x| at 0 has derivative 0 (ord 1); inf-norm ties split evenly (as max).
     _close(fgrad.grad(lambda x: fnp.linalg.norm(x, 1))(_t([0.0, 2.0, -1.0])), [0.0, 1.0, -1.0])
-    _close(fgrad.grad(lambda x: fnp.linalg.norm(x, np.inf))(_t([2.0, -2.0, 1.0])),
-           [0.5, -0.5, 0.0])
+    _close(fgrad.grad(lambda x: fnp.linalg.norm(x, np.inf))(_t([2.0, -2.0, 1.0])), [0.5, -0.5, 0.0])
     _close(fgrad.grad(lambda x: fnp.linalg.norm(x, 0.5))(_t([0.0, 4.0])), [0.0, 1.0])
     # Euclidean norm: gradient x / |x|.
     _close(fgrad.grad(fnp.linalg.norm)(_t([3.0, 4.0])), [0.6, 0.8])
@@ -463,11 +484,16 @@ def test_norm_complex_and_float32():
 
 def test_vector_and_matrix_norm_array_api_names():
     x = _signed_away_from_zero(_rng(18), (2, 3, 4))
-    _close(fnp.linalg.vector_norm(_t(x), axis=(0, 2), ord=3), np.linalg.vector_norm(x, axis=(0, 2), ord=3))
+    _close(
+        fnp.linalg.vector_norm(_t(x), axis=(0, 2), ord=3),
+        np.linalg.vector_norm(x, axis=(0, 2), ord=3),
+    )
     _close(fnp.linalg.vector_norm(_t(x)), np.linalg.vector_norm(x))
     for ord in ("fro", "nuc", 2, -1, np.inf):
-        _close(fnp.linalg.matrix_norm(_t(x), ord=ord, keepdims=True),
-               np.linalg.matrix_norm(x, ord=ord, keepdims=True))
+        _close(
+            fnp.linalg.matrix_norm(_t(x), ord=ord, keepdims=True),
+            np.linalg.matrix_norm(x, ord=ord, keepdims=True),
+        )
 
 
 def test_norm_errors():

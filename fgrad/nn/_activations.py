@@ -15,7 +15,7 @@ from fgrad.ops._rules import norm_axes
 from fgrad.ops.elementwise import add, erfc, logaddexp, multiply, sigmoid, tanh
 from fgrad.ops.nn import relu
 
-__all__ = ["relu", "sigmoid", "softplus", "silu", "swish", "gelu", "softmax", "log_softmax"]
+__all__ = ["gelu", "log_softmax", "relu", "sigmoid", "silu", "softmax", "softplus", "swish"]
 
 _SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -155,4 +155,6 @@ def gelu(x: Any, approximate: bool | str = False) -> Any:
         cube = multiply(multiply(x, x), x)
         inner = multiply(_SQRT_2_OVER_PI, add(x, multiply(cube, 0.044715)))
         return multiply(multiply(x, 0.5), add(tanh(inner), 1.0))
-    raise ValueError(f"gelu: approximate must be False, True, 'none' or 'tanh', not {approximate!r}")
+    raise ValueError(
+        f"gelu: approximate must be False, True, 'none' or 'tanh', not {approximate!r}"
+    )

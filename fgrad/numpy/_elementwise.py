@@ -132,9 +132,9 @@ __all__ = [
     "less",
     "less_equal",
     "log",
-    "log10",
     "log1p",
     "log2",
+    "log10",
     "logaddexp",
     "logical_and",
     "logical_and_or_bitwise_and",
@@ -173,8 +173,16 @@ __all__ = [
 
 # numpy's and the Array API's other spellings of the same functions.
 absolute = abs
-acos, acosh, asin, asinh, atan, atanh, atan2 = arccos, arccosh, arcsin, arcsinh, arctan, arctanh, arctan2
-pow = power  # noqa: A001 - the Array API name
+acos, acosh, asin, asinh, atan, atanh, atan2 = (
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctanh,
+    arctan2,
+)
+pow = power
 mod = remainder
 true_divide = divide
 conjugate = conj
@@ -259,7 +267,7 @@ def exp2(x: Any) -> Any:
     return power(2.0, x)
 
 
-def round(x: Any, decimals: int = 0) -> Any:  # noqa: A001 - numpy's name
+def round(x: Any, decimals: int = 0) -> Any:
     """Round to ``decimals`` decimal places, halves to even (numpy's ``round``).
 
     Piecewise constant: the result carries no derivative (it is not traced).
@@ -290,9 +298,7 @@ def round(x: Any, decimals: int = 0) -> Any:  # noqa: A001 - numpy's name
     return divide(_e.round(multiply(x, scale)), scale)
 
 
-def clip(
-    a: Any, a_min: Any = None, a_max: Any = None, *, min: Any = None, max: Any = None  # noqa: A002
-) -> Any:
+def clip(a: Any, a_min: Any = None, a_max: Any = None, *, min: Any = None, max: Any = None) -> Any:
     """Limit the values of ``a`` to ``[min, max]``: ``minimum(maximum(a, min), max)``.
 
     Either bound may be None (no limit), a Python scalar or a Tensor that broadcasts with
@@ -330,7 +336,11 @@ def clip(
 
 
 def nan_to_num(
-    x: Any, copy: bool = True, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None
+    x: Any,
+    copy: bool = True,
+    nan: float = 0.0,
+    posinf: float | None = None,
+    neginf: float | None = None,
 ) -> Any:
     """Replace NaN by ``nan``, ``+inf`` by ``posinf`` and ``-inf`` by ``neginf``.
 
@@ -349,14 +359,17 @@ def nan_to_num(
 
     Example:
         >>> fnp.nan_to_num(fnp.array([float("nan"), float("inf"), -float("inf"), 1.0]))
-        Tensor([ 0.00000000e+000,  1.79769313e+308, -1.79769313e+308,  1.00000000e+000], dtype=float64)
+        Tensor([ 0.00000000e+000,  1.79769313e+308, -1.79769313e+308,
+                 1.00000000e+000], dtype=float64)
     """
     dtype = _dtype(x)
     if not dtypes.is_inexact(dtype):
         return positive(x)
     if dtypes.is_complex(dtype):
-        parts = (nan_to_num(real(x), nan=nan, posinf=posinf, neginf=neginf),
-                 nan_to_num(imag(x), nan=nan, posinf=posinf, neginf=neginf))
+        parts = (
+            nan_to_num(real(x), nan=nan, posinf=posinf, neginf=neginf),
+            nan_to_num(imag(x), nan=nan, posinf=posinf, neginf=neginf),
+        )
         return add(parts[0], multiply(parts[1], 1j))
     big = float(np.finfo(dtype).max)
     out = where(isnan(x), nan, x)
@@ -365,6 +378,7 @@ def nan_to_num(
 
 
 # ------------------------------------------------------------------ operators on bool / int
+
 
 def _logic_or_bits(name: str, op: str, logical, bitwise, example: str):
     def fn(x: Any, y: Any) -> Any:
@@ -395,14 +409,23 @@ def _logic_or_bits(name: str, op: str, logical, bitwise, example: str):
 
 
 logical_and_or_bitwise_and = _logic_or_bits(
-    "logical_and_or_bitwise_and", "&", logical_and, bitwise_and,
+    "logical_and_or_bitwise_and",
+    "&",
+    logical_and,
+    bitwise_and,
     "Tensor([ True, False, False], dtype=bool)",
 )
 logical_or_or_bitwise_or = _logic_or_bits(
-    "logical_or_or_bitwise_or", "|", logical_or, bitwise_or,
+    "logical_or_or_bitwise_or",
+    "|",
+    logical_or,
+    bitwise_or,
     "Tensor([ True,  True, False], dtype=bool)",
 )
 logical_xor_or_bitwise_xor = _logic_or_bits(
-    "logical_xor_or_bitwise_xor", "^", logical_xor, bitwise_xor,
+    "logical_xor_or_bitwise_xor",
+    "^",
+    logical_xor,
+    bitwise_xor,
     "Tensor([False,  True, False], dtype=bool)",
 )

@@ -115,8 +115,16 @@ log_softmax = defop(
     kernel=_log_softmax_kernel,
     aval=_axes_aval("log_softmax"),
     # d out = t - sum(softmax * t), with softmax = exp(out) <= 1: nothing overflows.
-    jvp=(lambda t, out, x, *, axes: subtract(t, _sum(multiply(exp(out), t), axes=axes, keepdims=True)),),
-    vjp=(lambda ct, out, x, *, axes: subtract(ct, multiply(exp(out), _sum(ct, axes=axes, keepdims=True))),),
+    jvp=(
+        lambda t, out, x, *, axes: subtract(
+            t, _sum(multiply(exp(out), t), axes=axes, keepdims=True)
+        ),
+    ),
+    vjp=(
+        lambda ct, out, x, *, axes: subtract(
+            ct, multiply(exp(out), _sum(ct, axes=axes, keepdims=True))
+        ),
+    ),
     check=_AXES_CHECK,
     doc="""Log of the softmax over ``axes``: ``x - logsumexp(x, axes)``, without overflow.
 

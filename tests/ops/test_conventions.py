@@ -12,8 +12,8 @@ import pytest
 from numpy.testing import assert_allclose
 
 import fgrad
-import fgrad.nn as nn
 import fgrad.numpy as fnp
+from fgrad import nn
 
 INF = float("inf")
 
@@ -274,4 +274,4 @@ def test_bitwise_operators_reject_floats():
         with pytest.raises(TypeError, match="bool or integer"):
             op()
     with pytest.raises(TypeError):
-        ~x
+        _ = ~x

@@ -21,10 +21,10 @@ from fgrad.ops.shape import reshape as _reshape
 from fgrad.tensor import Tensor, _wrap, asarray
 
 __all__ = [
-    "take",
-    "take_along_axis",
     "dynamic_slice",
     "dynamic_update_slice",
+    "take",
+    "take_along_axis",
 ]
 
 _ARRAY = _ix.ARRAY
@@ -61,7 +61,8 @@ def _mask_arrays(mask: Any, x: Any, where: str) -> tuple:
         raise _mask_error(where) from None
     if not hasattr(data, "shape"):
         data = np.asarray(data)
-    return tuple(_wrap(a) for a in backend.namespace_of(data).nonzero(data))
+    nonzero = backend.namespace_of(data).nonzero(data)
+    return tuple(_index_array(a, x) if type(a) is np.ndarray else _wrap(a) for a in nonzero)
 
 
 def _parse(x: Any, idx: Any, where: str = "x[idx]") -> tuple[tuple, tuple]:
@@ -231,7 +232,7 @@ class _IndexUpdateRef:
     ``x.dtype``.
     """
 
-    __slots__ = ("x", "idx")
+    __slots__ = ("idx", "x")
 
     def __init__(self, x: Any, idx: Any):
         self.x = x
@@ -290,7 +291,7 @@ class _IndexUpdateRef:
             Tensor([ 1., -2.], dtype=float64)
         """
         if not isinstance(values, (Tensor, int, float, complex)):
-            values = asarray(values)
+            values = asarray(values, device=self.x.device)
         return self.add(multiply(-1, values))
 
     def multiply(self, values: Any, *, unique_indices: bool = False) -> Any:
@@ -572,4 +573,3 @@ def dynamic_update_slice(x: Any, update: Any, start_indices: Any) -> Any:
     starts = _starts(start_indices, "dynamic_update_slice")
     _ix.dynamic_update_slice.abstract_eval(x, update, *starts)  # raises on a bad fit
     return _ix.dynamic_update_slice(x, update, *starts)
-

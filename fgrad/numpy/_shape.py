@@ -17,36 +17,36 @@ from fgrad.ops._rules import norm_axes
 from fgrad.tensor import Tensor, asarray
 
 __all__ = [
-    "reshape",
-    "broadcast_to",
-    "broadcast_arrays",
-    "permute_dims",
-    "transpose",
-    "matrix_transpose",
-    "moveaxis",
-    "swapaxes",
-    "expand_dims",
-    "squeeze",
-    "ravel",
-    "flatten",
-    "concatenate",
-    "concat",
-    "stack",
-    "hstack",
-    "vstack",
-    "split",
     "array_split",
-    "unstack",
-    "flip",
-    "fliplr",
-    "flipud",
-    "roll",
-    "pad",
-    "tile",
-    "repeat",
     "atleast_1d",
     "atleast_2d",
     "atleast_3d",
+    "broadcast_arrays",
+    "broadcast_to",
+    "concat",
+    "concatenate",
+    "expand_dims",
+    "flatten",
+    "flip",
+    "fliplr",
+    "flipud",
+    "hstack",
+    "matrix_transpose",
+    "moveaxis",
+    "pad",
+    "permute_dims",
+    "ravel",
+    "repeat",
+    "reshape",
+    "roll",
+    "split",
+    "squeeze",
+    "stack",
+    "swapaxes",
+    "tile",
+    "transpose",
+    "unstack",
+    "vstack",
 ]
 
 
@@ -219,7 +219,9 @@ def expand_dims(x: Any, axis: Any) -> Any:
     n_new = 1 if isinstance(axis, (int, np.integer)) else len(tuple(axis))
     axes = norm_axes("expand_dims", axis, len(shape) + n_new)
     it = iter(shape)
-    return _s.reshape(x, shape=tuple(1 if d in axes else next(it) for d in range(len(shape) + n_new)))
+    return _s.reshape(
+        x, shape=tuple(1 if d in axes else next(it) for d in range(len(shape) + n_new))
+    )
 
 
 def squeeze(x: Any, axis: Any = None) -> Any:
@@ -412,7 +414,9 @@ def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list:
             )
         bounds = tuple(range(n // k, n, n // k)) if n else (0,) * (k - 1)
     else:
-        bounds = tuple(min(max(int(b) + (n if int(b) < 0 else 0), 0), n) for b in indices_or_sections)
+        bounds = tuple(
+            min(max(int(b) + (n if int(b) < 0 else 0), 0), n) for b in indices_or_sections
+        )
     return list(_s.split(x, axis=axis, bounds=bounds))
 
 
@@ -502,7 +506,11 @@ def roll(x: Any, shift: Any, axis: Any = None) -> Any:
     if axis is None:
         flat = ravel(x)
         total = int(np.sum(shift))
-        return _s.reshape(_s.roll(flat, shifts=(total,), axes=(0,)), shape=shape) if flat.shape[0] else x
+        return (
+            _s.reshape(_s.roll(flat, shifts=(total,), axes=(0,)), shape=shape)
+            if flat.shape[0]
+            else x
+        )
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     shifts = (shift,) if isinstance(shift, (int, np.integer)) else tuple(shift)
     shifts, axes = np.broadcast_arrays(np.asarray(shifts, np.int64), np.asarray(axes, np.int64))
@@ -582,7 +590,9 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
             )
         if not any(b or a for b, a in widths):
             return x
-        value = constant_values.item() if isinstance(constant_values, np.generic) else constant_values
+        value = (
+            constant_values.item() if isinstance(constant_values, np.generic) else constant_values
+        )
         return _s.pad(x, pad_width=widths, constant=value)
     if mode not in ("edge", "reflect", "symmetric", "wrap"):
         raise ValueError(
@@ -595,7 +605,9 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
         if not (b or a):
             continue
         if shape[d] == 0:
-            raise ShapeError(f"pad: cannot pad the empty axis {d} of shape {shape} in mode {mode!r}")
+            raise ShapeError(
+                f"pad: cannot pad the empty axis {d} of shape {shape} in mode {mode!r}"
+            )
         x = take(x, _pad_positions(shape[d], b, a, mode), axis=d)
     return x
 

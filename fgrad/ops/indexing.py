@@ -38,15 +38,15 @@ from fgrad.tensor import ShapeDtype
 
 __all__ = [
     "ARRAY",
-    "index_layout",
-    "index_key",
-    "getitem",
-    "scatter_add",
-    "scatter_set",
-    "scatter_multiply",
-    "scatter_winners",
     "dynamic_slice",
     "dynamic_update_slice",
+    "getitem",
+    "index_key",
+    "index_layout",
+    "scatter_add",
+    "scatter_multiply",
+    "scatter_set",
+    "scatter_winners",
 ]
 
 ARRAY = "array"
@@ -119,8 +119,7 @@ def index_layout(name: str, x_shape: tuple, index: tuple, array_avals: tuple) ->
         bshape = tuple(np.broadcast_shapes(*adv_shapes))
     except ValueError:
         raise IndexError(
-            f"{name}: shape mismatch: index arrays of shapes {adv_shapes} do not broadcast "
-            "together"
+            f"{name}: shape mismatch: index arrays of shapes {adv_shapes} do not broadcast together"
         ) from None
     basic = [p for p in parts if p is not None]
     if contiguous:
@@ -185,7 +184,9 @@ def _int_index_args(rng, shapes, high=2):
 def _scatter_args(rng, shapes):
     """Check helper: data ``x``, values ``v``, then index arrays with repeated entries."""
     v = rng.uniform(-2.0, 2.0, shapes[1])
-    return [rng.uniform(-2.0, 2.0, shapes[0]), v] + _int_index_args(rng, (shapes[0],) + shapes[2:])[1:]
+    return [rng.uniform(-2.0, 2.0, shapes[0]), v] + _int_index_args(rng, (shapes[0],) + shapes[2:])[
+        1:
+    ]
 
 
 # ------------------------------------------------------------------------ gather
@@ -350,7 +351,9 @@ scatter_set = defop(
     aval=_scatter_aval("scatter_set"),
     jvp=(
         lambda t, out, x, v, *arrays, index: scatter_set(t, 0, *arrays, index=index),
-        lambda t, out, x, v, *arrays, index: scatter_set(_zeros(out, t.dtype), t, *arrays, index=index),
+        lambda t, out, x, v, *arrays, index: scatter_set(
+            _zeros(out, t.dtype), t, *arrays, index=index
+        ),
     ),
     vjp=lambda ct, out, x, v, *arrays, index: (
         scatter_set(ct, 0, *arrays, index=index),
@@ -358,7 +361,11 @@ scatter_set = defop(
     ),
     check=Check(
         shapes=(((4, 3), (3, 3), (3,)),),
-        params=({"index": (ARRAY,)}, {"index": (ARRAY, (2, -1, -1))}, {"index": ((1, 4, 1), ARRAY)}),
+        params=(
+            {"index": (ARRAY,)},
+            {"index": (ARRAY, (2, -1, -1))},
+            {"index": ((1, 4, 1), ARRAY)},
+        ),
         make_args=_scatter_args,
         strict=False,  # integer arrays mixed with slices: beyond the Array API's indexing
     ),
@@ -468,7 +475,10 @@ scatter_winners = defop(
     nondiff=True,
     check=Check(
         shapes=(((3,),), ((2, 2),)),
-        params=({"index": (ARRAY,), "shape": (4, 2)}, {"index": ((0, 2, 1), ARRAY), "shape": (2, 3)}),
+        params=(
+            {"index": (ARRAY,), "shape": (4, 2)},
+            {"index": ((0, 2, 1), ARRAY), "shape": (2, 3)},
+        ),
         make_args=lambda rng, shapes: [(np.arange(int(np.prod(s))) % 2).reshape(s) for s in shapes],
         strict=False,  # integer-array assignment with slices: beyond the Array API
     ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 
 import numpy as np
 
@@ -29,7 +30,9 @@ reshape = defop(
     aval=_reshape_aval,
     jvp=LINEAR,
     vjp=(lambda ct, out, x, *, shape: reshape(ct, shape=x.shape),),
-    check=Check(shapes=(((2, 3),),), params=({"shape": (3, 2)}, {"shape": (6,)}, {"shape": (1, 6, 1)})),
+    check=Check(
+        shapes=(((2, 3),),), params=({"shape": (3, 2)}, {"shape": (6,)}, {"shape": (1, 6, 1)})
+    ),
     doc="""Give ``x`` a new shape with the same number of elements (row-major order).
 
     Args:
@@ -139,7 +142,6 @@ permute_dims = defop(
 )
 
 
-
 # ------------------------------------------------------------------------ joining, splitting
 
 
@@ -160,7 +162,9 @@ def _concatenate_aval(*xs, axis):
         raise ShapeError("concatenate: needs at least one array")
     shapes = [shape_of(x) for x in xs]
     first = shapes[0]
-    described = ", ".join(str(ShapeDtype(s, np.dtype(dtypes.result_type(x)))) for s, x in zip(shapes, xs))
+    described = ", ".join(
+        str(ShapeDtype(s, np.dtype(dtypes.result_type(x)))) for s, x in zip(shapes, xs)
+    )
     if not first:
         raise ShapeError(
             f"concatenate: zero-dimensional inputs ({described}) cannot be concatenated; use "
@@ -169,7 +173,9 @@ def _concatenate_aval(*xs, axis):
     if not 0 <= axis < len(first):
         raise ShapeError(f"concatenate: axis {axis} is out of range for inputs {described}")
     for s in shapes:
-        if len(s) != len(first) or any(a != b for i, (a, b) in enumerate(zip(s, first)) if i != axis):
+        if len(s) != len(first) or any(
+            a != b for i, (a, b) in enumerate(zip(s, first)) if i != axis
+        ):
             raise ShapeError(
                 f"concatenate: inputs {described} must have the same number of dimensions and "
                 f"equal sizes on every axis except axis {axis}; reshape or pad them to match"
@@ -234,19 +240,19 @@ def _split_aval(x, *, axis, bounds):
     edges = (0, *bounds, xs[axis])
     return tuple(
         ShapeDtype(xs[:axis] + (max(b - a, 0),) + xs[axis + 1 :], np.dtype(x.dtype))
-        for a, b in zip(edges[:-1], edges[1:])
+        for a, b in itertools.pairwise(edges)
     )
 
 
 def _split_vjp(cts, outs, x, *, axis, bounds):
-    if all(a <= b for a, b in zip(bounds[:-1], bounds[1:])):
+    if all(a <= b for a, b in itertools.pairwise(bounds)):
         return (concatenate(*cts, axis=axis),)
     # Decreasing split points (numpy allows them) make pieces overlap or vanish: place each
     # piece's cotangent at its own positions and add.
     n = x.shape[axis]
     edges = (0, *bounds, n)
     total = None
-    for ct, a, b in zip(cts, edges[:-1], edges[1:]):
+    for ct, (a, b) in zip(cts, itertools.pairwise(edges)):
         if b <= a:
             continue
         widths = tuple((a, n - b) if d == axis else (0, 0) for d in range(len(x.shape)))
@@ -258,7 +264,7 @@ def _split_vjp(cts, outs, x, *, axis, bounds):
 def _split_kernel(xp, x, *, axis, bounds):
     edges = (0, *bounds, x.shape[axis])
     head = (slice(None),) * axis
-    return tuple(x[head + (slice(a, b), ...)] for a, b in zip(edges[:-1], edges[1:]))
+    return tuple(x[head + (slice(a, b), ...)] for a, b in itertools.pairwise(edges))
 
 
 split = defop(
@@ -343,7 +349,9 @@ roll = defop(
     kernel=lambda xp, x, *, shifts, axes: xp.roll(x, shift=shifts, axis=axes),
     aval=_axes_aval("roll"),
     jvp=LINEAR,
-    vjp=(lambda ct, out, x, *, shifts, axes: roll(ct, shifts=tuple(-s for s in shifts), axes=axes),),
+    vjp=(
+        lambda ct, out, x, *, shifts, axes: roll(ct, shifts=tuple(-s for s in shifts), axes=axes),
+    ),
     check=Check(
         shapes=(((2, 3),),),
         params=({"shifts": (1,), "axes": (1,)}, {"shifts": (1, 2), "axes": (0, 1)}),
@@ -400,7 +408,10 @@ pad = defop(
     vjp=(lambda ct, out, x, *, pad_width, constant: _unpad(ct, x, pad_width),),
     check=Check(
         shapes=(((2, 3),),),
-        params=({"pad_width": ((1, 2), (0, 1)), "constant": 0}, {"pad_width": ((0, 0), (2, 0)), "constant": 1.5}),
+        params=(
+            {"pad_width": ((1, 2), (0, 1)), "constant": 0},
+            {"pad_width": ((0, 0), (2, 0)), "constant": 1.5},
+        ),
     ),
     doc="""Surround ``x`` with ``constant``: ``pad_width[d]`` positions before and after axis ``d``.
 
@@ -422,6 +433,6 @@ pad = defop(
     """,
 )
 
-from fgrad.ops.elementwise import add as _add  # noqa: E402
-from fgrad.ops.indexing import getitem  # noqa: E402  (pad's derivative is a slice)
-from fgrad.ops.reduction import sum as _sum  # noqa: E402
+from fgrad.ops.elementwise import add as _add
+from fgrad.ops.indexing import getitem
+from fgrad.ops.reduction import sum as _sum

@@ -96,7 +96,7 @@ def test_getitem_mask_grads_eager():
 
 def test_getitem_traced_integer_index():
     # Index arrays are op inputs, so they may be traced (here by make_graph).
-    f = lambda x, i: x[i, ::-1]  # noqa: E731
+    f = lambda x, i: x[i, ::-1]
     graph = fgrad.make_graph(f)(fnp.array(X), fnp.array([2, 0]))
     assert graph.outvars[0].aval == ShapeDtype((2, 5, 3), np.dtype(np.float64))
     out = graph.evaluate(fnp.array(X), fnp.array([2, 0]))
@@ -131,7 +131,7 @@ def test_index_layout_matches_numpy_on_random_indexes():
     shape = (3, 4, 2, 5)
     x = np.zeros(shape)
     for _ in range(300):
-        idx, avals, arrays = [], [], []
+        idx, arrays = [], []
         d = 0
         for _ in range(rng.integers(0, 6)):
             r = rng.integers(0, 5)
@@ -149,8 +149,10 @@ def test_index_layout_matches_numpy_on_random_indexes():
                 idx.append(ix.ARRAY)
                 arrays.append(a)
             else:
-                s = slice(*[int(v) if rng.random() < 0.7 else None for v in rng.integers(-6, 6, 2)],
-                          int(rng.choice([-2, -1, 1, 3])))
+                s = slice(
+                    *[int(v) if rng.random() < 0.7 else None for v in rng.integers(-6, 6, 2)],
+                    int(rng.choice([-2, -1, 1, 3])),
+                )
                 r = s.indices(n)
                 idx.append(r if len(range(*r)) else (0, 0, 1))  # fnp's spelling of "empty"
         try:
@@ -209,7 +211,9 @@ def test_at_set_repeated_index_last_write_gets_the_gradient():
     v = fnp.array([1.0, 2.0, 3.0])
     out = x.at[np.array([0, 2, 0])].set(v)
     np.testing.assert_array_equal(np.asarray(out), [3.0, 0.0, 2.0])
-    g = fgrad.grad(lambda v: fnp.sum(x.at[np.array([0, 2, 0])].set(v) * fnp.array([1.0, 2.0, 3.0])))(v)
+    g = fgrad.grad(
+        lambda v: fnp.sum(x.at[np.array([0, 2, 0])].set(v) * fnp.array([1.0, 2.0, 3.0]))
+    )(v)
     np.testing.assert_array_equal(np.asarray(g), [0.0, 3.0, 1.0])
     gx = fgrad.grad(lambda x: fnp.sum(x.at[np.array([0, 2, 0])].set(v)))(fnp.ones(3))
     np.testing.assert_array_equal(np.asarray(gx), [0.0, 1.0, 0.0])
@@ -239,7 +243,9 @@ def test_at_scalar_values_and_dtype():
     g = fgrad.grad(lambda x: fnp.sum(x.at[:, 0].multiply(3.0)))(fnp.ones((2, 2), dtype="float32"))
     assert g.dtype == np.float32
     # values with extra leading 1-dims are accepted, as numpy does
-    np.testing.assert_array_equal(np.asarray(fnp.zeros(3).at[1:].set(np.ones((1, 1, 2)))), [0, 1, 1])
+    np.testing.assert_array_equal(
+        np.asarray(fnp.zeros(3).at[1:].set(np.ones((1, 1, 2)))), [0, 1, 1]
+    )
 
 
 def test_at_mask_eager():
@@ -280,10 +286,13 @@ def test_take_and_take_along_axis_match_numpy():
     idx = np.array([[2, 0], [2, 2]])
     np.testing.assert_array_equal(np.asarray(fnp.take(x, idx, axis=1)), np.take(X, idx, axis=1))
     np.testing.assert_array_equal(np.asarray(fnp.take(x, idx)), np.take(X, idx))
-    np.testing.assert_array_equal(np.asarray(x.take(np.array([7]), axis=1, mode="wrap")),
-                                  np.take(X, [7], axis=1, mode="wrap"))
-    np.testing.assert_array_equal(np.asarray(fnp.take(x, [-9, 9], axis=0, mode="clip")),
-                                  np.take(X, [-9, 9], axis=0, mode="clip"))
+    np.testing.assert_array_equal(
+        np.asarray(x.take(np.array([7]), axis=1, mode="wrap")), np.take(X, [7], axis=1, mode="wrap")
+    )
+    np.testing.assert_array_equal(
+        np.asarray(fnp.take(x, [-9, 9], axis=0, mode="clip")),
+        np.take(X, [-9, 9], axis=0, mode="clip"),
+    )
     order = np.argsort(X, axis=1)
     np.testing.assert_array_equal(
         np.asarray(fnp.take_along_axis(x, order, axis=1)), np.take_along_axis(X, order, axis=1)
@@ -302,8 +311,12 @@ def test_take_grads():
     idx = np.array([[2, 0], [2, 2]])
     check_grads(lambda x: fnp.take(x, idx, axis=2), (fnp.array(X),), order=2, modes=("rev", "fwd"))
     order = np.argsort(X, axis=0)[:2]
-    check_grads(lambda x: fnp.take_along_axis(x, order, axis=0), (fnp.array(X),), order=2,
-                modes=("rev", "fwd"))
+    check_grads(
+        lambda x: fnp.take_along_axis(x, order, axis=0),
+        (fnp.array(X),),
+        order=2,
+        modes=("rev", "fwd"),
+    )
 
 
 def test_take_errors():
@@ -330,15 +343,23 @@ def test_dynamic_slice_clamps_like_lax():
 
 def test_dynamic_slice_grads():
     starts = (fnp.array(1), 2, fnp.array(0))
-    check_grads(lambda x: fnp.dynamic_slice(x, starts, (2, 3, 3)), (fnp.array(X),), order=2,
-                modes=("rev", "fwd"))
+    check_grads(
+        lambda x: fnp.dynamic_slice(x, starts, (2, 3, 3)),
+        (fnp.array(X),),
+        order=2,
+        modes=("rev", "fwd"),
+    )
     u = fnp.array(RNG.standard_normal((2, 2, 1)))
-    check_grads(lambda x, u: fnp.dynamic_update_slice(x, u, (1, 3, 2)), (fnp.array(X), u),
-                order=2, modes=("rev", "fwd"))
+    check_grads(
+        lambda x, u: fnp.dynamic_update_slice(x, u, (1, 3, 2)),
+        (fnp.array(X), u),
+        order=2,
+        modes=("rev", "fwd"),
+    )
 
 
 def test_dynamic_slice_traced_starts():
-    f = lambda x, i: fnp.dynamic_slice(x, (i, 0, 0), (2, 5, 3))  # noqa: E731
+    f = lambda x, i: fnp.dynamic_slice(x, (i, 0, 0), (2, 5, 3))
     graph = fgrad.make_graph(f)(fnp.array(X), fnp.array(0))
     assert graph.outvars[0].aval == ShapeDtype((2, 5, 3), np.dtype(np.float64))
     np.testing.assert_array_equal(np.asarray(graph.evaluate(fnp.array(X), fnp.array(1))), X[1:3])

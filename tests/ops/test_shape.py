@@ -102,7 +102,7 @@ def test_methods_and_properties():
     _same(fnp.concat([x, x], axis=0), np.concatenate([A, A]))
     _same(fnp.atleast_1d(2.0), np.atleast_1d(2.0))
     with pytest.raises(ShapeError, match="at least 2 dimensions"):
-        fnp.ones(3).mT
+        _ = fnp.ones(3).mT
 
 
 def test_concatenate_mixed_dtypes_and_many_inputs():
@@ -112,7 +112,9 @@ def test_concatenate_mixed_dtypes_and_many_inputs():
     _same(out, np.concatenate([np.ones(2, np.float32), np.arange(3), np.zeros(1)]))
     xs = [fnp.array(RNG.standard_normal((k, 2))) for k in (1, 3, 2)]
     check_grads(lambda *xs: fnp.concatenate(xs), xs, order=2, modes=("rev", "fwd"))
-    g = fgrad.grad(lambda a: fnp.sum(fnp.concatenate([a, fnp.ones(2)]) ** 2))(fnp.ones(2, dtype="float32"))
+    g = fgrad.grad(lambda a: fnp.sum(fnp.concatenate([a, fnp.ones(2)]) ** 2))(
+        fnp.ones(2, dtype="float32")
+    )
     assert g.dtype == np.float32
 
 
@@ -140,7 +142,7 @@ def test_stack_and_broadcast_grads():
 
 
 def test_shape_ops_trace_abstractly():
-    f = lambda x: fnp.concatenate(fnp.split(fnp.pad(x, 1), [2], axis=0), axis=1)  # noqa: E731
+    f = lambda x: fnp.concatenate(fnp.split(fnp.pad(x, 1), [2], axis=0), axis=1)
     graph = fgrad.make_graph(f)(fnp.array(A))
     want = f(fnp.array(A))
     assert graph.outvars[0].aval == ShapeDtype(want.shape, want.dtype)
@@ -148,7 +150,9 @@ def test_shape_ops_trace_abstractly():
 
 
 def test_errors_name_the_op():
-    with pytest.raises(ShapeError, match="concatenate: inputs f64\\[2,3\\], f64\\[2,4\\] must have"):
+    with pytest.raises(
+        ShapeError, match="concatenate: inputs f64\\[2,3\\], f64\\[2,4\\] must have"
+    ):
         fnp.concatenate([fnp.ones((2, 3)), fnp.ones((2, 4))], axis=0)
     with pytest.raises(ShapeError, match="concatenate: zero-dimensional"):
         fnp.concatenate([fnp.ones(()), fnp.ones(())])

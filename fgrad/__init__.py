@@ -15,6 +15,7 @@ from fgrad.errors import (
     DTypeError,
     FgradError,
     MutationError,
+    NaNError,
     ShapeError,
     TracerLeakError,
 )
@@ -25,6 +26,7 @@ from fgrad.transforms.graphs import make_graph
 from fgrad.transforms.custom import checkpoint, custom_jvp, custom_vjp
 from fgrad.transforms.jacobians import hessian, hvp, jacfwd, jacrev, linearize
 from fgrad.transforms.jit import jit
+from fgrad.core import debug as _debug  # noqa: F401  (makes config.debug_nans work)
 from fgrad import numpy  # noqa: E402  (installs Tensor's operators)
 from fgrad import random  # noqa: E402
 from fgrad import io, optim  # noqa: E402
@@ -37,6 +39,7 @@ __all__ = [
     "Device",
     "FgradError",
     "MutationError",
+    "NaNError",
     "ShapeDtype",
     "ShapeError",
     "Tensor",

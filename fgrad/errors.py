@@ -27,3 +27,7 @@ class TracerLeakError(FgradError, TypeError):
 
 class MutationError(FgradError, TypeError):
     """Item assignment on an immutable Tensor; use ``x.at[idx].set(v)`` instead."""
+
+
+class NaNError(FgradError, FloatingPointError):
+    """With ``fgrad.config.debug_nans``: an op produced NaN from inputs without NaN."""

@@ -1,0 +1,68 @@
+"""``config.debug_nans``: swap every op's kernels for ones that check their outputs.
+
+The eager fast paths look kernels up in each op's ``_kernels`` dict, so filling that same
+dict with checking kernels makes every path check, at no cost when the flag is off.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fgrad._config import watch
+from fgrad.core.graph import _user_source
+from fgrad.core.op import REGISTRY, Op
+from fgrad.errors import NaNError
+from fgrad.tensor import ShapeDtype
+
+__all__ = ["set_debug_nans"]
+
+
+def _has_nan(x: Any) -> bool:
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return isinstance(x, (float, complex)) and x != x
+    if np.dtype(dtype).kind not in "fc":
+        return False
+    return bool(x.__array_namespace__().any(x != x)) if hasattr(x, "__array_namespace__") else bool(np.isnan(x).any())
+
+
+def _checking(op: Op, kernel: Any) -> Any:
+    def run(*arrays: Any, **params: Any) -> Any:
+        with np.errstate(invalid="ignore", divide="ignore"):  # the check below says more
+            out = kernel(*arrays, **params)
+        outs = out if op.multiple_results else (out,)
+        if any(_has_nan(o) for o in outs) and not any(_has_nan(a) for a in arrays):
+            shapes = ", ".join(
+                str(ShapeDtype(tuple(a.shape), np.dtype(a.dtype))) if hasattr(a, "shape") else repr(a)
+                for a in arrays
+            )
+            raise NaNError(
+                f"op {op.name!r} produced NaN from inputs without NaN ({shapes}) at {_user_source()}"
+            )
+        return out
+
+    return run
+
+
+_ORIGINAL: dict[str, dict] = {}  # op name -> its kernels before checking was switched on
+
+
+def set_debug_nans(enabled: bool) -> None:
+    """Install (or remove) NaN-checking kernels on every registered op.
+
+    Programs that ``jit`` compiled call kernels directly and are not checked.
+    """
+    for op in REGISTRY.values():
+        if enabled and op.name not in _ORIGINAL:
+            _ORIGINAL[op.name] = dict(op._kernels)
+            checked = {typ: _checking(op, k) for typ, k in op._kernels.items()}
+            op._kernels.clear()  # the same dict: the fast paths hold its bound .get
+            op._kernels.update(checked)
+        elif not enabled and op.name in _ORIGINAL:
+            op._kernels.clear()
+            op._kernels.update(_ORIGINAL.pop(op.name))
+
+
+watch("debug_nans", set_debug_nans)

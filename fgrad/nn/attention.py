@@ -110,6 +110,16 @@ def dot_product_attention(
     return fnp.matmul(weights, v)
 
 
+def gelu_tanh(x: Any) -> Tensor:
+    """GELU with the tanh approximation (GPT-2's MLP activation and JAX's default ``gelu``).
+
+    Example:
+        >>> gelu_tanh(fnp.array([1.0]))
+        Tensor([0.84119199], dtype=float64)
+    """
+    return gelu(x, approximate=True)
+
+
 def _and(a: Any, b: Any) -> Any:
     return b if a is None else a if b is None else fnp.logical_and(a, b)
 
@@ -220,7 +230,8 @@ class TransformerBlock:
         mlp_ratio: hidden width of the MLP as a multiple of ``d_model`` (default 4).
         causal: causal self-attention (for language models).
         dropout_rate: dropout on attention weights and on each residual branch, in training.
-        activation: the MLP's activation (default :func:`fgrad.nn.gelu`).
+        activation: the MLP's activation (default :func:`gelu_tanh`, GPT-2's tanh
+            approximation of GELU; pass ``fgrad.nn.gelu`` for the exact, slower form).
         eps: the layer norms' epsilon.
         param_dtype: dtype of the parameters (default float32).
 
@@ -248,7 +259,7 @@ class TransformerBlock:
     mlp_ratio: float = 4
     causal: bool = False
     dropout_rate: float = 0.0
-    activation: Any = gelu
+    activation: Any = gelu_tanh
     eps: float = 1e-5
     param_dtype: Any = np.float32
 

@@ -81,6 +81,23 @@ def _window_slices(kh, kw, oh, ow, stride, dilation):
     ]
 
 
+def _tiles(stride, kh, kw, dilation):
+    """True when the windows tile the image exactly (stride == window, no dilation): then
+    windows are a reshape of the image instead of ``kh * kw`` strided copies."""
+    return tuple(stride) == (kh, kw) and tuple(dilation) == (1, 1)
+
+
+def _windows(xp, a, kh, kw, oh, ow, stride, dilation, axis):
+    """The windows of ``a`` (``(p, q, hp, wp)``) stacked on ``axis`` (1 or 2) of
+    ``(p, q, oh, ow)``: ``(p, k, q, oh, ow)`` or ``(p, q, k, oh, ow)``, ``k = kh * kw``."""
+    if _tiles(stride, kh, kw, dilation):
+        p, q = a.shape[0], a.shape[1]
+        t = xp.reshape(a[:, :, : oh * kh, : ow * kw], (p, q, oh, kh, ow, kw))
+        t = xp.permute_dims(t, (0, 3, 5, 1, 2, 4) if axis == 1 else (0, 1, 3, 5, 2, 4))
+        return xp.reshape(t, (p, kh * kw, q, oh, ow) if axis == 1 else (p, q, kh * kw, oh, ow))
+    return xp.stack([a[s] for s in _window_slices(kh, kw, oh, ow, stride, dilation)], axis=axis)
+
+
 def _im2col(xp, x, kh, kw, oh, ow, stride, padding, dilation):
     """``(c, k, n, oh, ow)`` windows of ``x`` (``(n, c, h, w)``), ``k = kh * kw``.
 
@@ -88,16 +105,26 @@ def _im2col(xp, x, kh, kw, oh, ow, stride, padding, dilation):
     group is one large matrix product rather than ``n`` small ones.
     """
     xt = xp.permute_dims(_pad(xp, x, padding, 0), (1, 0, 2, 3))
-    return xp.stack([xt[s] for s in _window_slices(kh, kw, oh, ow, stride, dilation)], axis=1)
+    return _windows(xp, xt, kh, kw, oh, ow, stride, dilation, axis=1)
 
 
 def _col2im(xp, cols, n, c, h, w, kh, kw, stride, padding, dilation):
     """Transpose of :func:`_im2col`: add the ``(c, k, n, oh, ow)`` windows back into an image."""
     (pt, pb), (pl, pr) = padding
     oh, ow = cols.shape[3], cols.shape[4]
-    out = xp.zeros((c, n, h + pt + pb, w + pl + pr), dtype=cols.dtype)
-    for k, s in enumerate(_window_slices(kh, kw, oh, ow, stride, dilation)):
-        out[s] += cols[:, k, ...]
+    hp, wp = h + pt + pb, w + pl + pr
+    if _tiles(stride, kh, kw, dilation):
+        t = xp.permute_dims(xp.reshape(cols, (c, kh, kw, n, oh, ow)), (0, 3, 4, 1, 5, 2))
+        t = xp.reshape(t, (c, n, oh * kh, ow * kw))
+        if (oh * kh, ow * kw) == (hp, wp):
+            out = t
+        else:
+            out = xp.zeros((c, n, hp, wp), dtype=cols.dtype)
+            out[:, :, : oh * kh, : ow * kw] = t
+    else:
+        out = xp.zeros((c, n, hp, wp), dtype=cols.dtype)
+        for k, s in enumerate(_window_slices(kh, kw, oh, ow, stride, dilation)):
+            out[s] += cols[:, k, ...]
     out = out[:, :, pt : pt + h, pl : pl + w]
     return xp.permute_dims(out, (1, 0, 2, 3))
 
@@ -415,8 +442,7 @@ def _pool_geometry(x_shape, window, stride, padding):
 def _pool_windows(xp, x, fill, window, stride, padding):
     """``(n, c, kh*kw, oh, ow)`` windows of ``x`` with padding ``fill``."""
     kh, kw, oh, ow = _pool_geometry(x.shape, window, stride, padding)
-    xpad = _pad(xp, x, padding, fill)
-    return xp.stack([xpad[s] for s in _window_slices(kh, kw, oh, ow, stride, (1, 1))], axis=2)
+    return _windows(xp, _pad(xp, x, padding, fill), kh, kw, oh, ow, stride, (1, 1), axis=2)
 
 
 def _pool_choice(xp, x, window, stride, padding):

@@ -450,9 +450,10 @@ def test_transformer_block():
     def ln(z, q):
         return (z - z.mean(-1, keepdims=True)) / np.sqrt(z.var(-1, keepdims=True) + 1e-5) * _np(q["scale"]) + _np(q["bias"])
 
-    from math import erf
+    # GPT-2's tanh form of GELU (Hendrycks & Gimpel 2016), the block's default activation
+    def gelu(z):
+        return 0.5 * z * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z**3)))
 
-    gelu = np.vectorize(lambda z: 0.5 * z * (1 + erf(z / np.sqrt(2))))
     h = x + _mha_reference(p["attn"], ln(x, p["norm1"]), 2, np.tril(np.ones((5, 5), bool)))
     m = gelu(ln(h, p["norm2"]) @ _np(p["mlp_in"]["weight"]) + _np(p["mlp_in"]["bias"]))
     want = h + m @ _np(p["mlp_out"]["weight"]) + _np(p["mlp_out"]["bias"])

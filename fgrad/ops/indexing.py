@@ -18,9 +18,11 @@ otherwise. Boolean masks never reach these ops: ``fnp`` turns a concrete mask in
 arrays with ``nonzero``.
 
 The scatter kernels copy ``x`` and write into the copy (Tensors are never mutated).
-Repeated indices accumulate in ``scatter_add`` (``xp.add.at``), which is numpy's name: the
-Array API has no scatter. cupy has ``cupy.add.at`` since v13 (``cupyx.scatter_add`` before);
-a ``kernels={"cupy": ...}`` override may be needed there.
+Repeated indices accumulate in ``scatter_add`` through ``xp.add.at`` (and multiply in
+``scatter_multiply`` through ``xp.multiply.at``): numpy's names, since the Array API has no
+scatter. cupy offers ``ufunc.at`` only for selected ufuncs in recent versions
+(``cupyx.scatter_add`` substitutes ``add.at``), so these two kernels may need a
+``kernels={"cupy": ...}`` override; this was not tested on a GPU.
 """
 
 from __future__ import annotations

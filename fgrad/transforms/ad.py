@@ -270,10 +270,17 @@ def _normalize_argnums(argnums: int | Sequence[int], nargs: int, name: str) -> t
     return tuple(n % nargs for n in nums)
 
 
-def _check_diff_inputs(args: Sequence[Any], nums: tuple[int, ...], name: str) -> None:
+def _check_diff_inputs(
+    args: Sequence[Any], nums: tuple[int, ...], name: str, holomorphic: bool = False
+) -> None:
     for n, arg in zip(nums, args):
         for leaf in tree.leaves(arg):
             aval = _aval(leaf)
+            if holomorphic and not dtypes.is_complex(aval.dtype):
+                raise TypeError(
+                    f"{name} with holomorphic=True needs complex inputs; argument {n} has a leaf "
+                    f"{aval}. Cast it with .astype('complex128') or drop holomorphic=True"
+                )
             if not dtypes.is_inexact(aval.dtype):
                 raise TypeError(
                     f"{name}: argument {n} has a leaf {aval} of dtype {aval.dtype}; gradients are "
@@ -282,13 +289,28 @@ def _check_diff_inputs(args: Sequence[Any], nums: tuple[int, ...], name: str) ->
                 )
 
 
-def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def value_and_grad(
+    f: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+):
     """Make a function that returns ``f``'s value and its gradient.
 
+    For complex inputs and a real output the gradient follows JAX's convention: the
+    cotangent is the transpose of the derivative, ``df/dx - i df/dy`` for ``z = x + iy``
+    (so ``grad(lambda z: abs(z)**2)(3+4j) == 6-8j``; take ``conj`` for the steepest-ascent
+    direction).
+
     Args:
-        f: function returning a scalar real floating Tensor (or ``(scalar, aux)``).
+        f: function returning a scalar real floating Tensor (or ``(scalar, aux)``); with
+            ``holomorphic=True`` a scalar complex one.
         argnums: which positional argument(s) to differentiate; an int or a tuple.
         has_aux: ``f`` returns ``(scalar, aux)``.
+        holomorphic: ``f`` is complex-differentiable; inputs must be complex and the result
+            is the complex derivative ``f'(z)``.
+        allow_int: allow integer and bool inputs; their gradients are zeros of their dtype.
 
     Returns:
         A function with ``f``'s signature returning ``(value, gradient)`` or
@@ -308,7 +330,8 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
 
     def value_and_grad_f(*args: Any, **kwargs: Any):
         nums = _normalize_argnums(argnums, len(args), "grad")
-        _check_diff_inputs([args[n] for n in nums], nums, "grad")
+        if not allow_int or holomorphic:
+            _check_diff_inputs([args[n] for n in nums], nums, "grad", holomorphic)
 
         def f_of_diff_args(*diff_args):
             full = list(args)
@@ -321,7 +344,8 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
         if not isinstance(out, Tensor):
             out = asarray(out) if isinstance(out, (int, float, np.ndarray, np.generic)) else out
         aval = _aval(out) if isinstance(out, Tensor) else None
-        if aval is None or aval.shape != () or not dtypes.is_floating(aval.dtype):
+        ok_dtype = dtypes.is_inexact if holomorphic else dtypes.is_floating
+        if aval is None or aval.shape != () or not ok_dtype(aval.dtype):
             got = aval if aval is not None else type(out).__name__
             raise TypeError(
                 f"grad requires a function with a scalar real floating output; it returned "
@@ -337,13 +361,21 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
     return value_and_grad_f
 
 
-def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def grad(
+    f: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+):
     """Make a function that returns the gradient of scalar-valued ``f``.
 
     Args:
         f: function returning a scalar real floating Tensor (or ``(scalar, aux)``).
         argnums: which positional argument(s) to differentiate; an int or a tuple.
         has_aux: ``f`` returns ``(scalar, aux)``; the new function returns ``(grad, aux)``.
+        holomorphic: see :func:`value_and_grad`: complex-differentiable ``f``.
+        allow_int: see :func:`value_and_grad`: integer inputs get zero gradients.
 
     Returns:
         A function with ``f``'s signature returning the gradient, a pytree with the
@@ -359,7 +391,7 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
         >>> fgrad.grad(fgrad.grad(fnp.sin))(0.0)
         Tensor(-0., dtype=float64)
     """
-    vg = value_and_grad(f, argnums, has_aux)
+    vg = value_and_grad(f, argnums, has_aux, holomorphic, allow_int)
 
     def grad_f(*args: Any, **kwargs: Any):
         value, grads = vg(*args, **kwargs)

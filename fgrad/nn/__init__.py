@@ -28,6 +28,7 @@ from fgrad.nn.attention import (  # noqa: E402
     TransformerBlock,
     causal_mask,
     dot_product_attention,
+    gelu_tanh,
     padding_mask,
 )
 from fgrad.nn.layers import (  # noqa: E402
@@ -75,6 +76,7 @@ __all__ += [
     "conv2d",
     "dot_product_attention",
     "dropout",
+    "gelu_tanh",
     "initializers",
     "layer_norm",
     "max_pool2d",

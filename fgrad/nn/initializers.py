@@ -2,7 +2,9 @@
 
 As in ``jax.nn.initializers``, :func:`zeros` and :func:`ones` are initialisers themselves,
 while the others are factories that take hyper-parameters and return one
-(``normal(0.02)``, ``glorot_uniform()``). The variance-scaling family computes fans from
+(``normal(0.02)``, ``glorot_uniform()``). A factory called with a key first uses its
+default hyper-parameters directly: ``glorot_uniform(key, shape)`` is
+``glorot_uniform()(key, shape)``. The variance-scaling family computes fans from
 the shape: ``fan_in = shape[in_axis] * receptive_field`` and ``fan_out = shape[out_axis] *
 receptive_field``, where the receptive field is the product of the other dimensions. The
 defaults (``in_axis=-2``, ``out_axis=-1``) fit ``(in_features, out_features)`` matrices;
@@ -58,6 +60,21 @@ Initializer = Callable[..., Tensor]
 _TRUNC_STD = 0.87962566103423978
 
 
+def _factory(make: Callable) -> Callable:
+    """Let ``make(key, shape, dtype)`` stand for ``make()(key, shape, dtype)``."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if args and isinstance(args[0], Tensor):  # a key: initialise with the defaults
+            return make()(*args, **kwargs)
+        return make(*args, **kwargs)
+
+    wrapper.__name__ = wrapper.__qualname__ = make.__name__
+    wrapper.__doc__ = make.__doc__
+    wrapper.__module__ = make.__module__
+    wrapper.__wrapped__ = make
+    return wrapper
+
+
 def _shape(shape: Any) -> tuple[int, ...]:
     return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
 
@@ -108,6 +125,7 @@ def constant(value: float) -> Initializer:
     return init
 
 
+@_factory
 def normal(stddev: float = 1e-2) -> Initializer:
     """An initialiser drawing from ``N(0, stddev**2)``.
 
@@ -124,6 +142,7 @@ def normal(stddev: float = 1e-2) -> Initializer:
     return init
 
 
+@_factory
 def uniform(scale: float = 1e-2) -> Initializer:
     """An initialiser drawing from ``U[-scale, scale)``.
 
@@ -140,6 +159,7 @@ def uniform(scale: float = 1e-2) -> Initializer:
     return init
 
 
+@_factory
 def truncated_normal(stddev: float = 1e-2, lower: float = -2.0, upper: float = 2.0) -> Initializer:
     """An initialiser drawing ``stddev * z`` with ``z`` standard normal truncated to ``[lower, upper]``.
 
@@ -224,6 +244,7 @@ def variance_scaling(
     return init
 
 
+@_factory
 def glorot_uniform(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     """Glorot (Xavier) uniform: ``U[-a, a)`` with ``a = sqrt(6 / (fan_in + fan_out))``.
 
@@ -238,6 +259,7 @@ def glorot_uniform(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     return variance_scaling(1.0, "fan_avg", "uniform", in_axis, out_axis)
 
 
+@_factory
 def glorot_normal(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     """Glorot (Xavier) normal: ``N(0, 2 / (fan_in + fan_out))``.
 
@@ -256,6 +278,7 @@ def glorot_normal(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     return variance_scaling(1.0, "fan_avg", "normal", in_axis, out_axis)
 
 
+@_factory
 def he_uniform(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     """He (Kaiming) uniform for ReLU networks: ``U[-a, a)`` with ``a = sqrt(6 / fan_in)``.
 
@@ -270,6 +293,7 @@ def he_uniform(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     return variance_scaling(2.0, "fan_in", "uniform", in_axis, out_axis)
 
 
+@_factory
 def he_normal(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     """He (Kaiming) normal for ReLU networks: ``N(0, 2 / fan_in)``.
 
@@ -286,6 +310,7 @@ def he_normal(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     return variance_scaling(2.0, "fan_in", "normal", in_axis, out_axis)
 
 
+@_factory
 def lecun_normal(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     """LeCun normal: ``N(0, 1 / fan_in)`` truncated at two standard deviations (JAX's and flax's default).
 
@@ -299,6 +324,7 @@ def lecun_normal(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     return variance_scaling(1.0, "fan_in", "truncated_normal", in_axis, out_axis)
 
 
+@_factory
 def lecun_uniform(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     """LeCun uniform: ``U[-a, a)`` with ``a = sqrt(3 / fan_in)``.
 

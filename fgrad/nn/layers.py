@@ -639,6 +639,7 @@ class Embedding:
         return {"embedding": self.embedding_init(key, (self.vocab_size, self.d_model), self.param_dtype)}
 
     def apply(self, params: dict, ids: Any, *, key: Any = None, train: bool = False) -> Tensor:
+        ids = ids if hasattr(ids, "dtype") else fnp.asarray(ids)
         if not np.issubdtype(np.dtype(ids.dtype), np.integer):
             raise DTypeError(
                 f"Embedding.apply: ids must be an integer Tensor, got dtype {ids.dtype}; "

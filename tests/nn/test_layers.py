@@ -94,6 +94,9 @@ def test_simple_initialisers():
     np.testing.assert_array_equal(w, _np(init.normal(0.02)(random.key(0), (4000,))))
     assert not np.array_equal(w, _np(init.normal(0.02)(random.key(1), (4000,))))
     assert init.kaiming_normal is init.he_normal and init.xavier_uniform is init.glorot_uniform
+    # a factory called with a key uses its defaults: glorot_uniform(key, shape) == glorot_uniform()(key, shape)
+    np.testing.assert_array_equal(_np(init.glorot_uniform(key, (3, 4))), _np(init.glorot_uniform()(key, (3, 4))))
+    np.testing.assert_array_equal(_np(init.normal(key, (3,), F64)), _np(init.normal()(key, (3,), F64)))
 
 
 def test_initialiser_errors():
@@ -235,6 +238,7 @@ def test_embedding_lookup_and_grads():
     y = emb.apply(params, ids)
     assert y.shape == (2, 3, 4) and y.dtype == np.float32
     np.testing.assert_array_equal(_np(y), _np(params["embedding"])[_np(ids)])
+    np.testing.assert_array_equal(_np(emb.apply(params, [[1, 5, 1], [0, 0, 2]])), _np(y))
     # repeated ids accumulate their cotangents into one row
     g = fgrad.grad(lambda p: fnp.sum(emb.apply(p, ids)))(params)["embedding"]
     np.testing.assert_array_equal(_np(g)[:, 0], [2, 2, 1, 0, 0, 1])

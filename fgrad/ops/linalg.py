@@ -809,6 +809,7 @@ slogdet = defop(
 
     Raises:
         ShapeError: the matrices are not square.
+        NotImplementedError: a derivative of complex input.
 
     Example:
         >>> sign, logabsdet = fnp.linalg.slogdet(fnp.array([[-2.0, 0.0], [0.0, 3.0]]))
@@ -882,6 +883,7 @@ cholesky = defop(
     Raises:
         ShapeError: the matrices are not square.
         numpy.linalg.LinAlgError: a matrix is not positive definite.
+        NotImplementedError: a derivative of complex input.
 
     Example:
         >>> fnp.linalg.cholesky(fnp.array([[4.0, 2.0], [2.0, 2.0]]))
@@ -1064,6 +1066,7 @@ eigh = defop(
 
     Raises:
         ShapeError: the matrices are not square.
+        NotImplementedError: a derivative of complex input.
 
     Example:
         >>> w, v = fnp.linalg.eigh(fnp.array([[2.0, 1.0], [1.0, 2.0]]))
@@ -1118,6 +1121,7 @@ eigvalsh = defop(
 
     Raises:
         ShapeError: the matrices are not square.
+        NotImplementedError: a derivative of complex input.
 
     Example:
         >>> fgrad.grad(lambda x: fnp.linalg.eigvalsh(x)[1])(fnp.eye(2))
@@ -1315,6 +1319,7 @@ svdvals = defop(
 
     Raises:
         ShapeError: ``x`` has fewer than two dimensions.
+        NotImplementedError: a derivative of complex input.
 
     Example:
         >>> fnp.linalg.svdvals(fnp.array([[0.0, 2.0], [1.0, 0.0]]))
@@ -1341,6 +1346,7 @@ def _pinv_kernel(xp, x, *, rtol):
 def _pinv_jvp(t, y, x, *, rtol):
     # dY = -Y dA Y + Y Y^T dA^T (I - A Y) + (I - Y A) dA^T Y^T Y  (Golub and Pereyra 1973),
     # with the (I - ...) factors applied as differences, so no identity is formed.
+    _real_only("pinv", x)
     tt = _mT(t)
     first = negative(matmul(y, matmul(t, y)))
     second = matmul(matmul(y, _mT(y)), subtract(tt, matmul(matmul(tt, x), y)))
@@ -1351,6 +1357,7 @@ def _pinv_jvp(t, y, x, *, rtol):
 
 def _pinv_vjp(ct, y, x, *, rtol):
     # A_bar = -Y^T Yb Y^T + (I - A Y) Yb^T Y Y^T + Y^T Y Yb^T (I - Y A)
+    _real_only("pinv", x)
     yt, ctt = _mT(y), _mT(ct)
     first = negative(matmul(yt, matmul(ct, yt)))
     w = matmul(ctt, matmul(y, yt))  # Yb^T Y Y^T, (m, n)
@@ -1377,6 +1384,8 @@ pinv = defop(
     The derivative is that of the pseudo-inverse at constant rank (Golub and Pereyra);
     it does not go through an SVD, so it is finite for repeated singular values. Where
     the rank changes the pseudo-inverse is discontinuous and has no derivative.
+    Derivatives for real input (the complex pseudo-inverse is not holomorphic; use
+    ``inv`` or ``solve`` for square complex matrices).
 
     Args:
         x: ``(..., m, n)`` floating Tensor.
@@ -1388,6 +1397,7 @@ pinv = defop(
 
     Raises:
         ShapeError: ``x`` has fewer than two dimensions.
+        NotImplementedError: a derivative of complex input.
 
     Example:
         >>> fnp.linalg.pinv(fnp.array([[1.0, 0.0], [0.0, 0.0]]))

@@ -505,3 +505,24 @@ def test_norm_errors():
         fnp.linalg.norm(fnp.ones((2, 2, 2)), 2)
     with pytest.raises(ShapeError, match="norm.*out of range"):
         fnp.linalg.norm(fnp.ones(3), axis=1)
+
+
+def test_complex_holomorphic_ops_follow_jax_convention():
+    # matmul, einsum, inv, solve and det are holomorphic: the VJP is the transpose of the
+    # JVP with no conjugation (JAX's convention), checked in a complex direction.
+    rng = _rng(19)
+
+    def c(*shape):
+        z = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+        return fgrad.asarray(z + 3 * np.eye(*shape[-2:]) if len(shape) > 1 else z)
+
+    for f, args in [
+        (fnp.matmul, (c(2, 3), c(3, 2))),
+        (lambda a, b: fnp.einsum("ij,jk->ik", a, b), (c(2, 3), c(3, 2))),
+        (fnp.linalg.inv, (c(3, 3),)),
+        (fnp.linalg.solve, (c(3, 3), c(3))),
+        (fnp.linalg.det, (c(3, 3),)),
+    ]:
+        check_grads(f, args, order=2, modes=MODES)
+    with pytest.raises(NotImplementedError, match="pinv.*complex"):
+        fgrad.jvp(fnp.linalg.pinv, (c(4, 3),), (c(4, 3),))

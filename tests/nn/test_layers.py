@@ -224,6 +224,7 @@ def test_pool_layers_shapes_and_grads():
 
 def test_flatten():
     assert nn.Flatten().apply({}, fnp.ones((2, 3, 4, 5))).shape == (2, 60)
+    check_grads(lambda x: nn.Flatten().apply({}, x), (_rand(0, 2, 3, 2),), order=2, modes=("rev", "fwd"))
     assert nn.Flatten(2).apply({}, fnp.ones((2, 3, 4, 5))).shape == (2, 3, 20)
 
 
@@ -308,6 +309,11 @@ def test_dropout_train_scales_kept_units():
     np.testing.assert_array_equal(y, y2)
     g = fgrad.grad(lambda x: fnp.sum(nn.Dropout(rate).apply({}, x, key=random.key(0), train=True)))(x)
     np.testing.assert_array_equal(_np(g), y)
+
+
+def test_dropout_check_grads():
+    drop = nn.Dropout(0.4)
+    check_grads(lambda x: drop.apply({}, x, key=random.key(3), train=True), (_rand(0, 3, 4),), order=2, modes=("rev", "fwd"))
 
 
 def test_dropout_edge_cases_and_errors():

@@ -69,37 +69,49 @@ def cse(graph: Graph) -> Graph:
 def simplify(graph: Graph) -> Graph:
     """Algebraic simplification of shape plumbing, common in backward graphs.
 
-    Removes ``reshape``/``broadcast_to`` to the same shape, ``astype`` to the same dtype and
-    ``permute_dims`` by the identity; fuses ``permute_dims`` of ``permute_dims`` and
-    ``reshape`` of ``reshape`` into one node.
+    Fuses ``permute_dims`` of ``permute_dims`` and ``reshape`` of ``reshape`` into one node,
+    then removes ``reshape``/``broadcast_to`` to the same shape, ``astype`` to the same
+    dtype and ``permute_dims`` by the identity.
     """
     env: dict[int, Any] = {}
     producer: dict[int, Node] = {}
     nodes = []
     for node in graph.nodes:
-        inputs = [_sub(v, env) for v in node.inputs]
-        name, params = node.op.name, node.params
-        node = Node(node.op, inputs, params, node.outputs, node.source)
-        x = inputs[0] if inputs else None
-        out = node.outputs[0]
-        if isinstance(x, Var) and len(inputs) == 1:
-            same_aval = x.aval == out.aval
-            if name in ("reshape", "broadcast_to", "astype") and same_aval:
-                env[id(out)] = x
-                continue
-            if name == "permute_dims" and tuple(params["axes"]) == tuple(range(len(params["axes"]))):
-                env[id(out)] = x
-                continue
-            prev = producer.get(id(x))
-            if prev is not None and prev.op.name == name and name == "permute_dims":
-                inner, outer = prev.params["axes"], params["axes"]
-                node = Node(node.op, [prev.inputs[0]], {"axes": tuple(inner[a] for a in outer)}, node.outputs, node.source)
-            elif prev is not None and prev.op.name == name and name == "reshape":
-                node = Node(node.op, [prev.inputs[0]], params, node.outputs, node.source)
+        node = Node(node.op, [_sub(v, env) for v in node.inputs], node.params, node.outputs, node.source)
+        node = _fuse(node, producer)
+        if _is_identity(node):
+            env[id(node.outputs[0])] = node.inputs[0]
+            continue
         for v in node.outputs:
             producer[id(v)] = node
         nodes.append(node)
     return dce(_rebuild(graph, nodes, [_sub(v, env) for v in graph.outvars]))
+
+
+def _fuse(node: Node, producer: dict) -> Node:
+    name = node.op.name
+    if name not in ("permute_dims", "reshape") or len(node.inputs) != 1:
+        return node
+    prev = producer.get(id(node.inputs[0]))
+    if prev is None or prev.op.name != name:
+        return node
+    params = node.params
+    if name == "permute_dims":
+        inner, outer = prev.params["axes"], node.params["axes"]
+        params = {"axes": tuple(inner[a] for a in outer)}
+    return Node(node.op, [prev.inputs[0]], params, node.outputs, node.source)
+
+
+def _is_identity(node: Node) -> bool:
+    if len(node.inputs) != 1 or not isinstance(node.inputs[0], Var):
+        return False
+    name, x, out = node.op.name, node.inputs[0], node.outputs[0]
+    if name in ("reshape", "broadcast_to", "astype"):
+        return x.aval == out.aval
+    if name == "permute_dims":
+        axes = tuple(node.params["axes"])
+        return axes == tuple(range(len(axes)))
+    return False
 
 
 def optimize(graph: Graph) -> Graph:

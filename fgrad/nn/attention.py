@@ -18,17 +18,17 @@ from typing import Any
 import numpy as np
 
 import fgrad.numpy as fnp
-from fgrad.errors import ShapeError
+from fgrad.errors import ConcretizationError, ShapeError
 from fgrad.nn._activations import gelu, softmax
 from fgrad.nn.layers import Dropout, LayerNorm, Linear, _param, _split, dropout
 from fgrad.tensor import Tensor
 
 __all__ = [
-    "causal_mask",
-    "padding_mask",
-    "dot_product_attention",
     "MultiHeadAttention",
     "TransformerBlock",
+    "causal_mask",
+    "dot_product_attention",
+    "padding_mask",
 ]
 
 
@@ -188,7 +188,9 @@ class MultiHeadAttention:
             "out": Linear(d, d, self.use_bias, self.param_dtype).init(k2),
         }
 
-    def apply(self, params: dict, x: Any, *, mask: Any = None, key: Any = None, train: bool = False) -> Tensor:
+    def apply(
+        self, params: dict, x: Any, *, mask: Any = None, key: Any = None, train: bool = False
+    ) -> Tensor:
         shape = tuple(x.shape)
         if len(shape) != 3 or shape[2] != self.d_model:
             raise ShapeError(
@@ -212,7 +214,7 @@ class MultiHeadAttention:
 def _device(x: Any) -> Any:
     try:
         return x.device
-    except Exception:  # an abstract tracer has no device; the default one will do
+    except ConcretizationError:  # an abstract tracer has no device; the default one will do
         return None
 
 
@@ -265,13 +267,15 @@ class TransformerBlock:
 
     @property
     def _hidden(self) -> int:
-        return int(round(self.mlp_ratio * self.d_model))
+        return round(self.mlp_ratio * self.d_model)
 
     def _layers(self):
         d, pd = self.d_model, self.param_dtype
         return {
             "norm1": LayerNorm(d, self.eps, param_dtype=pd),
-            "attn": MultiHeadAttention(d, self.n_heads, self.causal, self.dropout_rate, param_dtype=pd),
+            "attn": MultiHeadAttention(
+                d, self.n_heads, self.causal, self.dropout_rate, param_dtype=pd
+            ),
             "norm2": LayerNorm(d, self.eps, param_dtype=pd),
             "mlp_in": Linear(d, self._hidden, param_dtype=pd),
             "mlp_out": Linear(self._hidden, d, param_dtype=pd),
@@ -279,14 +283,21 @@ class TransformerBlock:
 
     def init(self, key: Any) -> dict:
         layers = self._layers()
-        return {name: layer.init(k) for (name, layer), k in zip(layers.items(), _split(key, len(layers)))}
+        return {
+            name: layer.init(k)
+            for (name, layer), k in zip(layers.items(), _split(key, len(layers)))
+        }
 
-    def apply(self, params: dict, x: Any, *, mask: Any = None, key: Any = None, train: bool = False) -> Tensor:
+    def apply(
+        self, params: dict, x: Any, *, mask: Any = None, key: Any = None, train: bool = False
+    ) -> Tensor:
         layers = self._layers()
         p = {name: _param(params, name, "TransformerBlock") for name in layers}
         k_attn, k_drop1, k_drop2 = _split(key, 3)
         drop = Dropout(self.dropout_rate)
-        h = layers["attn"].apply(p["attn"], layers["norm1"].apply(p["norm1"], x), mask=mask, key=k_attn, train=train)
+        h = layers["attn"].apply(
+            p["attn"], layers["norm1"].apply(p["norm1"], x), mask=mask, key=k_attn, train=train
+        )
         x = x + drop.apply({}, h, key=k_drop1, train=train)
         h = layers["mlp_in"].apply(p["mlp_in"], layers["norm2"].apply(p["norm2"], x))
         h = layers["mlp_out"].apply(p["mlp_out"], self.activation(h))

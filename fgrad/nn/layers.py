@@ -39,22 +39,22 @@ from fgrad.ops import conv as _conv
 from fgrad.tensor import Tensor
 
 __all__ = [
-    "Linear",
     "MLP",
-    "Conv2d",
-    "MaxPool2d",
     "AvgPool2d",
-    "Flatten",
-    "Embedding",
-    "LayerNorm",
-    "RMSNorm",
+    "Conv2d",
     "Dropout",
+    "Embedding",
+    "Flatten",
+    "LayerNorm",
+    "Linear",
+    "MaxPool2d",
+    "RMSNorm",
     "Sequential",
-    "conv2d",
-    "max_pool2d",
     "avg_pool2d",
+    "conv2d",
     "dropout",
     "layer_norm",
+    "max_pool2d",
     "rms_norm",
 ]
 
@@ -77,8 +77,7 @@ def _param(params: Any, name: str, layer: str) -> Tensor:
     except (KeyError, TypeError, IndexError):
         have = sorted(params) if isinstance(params, dict) else type(params).__name__
         raise ValueError(
-            f"{layer}.apply: params has no {name!r} (got {have}); build them with "
-            f"{layer}.init(key)"
+            f"{layer}.apply: params has no {name!r} (got {have}); build them with {layer}.init(key)"
         ) from None
 
 
@@ -100,7 +99,9 @@ def _padding(
         if mode == "VALID":
             return ((0, 0), (0, 0))
         if mode != "SAME":
-            raise ValueError(f"{name}: padding must be 'SAME', 'VALID', an int or pairs, got {padding!r}")
+            raise ValueError(
+                f"{name}: padding must be 'SAME', 'VALID', an int or pairs, got {padding!r}"
+            )
         # TensorFlow's and JAX's SAME: out = ceil(in / stride); the odd pixel goes at the end.
         pads = []
         for n, k, s, d in zip(size, window, stride, dilation):
@@ -192,7 +193,7 @@ def _pool_args(name, x, window, stride, padding):
     window = _pair(window, name, "window")
     stride = window if stride is None else _pair(stride, name, "stride")
     pad = _padding(padding, name, size, window, stride, (1, 1))
-    return dict(window=window, stride=stride, padding=pad)
+    return {"window": window, "stride": stride, "padding": pad}
 
 
 def max_pool2d(x: Any, window: Any, stride: Any = None, padding: Any = 0) -> Tensor:
@@ -397,7 +398,11 @@ class Linear:
 
     def init(self, key: Any) -> dict:
         wkey, bkey = _split(key, 2)
-        params = {"weight": self.kernel_init(wkey, (self.in_features, self.out_features), self.param_dtype)}
+        params = {
+            "weight": self.kernel_init(
+                wkey, (self.in_features, self.out_features), self.param_dtype
+            )
+        }
         if self.use_bias:
             params["bias"] = self.bias_init(bkey, (self.out_features,), self.param_dtype)
         return params
@@ -449,7 +454,8 @@ class MLP:
     @property
     def layers(self) -> tuple[Linear, ...]:
         return tuple(
-            Linear(a, b, self.use_bias, self.param_dtype) for a, b in zip(self.sizes[:-1], self.sizes[1:])
+            Linear(a, b, self.use_bias, self.param_dtype)
+            for a, b in zip(self.sizes[:-1], self.sizes[1:])
         )
 
     def init(self, key: Any) -> list:
@@ -459,7 +465,9 @@ class MLP:
     def apply(self, params: list, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
         layers = self.layers
         if not isinstance(params, (list, tuple)) or len(params) != len(layers):
-            raise ValueError(f"MLP.apply: params must be a list of {len(layers)} Linear params; build them with MLP.init(key)")
+            raise ValueError(
+                f"MLP.apply: params must be a list of {len(layers)} Linear params; build them with MLP.init(key)"
+            )
         for i, (layer, p) in enumerate(zip(layers, params)):
             x = layer.apply(p, x)
             if i < len(layers) - 1 or self.activate_final:
@@ -636,7 +644,9 @@ class Embedding:
     embedding_init: Initializer = _EMBED_INIT
 
     def init(self, key: Any) -> dict:
-        return {"embedding": self.embedding_init(key, (self.vocab_size, self.d_model), self.param_dtype)}
+        return {
+            "embedding": self.embedding_init(key, (self.vocab_size, self.d_model), self.param_dtype)
+        }
 
     def apply(self, params: dict, ids: Any, *, key: Any = None, train: bool = False) -> Tensor:
         ids = ids if hasattr(ids, "dtype") else fnp.asarray(ids)
@@ -807,7 +817,9 @@ class Sequential:
 
     def init(self, key: Any) -> list:
         keys = _split(key, len(self.layers))
-        return [layer.init(k) if hasattr(layer, "init") else {} for layer, k in zip(self.layers, keys)]
+        return [
+            layer.init(k) if hasattr(layer, "init") else {} for layer, k in zip(self.layers, keys)
+        ]
 
     def apply(self, params: Sequence[Any], x: Any, *, key: Any = None, train: bool = False) -> Any:
         if not isinstance(params, (list, tuple)) or len(params) != len(self.layers):

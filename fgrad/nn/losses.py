@@ -16,7 +16,7 @@ from fgrad.errors import ConcretizationError, DTypeError, ShapeError
 from fgrad.nn._activations import log_softmax, softplus
 from fgrad.tensor import Tensor
 
-__all__ = ["softmax_cross_entropy", "mse", "binary_cross_entropy_with_logits"]
+__all__ = ["binary_cross_entropy_with_logits", "mse", "softmax_cross_entropy"]
 
 
 def _check_label_range(labels: Any, n_classes: int) -> None:
@@ -30,8 +30,7 @@ def _check_label_range(labels: Any, n_classes: int) -> None:
     lo, hi = int(values.min()), int(values.max())
     if lo < 0 or hi >= n_classes:
         raise ValueError(
-            f"softmax_cross_entropy: labels must be in [0, {n_classes}), got values in "
-            f"[{lo}, {hi}]"
+            f"softmax_cross_entropy: labels must be in [0, {n_classes}), got values in [{lo}, {hi}]"
         )
 
 

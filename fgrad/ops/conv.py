@@ -35,15 +35,15 @@ from fgrad.ops._rules import shape_of
 from fgrad.tensor import ShapeDtype
 
 __all__ = [
+    "avg_pool2d",
+    "avg_pool2d_transpose",
     "conv2d",
-    "conv2d_backprop_input",
     "conv2d_backprop_filter",
+    "conv2d_backprop_input",
+    "conv_out_size",
     "max_pool2d",
     "max_pool2d_gather",
     "max_pool2d_scatter",
-    "avg_pool2d",
-    "avg_pool2d_transpose",
-    "conv_out_size",
 ]
 
 
@@ -130,7 +130,7 @@ def _col2im(xp, cols, n, c, h, w, kh, kw, stride, padding, dilation):
 
 
 def _conv_kernel(xp, x, w, *, stride, padding, dilation, groups):
-    n, c, h, wd = x.shape
+    n, _, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh = conv_out_size(h, kh, stride[0], padding[0], dilation[0])
     ow = conv_out_size(wd, kw, stride[1], padding[1], dilation[1])
@@ -334,10 +334,34 @@ conv2d_backprop_input = defop(
     check=Check(
         shapes=(((2, 4, 3, 3), (4, 2, 3, 3)),),
         params=(
-            {"input_size": (5, 5), "stride": (1, 1), "padding": ((0, 0), (0, 0)), "dilation": (1, 1), "groups": 2},
-            {"input_size": (6, 6), "stride": (2, 2), "padding": ((1, 0), (0, 1)), "dilation": (1, 1), "groups": 2},
-            {"input_size": (7, 5), "stride": (1, 1), "padding": ((0, 0), (0, 0)), "dilation": (2, 1), "groups": 2},
-            {"input_size": (7, 9), "stride": (2, 3), "padding": ((0, 0), (1, 0)), "dilation": (1, 1), "groups": 2},
+            {
+                "input_size": (5, 5),
+                "stride": (1, 1),
+                "padding": ((0, 0), (0, 0)),
+                "dilation": (1, 1),
+                "groups": 2,
+            },
+            {
+                "input_size": (6, 6),
+                "stride": (2, 2),
+                "padding": ((1, 0), (0, 1)),
+                "dilation": (1, 1),
+                "groups": 2,
+            },
+            {
+                "input_size": (7, 5),
+                "stride": (1, 1),
+                "padding": ((0, 0), (0, 0)),
+                "dilation": (2, 1),
+                "groups": 2,
+            },
+            {
+                "input_size": (7, 9),
+                "stride": (2, 3),
+                "padding": ((0, 0), (1, 0)),
+                "dilation": (1, 1),
+                "groups": 2,
+            },
         ),
     ),
     doc="""Transposed convolution: the adjoint of ``x -> conv2d(x, w)`` (the gradient w.r.t. ``x``).
@@ -390,9 +414,27 @@ conv2d_backprop_filter = defop(
     check=Check(
         shapes=(((2, 4, 6, 5), (2, 4, 4, 3)),),
         params=(
-            {"kernel_size": (3, 3), "stride": (1, 1), "padding": ((0, 0), (0, 0)), "dilation": (1, 1), "groups": 2},
-            {"kernel_size": (2, 3), "stride": (2, 2), "padding": ((1, 1), (1, 1)), "dilation": (1, 1), "groups": 2},
-            {"kernel_size": (2, 2), "stride": (1, 1), "padding": ((0, 0), (0, 0)), "dilation": (2, 2), "groups": 2},
+            {
+                "kernel_size": (3, 3),
+                "stride": (1, 1),
+                "padding": ((0, 0), (0, 0)),
+                "dilation": (1, 1),
+                "groups": 2,
+            },
+            {
+                "kernel_size": (2, 3),
+                "stride": (2, 2),
+                "padding": ((1, 1), (1, 1)),
+                "dilation": (1, 1),
+                "groups": 2,
+            },
+            {
+                "kernel_size": (2, 2),
+                "stride": (1, 1),
+                "padding": ((0, 0), (0, 0)),
+                "dilation": (2, 2),
+                "groups": 2,
+            },
         ),
     ),
     doc="""The adjoint of ``w -> conv2d(x, w)`` (the gradient of a convolution w.r.t. its filter).
@@ -485,7 +527,7 @@ def _pool_out_shape(name, x, window, stride, padding):
             f"{name}: window {window} with padding {padding}: windows must be positive and "
             "padding at most half the window on each side (so no window is all padding)"
         )
-    kh, kw, oh, ow = _pool_geometry(xs, window, stride, padding)
+    _, _, oh, ow = _pool_geometry(xs, window, stride, padding)
     if oh < 1 or ow < 1:
         raise ShapeError(f"{name}: window {window} does not fit the {xs[2]}x{xs[3]} input")
     return (xs[0], xs[1], oh, ow)
@@ -494,9 +536,7 @@ def _pool_out_shape(name, x, window, stride, padding):
 def _max_pool_aval(x, *, window, stride, padding):
     dtype = np.dtype(x.dtype)
     if not (dtypes.is_floating(dtype) or dtypes.is_integer(dtype)):
-        raise DTypeError(
-            f"max_pool2d: needs a real input, got {ShapeDtype(shape_of(x), dtype)}"
-        )
+        raise DTypeError(f"max_pool2d: needs a real input, got {ShapeDtype(shape_of(x), dtype)}")
     return ShapeDtype(_pool_out_shape("max_pool2d", x, window, stride, padding), dtype)
 
 
@@ -579,7 +619,9 @@ max_pool2d_gather = defop(
     aval=_gather_aval,
     jvp=(lambda t, out, t0, x, **p: max_pool2d_gather(t, x, **p), None),
     vjp=(lambda ct, out, t, x, **p: max_pool2d_scatter(ct, x, **p), None),
-    check=Check(shapes=(((2, 3, 5, 6), (2, 3, 5, 6)),), params=_POOL_PARAMS, make_args=_gather_args),
+    check=Check(
+        shapes=(((2, 3, 5, 6), (2, 3, 5, 6)),), params=_POOL_PARAMS, make_args=_gather_args
+    ),
     doc=f"""``t`` at each window's first maximum of ``x``: the JVP of :func:`max_pool2d`.
 
     Linear in ``t``; piecewise constant in ``x`` (so not differentiated in ``x``).
@@ -612,7 +654,10 @@ max_pool2d_scatter = defop(
     check=Check(
         shapes=(((2, 3, 5, 6), (2, 3, 5, 6)),),
         params=(_POOL_PARAMS[0],),
-        make_args=lambda rng, shapes: [rng.uniform(-2, 2, (2, 3, 2, 3)), _distinct(rng, shapes[1:])[0]],
+        make_args=lambda rng, shapes: [
+            rng.uniform(-2, 2, (2, 3, 2, 3)),
+            _distinct(rng, shapes[1:])[0],
+        ],
     ),
     doc=f"""Add each pooled cotangent to its window's first maximum of ``x``: the VJP of :func:`max_pool2d`.
 
@@ -658,7 +703,9 @@ def _avg_pool_kernel(xp, x, *, window, stride, padding, count_include_pad):
 
 def _avg_pool_transpose_kernel(xp, ct, *, input_size, window, stride, padding, count_include_pad):
     n, c, oh, ow = ct.shape
-    div = _avg_divisor(xp, (n, c, *input_size), ct.dtype, window, stride, padding, count_include_pad)
+    div = _avg_divisor(
+        xp, (n, c, *input_size), ct.dtype, window, stride, padding, count_include_pad
+    )
     k = window[0] * window[1]
     cols = xp.broadcast_to(xp.expand_dims(ct / div, axis=2), (n, c, k, oh, ow))
     cols = xp.permute_dims(cols, (1, 2, 0, 3, 4))
@@ -678,7 +725,9 @@ def _avg_pool_aval(x, *, window, stride, padding, count_include_pad):
 def _avg_pool_transpose_aval(ct, *, input_size, window, stride, padding, count_include_pad):
     cs = shape_of(ct)
     x_shape = (*cs[:2], *input_size) if len(cs) == 4 else cs
-    want = _pool_out_shape("avg_pool2d_transpose", ShapeDtype(x_shape, ct.dtype), window, stride, padding)
+    want = _pool_out_shape(
+        "avg_pool2d_transpose", ShapeDtype(x_shape, ct.dtype), window, stride, padding
+    )
     if cs != want:
         raise ShapeError(f"avg_pool2d_transpose: cotangent {cs} is not the pooled shape {want}")
     return ShapeDtype(x_shape, np.dtype(ct.dtype))
@@ -696,7 +745,9 @@ avg_pool2d = defop(
     vjp=(_avg_pool_vjp,),
     check=Check(
         shapes=(((2, 3, 5, 6),),),
-        params=tuple(dict(p, count_include_pad=c) for p in _POOL_PARAMS for c in (True, False))[1:5],
+        params=tuple(dict(p, count_include_pad=c) for p in _POOL_PARAMS for c in (True, False))[
+            1:5
+        ],
     ),
     doc=f"""Mean over each ``kh x kw`` window of NCHW images.
 
@@ -733,9 +784,27 @@ avg_pool2d_transpose = defop(
     check=Check(
         shapes=(((2, 3, 3, 3),),),
         params=(
-            {"input_size": (6, 6), "window": (2, 2), "stride": (2, 2), "padding": ((0, 0), (0, 0)), "count_include_pad": True},
-            {"input_size": (3, 6), "window": (3, 3), "stride": (1, 2), "padding": ((1, 1), (1, 0)), "count_include_pad": False},
-            {"input_size": (4, 3), "window": (2, 3), "stride": (1, 1), "padding": ((0, 0), (1, 1)), "count_include_pad": False},
+            {
+                "input_size": (6, 6),
+                "window": (2, 2),
+                "stride": (2, 2),
+                "padding": ((0, 0), (0, 0)),
+                "count_include_pad": True,
+            },
+            {
+                "input_size": (3, 6),
+                "window": (3, 3),
+                "stride": (1, 2),
+                "padding": ((1, 1), (1, 0)),
+                "count_include_pad": False,
+            },
+            {
+                "input_size": (4, 3),
+                "window": (2, 3),
+                "stride": (1, 1),
+                "padding": ((0, 0), (1, 1)),
+                "count_include_pad": False,
+            },
         ),
     ),
     doc=f"""The adjoint of :func:`avg_pool2d`: spread each pooled value evenly over its window.

@@ -11,8 +11,8 @@ import fgrad
 import fgrad.numpy as fnp
 from fgrad import nn, random, tree
 from fgrad.errors import DTypeError, ShapeError
-from fgrad.nn import attention, initializers as init
-from fgrad.nn import layers as L
+from fgrad.nn import attention
+from fgrad.nn import initializers as init
 from fgrad.test_util import check_grads
 
 F64 = np.float64
@@ -30,7 +30,7 @@ def conv_reference(x, w, stride, padding, groups):
     """Each output pixel as an explicit window-times-filter sum (PyTorch's conv2d definition)."""
     (pt, pb), (pl, pr) = padding
     xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    n, c, h, wd = xp.shape
+    n, _, h, wd = xp.shape
     o, cg, kh, kw = w.shape
     oh, ow = (h - kh) // stride[0] + 1, (wd - kw) // stride[1] + 1
     out = np.zeros((n, o, oh, ow))
@@ -39,7 +39,12 @@ def conv_reference(x, w, stride, padding, groups):
         g = oc // og
         for i in range(oh):
             for j in range(ow):
-                win = xp[:, g * cg : (g + 1) * cg, i * stride[0] : i * stride[0] + kh, j * stride[1] : j * stride[1] + kw]
+                win = xp[
+                    :,
+                    g * cg : (g + 1) * cg,
+                    i * stride[0] : i * stride[0] + kh,
+                    j * stride[1] : j * stride[1] + kw,
+                ]
                 out[:, oc, i, j] = np.sum(win * w[oc], axis=(1, 2, 3))
     return out
 
@@ -95,8 +100,12 @@ def test_simple_initialisers():
     assert not np.array_equal(w, _np(init.normal(0.02)(random.key(1), (4000,))))
     assert init.kaiming_normal is init.he_normal and init.xavier_uniform is init.glorot_uniform
     # a factory called with a key uses its defaults: glorot_uniform(key, shape) == glorot_uniform()(key, shape)
-    np.testing.assert_array_equal(_np(init.glorot_uniform(key, (3, 4))), _np(init.glorot_uniform()(key, (3, 4))))
-    np.testing.assert_array_equal(_np(init.normal(key, (3,), F64)), _np(init.normal()(key, (3,), F64)))
+    np.testing.assert_array_equal(
+        _np(init.glorot_uniform(key, (3, 4))), _np(init.glorot_uniform()(key, (3, 4)))
+    )
+    np.testing.assert_array_equal(
+        _np(init.normal(key, (3,), F64)), _np(init.normal()(key, (3,), F64))
+    )
 
 
 def test_initialiser_errors():
@@ -128,7 +137,9 @@ def test_linear_matches_numpy_and_dtypes():
 def test_linear_grads():
     layer = nn.Linear(3, 2, param_dtype=F64)
     params = _params_f64(layer.init(random.key(0)))
-    check_grads(lambda p, x: layer.apply(p, x), (params, _rand(1, 4, 3)), order=2, modes=("rev", "fwd"))
+    check_grads(
+        lambda p, x: layer.apply(p, x), (params, _rand(1, 4, 3)), order=2, modes=("rev", "fwd")
+    )
 
 
 def test_linear_float32_grads_are_float32():
@@ -177,11 +188,25 @@ def test_conv2d_layer_matches_functional_and_bias():
     np.testing.assert_allclose(_np(y), want, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("size,k,stride,dil", [(8, 3, 1, 1), (8, 3, 2, 1), (7, 4, 2, 1), (9, 3, 3, 2), (5, 2, 1, 2)])
+@pytest.mark.parametrize(
+    "size,k,stride,dil", [(8, 3, 1, 1), (8, 3, 2, 1), (7, 4, 2, 1), (9, 3, 3, 2), (5, 2, 1, 2)]
+)
 def test_conv2d_same_padding_gives_ceil_size(size, k, stride, dil):
-    y = nn.conv2d(fnp.ones((1, 1, size, size)), fnp.ones((1, 1, k, k)), stride=stride, padding="SAME", dilation=dil)
+    y = nn.conv2d(
+        fnp.ones((1, 1, size, size)),
+        fnp.ones((1, 1, k, k)),
+        stride=stride,
+        padding="SAME",
+        dilation=dil,
+    )
     assert y.shape == (1, 1, -(-size // stride), -(-size // stride))
-    y = nn.conv2d(fnp.ones((1, 1, size, size)), fnp.ones((1, 1, k, k)), stride=stride, padding="valid", dilation=dil)
+    y = nn.conv2d(
+        fnp.ones((1, 1, size, size)),
+        fnp.ones((1, 1, k, k)),
+        stride=stride,
+        padding="valid",
+        dilation=dil,
+    )
     assert y.shape[2] == (size - dil * (k - 1) - 1) // stride + 1
 
 
@@ -195,7 +220,9 @@ def test_conv2d_same_puts_the_odd_pixel_at_the_end():
 def test_conv2d_layer_grads():
     conv = nn.Conv2d(2, 3, 3, padding="SAME", param_dtype=F64)
     params = _params_f64(conv.init(random.key(0)))
-    check_grads(lambda p, x: conv.apply(p, x), (params, _rand(1, 2, 2, 5, 4)), order=2, modes=("rev", "fwd"))
+    check_grads(
+        lambda p, x: conv.apply(p, x), (params, _rand(1, 2, 2, 5, 4)), order=2, modes=("rev", "fwd")
+    )
 
 
 def test_conv2d_layer_errors():
@@ -208,23 +235,36 @@ def test_conv2d_layer_errors():
 
 
 def test_pool_layers_shapes_and_grads():
-    x = fnp.array((np.random.default_rng(0).permutation(2 * 3 * 6 * 6).reshape(2, 3, 6, 6) - 100) * 0.1)
-    for pool in (nn.MaxPool2d(2), nn.MaxPool2d(3, 1, 1), nn.AvgPool2d(2), nn.AvgPool2d(3, 2, "SAME", count_include_pad=False)):
+    x = fnp.array(
+        (np.random.default_rng(0).permutation(2 * 3 * 6 * 6).reshape(2, 3, 6, 6) - 100) * 0.1
+    )
+    for pool in (
+        nn.MaxPool2d(2),
+        nn.MaxPool2d(3, 1, 1),
+        nn.AvgPool2d(2),
+        nn.AvgPool2d(3, 2, "SAME", count_include_pad=False),
+    ):
         params = pool.init(None)
         assert params == {}
         y = pool.apply(params, x)
         assert y.dtype == x.dtype
-        check_grads(lambda x: pool.apply(params, x), (x,), order=2, modes=("rev", "fwd"))
+        check_grads(lambda x, pool=pool: pool.apply({}, x), (x,), order=2, modes=("rev", "fwd"))
     assert nn.MaxPool2d(2).apply({}, x).shape == (2, 3, 3, 3)
     assert nn.MaxPool2d(3, 1, 1).apply({}, x).shape == (2, 3, 6, 6)
     assert nn.AvgPool2d(3, 2, "SAME").apply({}, x).shape == (2, 3, 3, 3)
-    np.testing.assert_allclose(_np(nn.avg_pool2d(x, 2)), _np(x).reshape(2, 3, 3, 2, 3, 2).mean(axis=(3, 5)))
-    np.testing.assert_allclose(_np(nn.max_pool2d(x, 2)), _np(x).reshape(2, 3, 3, 2, 3, 2).max(axis=(3, 5)))
+    np.testing.assert_allclose(
+        _np(nn.avg_pool2d(x, 2)), _np(x).reshape(2, 3, 3, 2, 3, 2).mean(axis=(3, 5))
+    )
+    np.testing.assert_allclose(
+        _np(nn.max_pool2d(x, 2)), _np(x).reshape(2, 3, 3, 2, 3, 2).max(axis=(3, 5))
+    )
 
 
 def test_flatten():
     assert nn.Flatten().apply({}, fnp.ones((2, 3, 4, 5))).shape == (2, 60)
-    check_grads(lambda x: nn.Flatten().apply({}, x), (_rand(0, 2, 3, 2),), order=2, modes=("rev", "fwd"))
+    check_grads(
+        lambda x: nn.Flatten().apply({}, x), (_rand(0, 2, 3, 2),), order=2, modes=("rev", "fwd")
+    )
     assert nn.Flatten(2).apply({}, fnp.ones((2, 3, 4, 5))).shape == (2, 3, 20)
 
 
@@ -259,12 +299,16 @@ def test_layer_norm_closed_form():
     params = ln.init(None)
     y = _np(ln.apply(params, x))
     xn = _np(x)
-    want = (xn - xn.mean(-1, keepdims=True)) / np.sqrt(xn.var(-1, keepdims=True) + 1e-5)  # Ba et al. eq. 4
+    want = (xn - xn.mean(-1, keepdims=True)) / np.sqrt(
+        xn.var(-1, keepdims=True) + 1e-5
+    )  # Ba et al. eq. 4
     np.testing.assert_allclose(y, want, rtol=1e-12)
     np.testing.assert_allclose(y.mean(-1), 0, atol=1e-12)
     np.testing.assert_allclose(y.var(-1), 1, rtol=1e-4)
     p = _params_f64(params)
-    np.testing.assert_allclose(_np(ln.apply(p, x)), want * _np(p["scale"]) + _np(p["bias"]), rtol=1e-12)
+    np.testing.assert_allclose(
+        _np(ln.apply(p, x)), want * _np(p["scale"]) + _np(p["bias"]), rtol=1e-12
+    )
     check_grads(lambda p, x: ln.apply(p, x), (p, x), order=2, modes=("rev", "fwd"))
 
 
@@ -273,7 +317,9 @@ def test_rms_norm_closed_form():
     norm = nn.RMSNorm(5, eps=1e-6, param_dtype=F64)
     p = _params_f64(norm.init(None))
     xn = _np(x)
-    want = xn / np.sqrt((xn**2).mean(-1, keepdims=True) + 1e-6) * _np(p["scale"])  # Zhang & Sennrich eq. 4
+    want = (
+        xn / np.sqrt((xn**2).mean(-1, keepdims=True) + 1e-6) * _np(p["scale"])
+    )  # Zhang & Sennrich eq. 4
     np.testing.assert_allclose(_np(norm.apply(p, x)), want, rtol=1e-12)
     # unit scale: the root mean square of the output is 1 (up to eps)
     y1 = _np(norm.apply(norm.init(None), x))
@@ -301,24 +347,36 @@ def test_dropout_train_scales_kept_units():
     x = fnp.ones(20000)
     rate = 0.25
     y = _np(nn.Dropout(rate).apply({}, x, key=random.key(0), train=True))
-    assert set(np.unique(y).tolist()) == {0.0, 1 / (1 - rate)}  # inverted dropout, Srivastava et al.
+    assert set(np.unique(y).tolist()) == {
+        0.0,
+        1 / (1 - rate),
+    }  # inverted dropout, Srivastava et al.
     assert (y == 0).mean() == pytest.approx(rate, abs=0.01)
     assert y.mean() == pytest.approx(1.0, abs=0.02)  # expectation preserved
     # same key -> same mask; gradient is the mask over (1 - rate)
     y2 = _np(nn.Dropout(rate).apply({}, x, key=random.key(0), train=True))
     np.testing.assert_array_equal(y, y2)
-    g = fgrad.grad(lambda x: fnp.sum(nn.Dropout(rate).apply({}, x, key=random.key(0), train=True)))(x)
+    g = fgrad.grad(lambda x: fnp.sum(nn.Dropout(rate).apply({}, x, key=random.key(0), train=True)))(
+        x
+    )
     np.testing.assert_array_equal(_np(g), y)
 
 
 def test_dropout_check_grads():
     drop = nn.Dropout(0.4)
-    check_grads(lambda x: drop.apply({}, x, key=random.key(3), train=True), (_rand(0, 3, 4),), order=2, modes=("rev", "fwd"))
+    check_grads(
+        lambda x: drop.apply({}, x, key=random.key(3), train=True),
+        (_rand(0, 3, 4),),
+        order=2,
+        modes=("rev", "fwd"),
+    )
 
 
 def test_dropout_edge_cases_and_errors():
     x = _rand(0, 5)
-    np.testing.assert_array_equal(_np(nn.Dropout(1.0).apply({}, x, key=random.key(0), train=True)), np.zeros(5))
+    np.testing.assert_array_equal(
+        _np(nn.Dropout(1.0).apply({}, x, key=random.key(0), train=True)), np.zeros(5)
+    )
     assert nn.Dropout(0.0).apply({}, x, train=True) is x
     with pytest.raises(ValueError, match="key"):
         nn.Dropout(0.5).apply({}, x, train=True)
@@ -332,7 +390,16 @@ def test_dropout_edge_cases_and_errors():
 
 
 def test_sequential_cnn_shapes_grads_and_keys():
-    cnn = nn.Sequential([nn.Conv2d(1, 4, 3, padding=1), nn.relu, nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.5), nn.Linear(4 * 4 * 4, 3)])
+    cnn = nn.Sequential(
+        [
+            nn.Conv2d(1, 4, 3, padding=1),
+            nn.relu,
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Dropout(0.5),
+            nn.Linear(4 * 4 * 4, 3),
+        ]
+    )
     params = cnn.init(random.key(0))
     assert isinstance(params, list) and len(params) == 6 and params[1] == {}
     x = fnp.ones((2, 1, 8, 8), dtype="float32")
@@ -349,7 +416,14 @@ def test_sequential_cnn_shapes_grads_and_keys():
 
 
 def test_sequential_check_grads():
-    model = nn.Sequential([nn.Linear(3, 4, param_dtype=F64), fnp.tanh, nn.LayerNorm(4, param_dtype=F64), nn.Linear(4, 2, param_dtype=F64)])
+    model = nn.Sequential(
+        [
+            nn.Linear(3, 4, param_dtype=F64),
+            fnp.tanh,
+            nn.LayerNorm(4, param_dtype=F64),
+            nn.Linear(4, 2, param_dtype=F64),
+        ]
+    )
     p = _params_f64(model.init(random.key(0)))
     check_grads(lambda p, x: model.apply(p, x), (p, _rand(1, 5, 3)), order=2, modes=("rev", "fwd"))
 
@@ -363,7 +437,10 @@ def _mha_reference(params, x, n_heads, mask=None):
     b, s, d = x.shape
     dh = d // n_heads
     qkv = x @ _np(params["qkv"]["weight"]) + _np(params["qkv"]["bias"])
-    q, k, v = (qkv[..., i * d : (i + 1) * d].reshape(b, s, n_heads, dh).transpose(0, 2, 1, 3) for i in range(3))
+    q, k, v = (
+        qkv[..., i * d : (i + 1) * d].reshape(b, s, n_heads, dh).transpose(0, 2, 1, 3)
+        for i in range(3)
+    )
     scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(dh)
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
@@ -377,7 +454,9 @@ def test_mha_matches_reference():
     mha = nn.MultiHeadAttention(8, 2, param_dtype=F64)
     p = _params_f64(mha.init(random.key(0)))
     x = _rand(1, 2, 5, 8)
-    np.testing.assert_allclose(_np(mha.apply(p, x)), _mha_reference(p, x, 2), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        _np(mha.apply(p, x)), _mha_reference(p, x, 2), rtol=1e-10, atol=1e-12
+    )
     causal = nn.MultiHeadAttention(8, 2, causal=True, param_dtype=F64)
     want = _mha_reference(p, x, 2, np.tril(np.ones((5, 5), bool)))
     np.testing.assert_allclose(_np(causal.apply(p, x)), want, rtol=1e-10, atol=1e-12)
@@ -408,7 +487,9 @@ def test_mha_padding_mask():
     mask = attention.padding_mask(fnp.array(valid))
     assert mask.shape == (2, 1, 1, 5)
     y = _np(mha.apply(p, fnp.array(x), mask=mask))
-    np.testing.assert_allclose(y, _mha_reference(p, x, 2, valid[:, None, None, :]), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        y, _mha_reference(p, x, 2, valid[:, None, None, :]), rtol=1e-10, atol=1e-12
+    )
     x2 = x.copy()
     x2[1, 3:] = 100.0  # padded tokens change; the real tokens' outputs must not
     y2 = _np(mha.apply(p, fnp.array(x2), mask=mask))
@@ -417,7 +498,9 @@ def test_mha_padding_mask():
     # causal and padding masks combine
     both = nn.MultiHeadAttention(8, 2, causal=True, param_dtype=F64)
     want = _mha_reference(p, x, 2, valid[:, None, None, :] & np.tril(np.ones((5, 5), bool)))
-    np.testing.assert_allclose(_np(both.apply(p, fnp.array(x), mask=mask)), want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        _np(both.apply(p, fnp.array(x), mask=mask)), want, rtol=1e-10, atol=1e-12
+    )
 
 
 def test_mha_grads_and_errors():
@@ -456,9 +539,12 @@ def test_transformer_block():
     x = _np(_rand(1, 2, 5, 8))
     y = _np(block.apply(p, fnp.array(x)))
     assert y.shape == (2, 5, 8)
+
     # pre-norm closed form: h = x + attn(ln(x)); y = h + mlp(ln(h))
     def ln(z, q):
-        return (z - z.mean(-1, keepdims=True)) / np.sqrt(z.var(-1, keepdims=True) + 1e-5) * _np(q["scale"]) + _np(q["bias"])
+        return (z - z.mean(-1, keepdims=True)) / np.sqrt(z.var(-1, keepdims=True) + 1e-5) * _np(
+            q["scale"]
+        ) + _np(q["bias"])
 
     # GPT-2's tanh form of GELU (Hendrycks & Gimpel 2016), the block's default activation
     def gelu(z):
@@ -474,7 +560,9 @@ def test_transformer_block():
     np.testing.assert_allclose(_np(block.apply(p, fnp.array(x2)))[:, :-1], y[:, :-1], rtol=1e-12)
     small = nn.TransformerBlock(4, 2, mlp_ratio=1, causal=True, param_dtype=F64)
     ps = _params_f64(small.init(random.key(1)))
-    check_grads(lambda p, x: small.apply(p, x), (ps, _rand(2, 1, 3, 4)), order=1, modes=("rev", "fwd"))
+    check_grads(
+        lambda p, x: small.apply(p, x), (ps, _rand(2, 1, 3, 4)), order=1, modes=("rev", "fwd")
+    )
 
 
 def test_transformer_block_dropout_and_float32():

@@ -51,9 +51,13 @@ def test_cross_entropy_batch_axis_and_dtype():
     want = -np.take_along_axis(_log_softmax(logits), labels[..., None], -1)[..., 0]
     np.testing.assert_allclose(got, want, rtol=1e-13)
     # classes on axis 0
-    got0 = _np(softmax_cross_entropy(fnp.array(np.moveaxis(logits, -1, 0)), fnp.array(labels), axis=0))
+    got0 = _np(
+        softmax_cross_entropy(fnp.array(np.moveaxis(logits, -1, 0)), fnp.array(labels), axis=0)
+    )
     np.testing.assert_allclose(got0, want, rtol=1e-13)
-    f32 = softmax_cross_entropy(fnp.array(logits, dtype="float32"), fnp.array(labels, dtype="int32"))
+    f32 = softmax_cross_entropy(
+        fnp.array(logits, dtype="float32"), fnp.array(labels, dtype="int32")
+    )
     assert f32.dtype == np.float32 and f32.shape == (4, 5)
 
 
@@ -73,7 +77,9 @@ def test_cross_entropy_gradient_closed_form():
     z = rng.standard_normal((3, 4))
     y = np.array([0, 3, 1])
     s = 0.2
-    g = fgrad.grad(lambda z: fnp.sum(softmax_cross_entropy(z, fnp.array(y), label_smoothing=s)))(fnp.array(z))
+    g = fgrad.grad(lambda z: fnp.sum(softmax_cross_entropy(z, fnp.array(y), label_smoothing=s)))(
+        fnp.array(z)
+    )
     q = (1 - s) * np.eye(4)[y] + s / 4
     np.testing.assert_allclose(_np(g), np.exp(_log_softmax(z)) - q, rtol=1e-12, atol=1e-14)
 
@@ -82,7 +88,12 @@ def test_cross_entropy_gradient_closed_form():
 def test_cross_entropy_check_grads(smoothing):
     z = fnp.array(np.random.default_rng(2).standard_normal((3, 4)))
     y = fnp.array([1, 0, 3])
-    check_grads(lambda z: softmax_cross_entropy(z, y, label_smoothing=smoothing), (z,), order=2, modes=("rev", "fwd"))
+    check_grads(
+        lambda z: softmax_cross_entropy(z, y, label_smoothing=smoothing),
+        (z,),
+        order=2,
+        modes=("rev", "fwd"),
+    )
 
 
 def test_cross_entropy_errors():
@@ -120,16 +131,22 @@ def test_bce_with_logits_matches_definition():
     x, y = rng.standard_normal(10) * 3, rng.uniform(0, 1, 10)
     sig = 1 / (1 + np.exp(-x))
     want = -(y * np.log(sig) + (1 - y) * np.log(1 - sig))
-    np.testing.assert_allclose(_np(binary_cross_entropy_with_logits(fnp.array(x), fnp.array(y))), want, rtol=1e-12)
+    np.testing.assert_allclose(
+        _np(binary_cross_entropy_with_logits(fnp.array(x), fnp.array(y))), want, rtol=1e-12
+    )
 
 
 def test_bce_with_logits_stable():
     x = fnp.array([1000.0, -1000.0, 1000.0, -1000.0, 40.0])
     y = fnp.array([1.0, 0.0, 0.0, 1.0, 1.0])
     loss = _np(binary_cross_entropy_with_logits(x, y))
-    np.testing.assert_allclose(loss, [0.0, 0.0, 1000.0, 1000.0, np.log1p(np.exp(-40.0))], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(
+        loss, [0.0, 0.0, 1000.0, 1000.0, np.log1p(np.exp(-40.0))], rtol=1e-12, atol=0
+    )
     g = _np(fgrad.grad(lambda x: fnp.sum(binary_cross_entropy_with_logits(x, y)))(x))
-    np.testing.assert_allclose(g, [0.0, 0.0, 1.0, -1.0, -np.exp(-40.0) / (1 + np.exp(-40.0))], atol=1e-15)
+    np.testing.assert_allclose(
+        g, [0.0, 0.0, 1.0, -1.0, -np.exp(-40.0) / (1 + np.exp(-40.0))], atol=1e-15
+    )
 
 
 def test_bce_with_logits_gradient_at_zero():

@@ -34,7 +34,12 @@ def conv_reference(x, w, stride, padding, dilation, groups):
                         for p in range(kh):
                             for q in range(kw):
                                 acc += (
-                                    xp[b, g * cg + ci, i * stride[0] + p * dilation[0], j * stride[1] + q * dilation[1]]
+                                    xp[
+                                        b,
+                                        g * cg + ci,
+                                        i * stride[0] + p * dilation[0],
+                                        j * stride[1] + q * dilation[1],
+                                    ]
                                     * w[oc, ci, p, q]
                                 )
                     out[b, oc, i, j] = acc
@@ -52,7 +57,12 @@ def pool_reference(x, window, stride, padding, how):
     out = np.zeros((n, c, oh, ow))
     for i in range(oh):
         for j in range(ow):
-            win = xp[:, :, i * stride[0] : i * stride[0] + window[0], j * stride[1] : j * stride[1] + window[1]]
+            win = xp[
+                :,
+                :,
+                i * stride[0] : i * stride[0] + window[0],
+                j * stride[1] : j * stride[1] + window[1],
+            ]
             out[:, :, i, j] = win.max(axis=(2, 3)) if how == "max" else win.mean(axis=(2, 3))
     return out
 
@@ -73,7 +83,7 @@ CONV_CASES = [
 
 
 def _params(stride, padding, dilation, groups):
-    return dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    return {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
 
 
 @pytest.mark.parametrize("xs,ws,stride,padding,dilation,groups", CONV_CASES)
@@ -150,7 +160,7 @@ POOL_CASES = [
 def test_max_pool2d_matches_loop_and_grads(window, stride, padding):
     rng = np.random.default_rng(3)
     x = (rng.permutation(2 * 3 * 6 * 5).reshape(2, 3, 6, 5) - 90) * 0.1  # distinct values
-    p = dict(window=window, stride=stride, padding=padding)
+    p = {"window": window, "stride": stride, "padding": padding}
     got = C.max_pool2d(fnp.array(x), **p)
     np.testing.assert_allclose(np.asarray(got), pool_reference(x, window, stride, padding, "max"))
     check_grads(lambda x: C.max_pool2d(x, **p), (fnp.array(x),), order=2, modes=("rev", "fwd"))
@@ -160,14 +170,14 @@ def test_max_pool2d_ties_go_to_first_maximum():
     # PyTorch and JAX (select_and_scatter_add) send a window's gradient to one element: the
     # first maximum in row-major order. fnp.max's even split does not apply to pooling.
     x = fnp.array([[[[1.0, 1.0], [1.0, 0.0]]]])
-    p = dict(window=(2, 2), stride=(2, 2), padding=((0, 0), (0, 0)))
+    p = {"window": (2, 2), "stride": (2, 2), "padding": ((0, 0), (0, 0))}
     g = fgrad.grad(lambda x: fnp.sum(C.max_pool2d(x, **p)))(x)
     np.testing.assert_array_equal(np.asarray(g), [[[[1.0, 0.0], [0.0, 0.0]]]])
 
 
 def test_max_pool2d_overlapping_windows_accumulate():
     x = fnp.array([[[[0.0, 9.0, 0.0], [0.0, 0.5, 0.0], [0.0, 0.2, 0.0]]]])
-    p = dict(window=(2, 2), stride=(1, 1), padding=((0, 0), (0, 0)))
+    p = {"window": (2, 2), "stride": (1, 1), "padding": ((0, 0), (0, 0))}
     g = fgrad.grad(lambda x: fnp.sum(C.max_pool2d(x, **p)))(x)
     # 9.0 is the max of both top windows, 0.5 of both bottom windows
     np.testing.assert_array_equal(np.asarray(g), [[[[0, 2, 0], [0, 2, 0], [0, 0, 0]]]])
@@ -175,23 +185,29 @@ def test_max_pool2d_overlapping_windows_accumulate():
 
 def test_max_pool2d_padding_never_wins():
     x = -fnp.ones((1, 1, 2, 2))
-    p = dict(window=(3, 3), stride=(1, 1), padding=((1, 1), (1, 1)))
+    p = {"window": (3, 3), "stride": (1, 1), "padding": ((1, 1), (1, 1))}
     np.testing.assert_array_equal(np.asarray(C.max_pool2d(x, **p)), -np.ones((1, 1, 2, 2)))
 
 
 def test_max_pool2d_errors():
     with pytest.raises(ShapeError, match="half the window"):
-        C.max_pool2d.abstract_eval(fnp.ones((1, 1, 4, 4)).aval, window=(2, 2), stride=(1, 1), padding=((2, 0), (0, 0)))
+        C.max_pool2d.abstract_eval(
+            fnp.ones((1, 1, 4, 4)).aval, window=(2, 2), stride=(1, 1), padding=((2, 0), (0, 0))
+        )
     with pytest.raises(ShapeError, match="4-D"):
-        C.max_pool2d.abstract_eval(fnp.ones((4, 4)).aval, window=(2, 2), stride=(1, 1), padding=((0, 0), (0, 0)))
+        C.max_pool2d.abstract_eval(
+            fnp.ones((4, 4)).aval, window=(2, 2), stride=(1, 1), padding=((0, 0), (0, 0))
+        )
 
 
 def test_max_pool2d_float32_and_int():
     x = fnp.reshape(fnp.arange(16), (1, 1, 4, 4))
-    p = dict(window=(2, 2), stride=(2, 2), padding=((1, 1), (1, 1)))
+    p = {"window": (2, 2), "stride": (2, 2), "padding": ((1, 1), (1, 1))}
     y = C.max_pool2d(x, **p)
     assert y.dtype == x.dtype
-    np.testing.assert_array_equal(np.asarray(y), pool_reference(np.asarray(x), (2, 2), (2, 2), ((1, 1), (1, 1)), "max"))
+    np.testing.assert_array_equal(
+        np.asarray(y), pool_reference(np.asarray(x), (2, 2), (2, 2), ((1, 1), (1, 1)), "max")
+    )
     xf = fnp.astype(x, "float32")
     g = fgrad.grad(lambda x: fnp.sum(C.max_pool2d(x, **p)))(xf)
     assert g.dtype == np.float32
@@ -201,17 +217,25 @@ def test_max_pool2d_float32_and_int():
 def test_avg_pool2d_matches_loop_and_grads(window, stride, padding):
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 3, 6, 5))
-    p = dict(window=window, stride=stride, padding=padding, count_include_pad=True)
+    p = {"window": window, "stride": stride, "padding": padding, "count_include_pad": True}
     got = C.avg_pool2d(fnp.array(x), **p)
-    np.testing.assert_allclose(np.asarray(got), pool_reference(x, window, stride, padding, "avg"), rtol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(got), pool_reference(x, window, stride, padding, "avg"), rtol=1e-12
+    )
     check_grads(lambda x: C.avg_pool2d(x, **p), (fnp.array(x),), order=2, modes=("rev", "fwd"))
 
 
 def test_avg_pool2d_count_exclude_pad():
     x = fnp.ones((1, 1, 3, 3))
-    p = dict(window=(3, 3), stride=(1, 1), padding=((1, 1), (1, 1)))
+    p = {"window": (3, 3), "stride": (1, 1), "padding": ((1, 1), (1, 1))}
     # PyTorch's count_include_pad=False: a mean of ones is one even at the corners
-    np.testing.assert_allclose(np.asarray(C.avg_pool2d(x, count_include_pad=False, **p)), np.ones((1, 1, 3, 3)))
+    np.testing.assert_allclose(
+        np.asarray(C.avg_pool2d(x, count_include_pad=False, **p)), np.ones((1, 1, 3, 3))
+    )
     # count_include_pad=True: the corner window holds 4 ones out of 9
-    assert float(np.asarray(C.avg_pool2d(x, count_include_pad=True, **p))[0, 0, 0, 0]) == pytest.approx(4 / 9)
-    check_grads(lambda x: C.avg_pool2d(x, count_include_pad=False, **p), (x,), order=1, modes=("rev", "fwd"))
+    assert float(
+        np.asarray(C.avg_pool2d(x, count_include_pad=True, **p))[0, 0, 0, 0]
+    ) == pytest.approx(4 / 9)
+    check_grads(
+        lambda x: C.avg_pool2d(x, count_include_pad=False, **p), (x,), order=1, modes=("rev", "fwd")
+    )

@@ -293,7 +293,7 @@ class TransformerBlock:
     ) -> Tensor:
         layers = self._layers()
         p = {name: _param(params, name, "TransformerBlock") for name in layers}
-        k_attn, k_drop1, k_drop2 = _split(key, 3)
+        k_attn, k_drop1, k_drop2 = _split(key if train else None, 3)
         drop = Dropout(self.dropout_rate)
         h = layers["attn"].apply(
             p["attn"], layers["norm1"].apply(p["norm1"], x), mask=mask, key=k_attn, train=train

@@ -793,7 +793,8 @@ class Sequential:
     Params:
         list with one entry per layer (``{}`` for functions and parameter-free layers).
 
-    ``apply`` passes ``train`` to every layer and a separate key (split from ``key``) to each.
+    ``apply`` passes ``train`` to every layer and, in training, a separate key (split from
+    ``key``) to each; in evaluation the layers get ``key=None``.
 
     Raises:
         ValueError: ``params`` does not have one entry per layer.
@@ -827,7 +828,8 @@ class Sequential:
                 f"Sequential.apply: params must be a list with one entry per layer "
                 f"({len(self.layers)}); build them with Sequential.init(key)"
             )
-        keys = _split(key, len(self.layers))
+        # Keys feed stochastic layers in training only; evaluation splits nothing.
+        keys = _split(key if train else None, len(self.layers))
         for layer, p, k in zip(self.layers, params, keys):
             x = layer.apply(p, x, key=k, train=train) if hasattr(layer, "apply") else layer(x)
         return x

@@ -578,3 +578,36 @@ def test_transformer_block_dropout_and_float32():
         block.apply(params, x, train=True)
     grads = fgrad.grad(lambda p: fnp.sum(block.apply(p, x, key=random.key(1), train=True)))(params)
     assert all(g.dtype == np.float32 for g in tree.leaves(grads))
+
+
+def test_models_under_jit_match_eager():
+    cnn = nn.Sequential(
+        [
+            nn.Conv2d(1, 4, 3, padding="SAME"),
+            nn.relu,
+            nn.MaxPool2d(2),
+            nn.AvgPool2d(2),
+            nn.Flatten(),
+            nn.Dropout(0.5),
+            nn.Linear(4 * 2 * 2, 3),
+        ]
+    )
+    pc = cnn.init(random.key(0))
+    xc = fnp.astype(_rand(0, 2, 1, 8, 8), "float32")
+    labels = fnp.array([0, 2])
+
+    def loss(p, x, key):  # evaluation mode: the key is passed but not split or used
+        return fnp.mean(nn.softmax_cross_entropy(cnn.apply(p, x, key=key), labels))
+
+    np.testing.assert_allclose(
+        _np(fgrad.jit(loss)(pc, xc, random.key(1))), _np(loss(pc, xc, random.key(1))), rtol=1e-6
+    )
+    g_jit = fgrad.jit(fgrad.grad(loss))(pc, xc, random.key(1))
+    for a, b in zip(tree.leaves(g_jit), tree.leaves(fgrad.grad(loss)(pc, xc, random.key(1)))):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-7)
+    block = nn.TransformerBlock(8, 2, causal=True)
+    pb = block.init(random.key(2))
+    xb = fnp.astype(_rand(3, 2, 5, 8), "float32")
+    np.testing.assert_allclose(
+        _np(fgrad.jit(block.apply)(pb, xb)), _np(block.apply(pb, xb)), rtol=1e-5, atol=1e-6
+    )

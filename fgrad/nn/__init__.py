@@ -22,8 +22,8 @@ from fgrad.nn._activations import (
 __all__ = ["gelu", "log_softmax", "relu", "sigmoid", "silu", "softmax", "softplus", "swish"]
 
 # Layers, attention, losses and initialisers (imported after the activations they use).
-from fgrad.nn import initializers  # noqa: E402
-from fgrad.nn.attention import (  # noqa: E402
+from fgrad.nn import initializers
+from fgrad.nn.attention import (
     MultiHeadAttention,
     TransformerBlock,
     causal_mask,
@@ -31,7 +31,7 @@ from fgrad.nn.attention import (  # noqa: E402
     gelu_tanh,
     padding_mask,
 )
-from fgrad.nn.layers import (  # noqa: E402
+from fgrad.nn.layers import (
     MLP,
     AvgPool2d,
     Conv2d,
@@ -50,13 +50,14 @@ from fgrad.nn.layers import (  # noqa: E402
     max_pool2d,
     rms_norm,
 )
-from fgrad.nn.losses import (  # noqa: E402
+from fgrad.nn.losses import (
     binary_cross_entropy_with_logits,
     mse,
     softmax_cross_entropy,
 )
 
 __all__ += [
+    "MLP",
     "AvgPool2d",
     "Conv2d",
     "Dropout",
@@ -64,7 +65,6 @@ __all__ += [
     "Flatten",
     "LayerNorm",
     "Linear",
-    "MLP",
     "MaxPool2d",
     "MultiHeadAttention",
     "RMSNorm",

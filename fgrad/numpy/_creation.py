@@ -14,8 +14,11 @@ from fgrad.tensor import Tensor, _wrap, asarray
 def array(object: Any, dtype: Any = None, *, device: Any = None, copy: bool = True) -> Tensor:
     """Make a Tensor, copying the data (numpy's ``array``).
 
+    Nested lists that hold Tensors (traced ones too) are stacked with differentiable ops,
+    so ``fnp.array([x[1], -x[0]])`` works inside ``grad`` and ``jit``, as in JAX.
+
     Args:
-        object: Tensor, array, Python scalar or nested lists.
+        object: Tensor, array, Python scalar or nested lists (of scalars or Tensors).
         dtype: optional dtype.
         device: ``"cpu"`` (default) or ``"cuda[:N]"``.
         copy: copy array data (default True).
@@ -30,7 +33,26 @@ def array(object: Any, dtype: Any = None, *, device: Any = None, copy: bool = Tr
         >>> fnp.array([1.0, 2.0], dtype="float32")
         Tensor([1., 2.], dtype=float32)
     """
+    if isinstance(object, (list, tuple)) and _holds_tensor(object):
+        out = _stack_nested(object)
+        return out if dtype is None else out.astype(dtype)
     return asarray(object, dtype=dtype, device=device, copy=copy)
+
+
+def _holds_tensor(seq: Any) -> bool:
+    return any(
+        isinstance(x, Tensor) or (isinstance(x, (list, tuple)) and _holds_tensor(x)) for x in seq
+    )
+
+
+def _stack_nested(seq: Any) -> Tensor:
+    from fgrad.numpy._shape import stack  # a sibling module of this layer
+
+    parts = [
+        _stack_nested(x) if isinstance(x, (list, tuple)) else x if isinstance(x, Tensor) else asarray(x)
+        for x in seq
+    ]
+    return stack(parts)
 
 
 def _make(fn_name: str, *args: Any, dtype: Any = None, device: Any = None) -> Tensor:

@@ -139,10 +139,17 @@ class Graph:
         return GraphCost(flops, _peak_bytes(self), counts)
 
     def evaluate(self, *args: Any) -> Any:
-        """Run the graph eagerly on ``args`` (pytrees like the traced ones)."""
+        """Run the graph op by op on ``args`` (pytrees like the traced ones).
+
+        Ops run through the normal dispatch, so a running transform records them.
+        """
         leaves, in_tree = tree.flatten(args)
         if in_tree != self.in_tree:
             raise ValueError(f"Graph.evaluate: arguments {in_tree} differ from {self.in_tree}")
+        return tree.unflatten(self.out_tree, self.evaluate_flat(leaves))
+
+    def evaluate_flat(self, leaves: list) -> list:
+        """Run the graph on one value per input Var; returns one value per output."""
         env = {id(v): x for v, x in zip(self.invars, leaves)}
 
         def read(v):
@@ -153,7 +160,7 @@ class Graph:
             outs = out if node.op.multiple_results else (out,)
             for v, o in zip(node.outputs, outs):
                 env[id(v)] = o
-        return tree.unflatten(self.out_tree, [read(v) for v in self.outvars])
+        return [read(v) for v in self.outvars]
 
 
 class GraphCost(NamedTuple):

@@ -270,6 +270,18 @@ def _normalize_argnums(argnums: int | Sequence[int], nargs: int, name: str) -> t
     return tuple(n % nargs for n in nums)
 
 
+def partial_args(f: Callable, args: Sequence[Any], nums: Sequence[int], kwargs: dict) -> Callable:
+    """``f`` as a function of the arguments at positions ``nums`` only; the rest are fixed."""
+
+    def f_of_diff_args(*diff_args):
+        full = list(args)
+        for n, a in zip(nums, diff_args):
+            full[n] = a
+        return f(*full, **kwargs)
+
+    return f_of_diff_args
+
+
 def _check_diff_inputs(
     args: Sequence[Any], nums: tuple[int, ...], name: str, holomorphic: bool = False
 ) -> None:
@@ -333,13 +345,7 @@ def value_and_grad(
         if not allow_int or holomorphic:
             _check_diff_inputs([args[n] for n in nums], nums, "grad", holomorphic)
 
-        def f_of_diff_args(*diff_args):
-            full = list(args)
-            for n, a in zip(nums, diff_args):
-                full[n] = a
-            return f(*full, **kwargs)
-
-        res = vjp(f_of_diff_args, *[args[n] for n in nums], has_aux=has_aux)
+        res = vjp(partial_args(f, args, nums, kwargs), *[args[n] for n in nums], has_aux=has_aux)
         out, f_vjp = res[0], res[1]
         if not isinstance(out, Tensor):
             out = asarray(out) if isinstance(out, (int, float, np.ndarray, np.generic)) else out

@@ -21,6 +21,7 @@ from fgrad.transforms.ad import (
     _split_aux,
     grad,
     jvp,
+    partial_args,
     vjp,
 )
 
@@ -41,16 +42,6 @@ def _device(x: Any) -> Any:
         return None
 
 
-def _partial(f, args, nums, kwargs):
-    def f_of_diff(*diff_args):
-        full = list(args)
-        for n, a in zip(nums, diff_args):
-            full[n] = a
-        return f(*full, **kwargs)
-
-    return f_of_diff
-
-
 def _stack_rows(rows: list, lead_shape: tuple, trail_shape: tuple, trailing: bool) -> Any:
     """Stack per-element derivatives into a Jacobian block of shape out.shape + in.shape."""
     if trailing:
@@ -69,7 +60,7 @@ def _setup(f, argnums, args, kwargs, name, allow_int):
     diff_args = tuple(
         tree.map(lambda x: x if isinstance(x, Tensor) else asarray(x), args[n]) for n in nums
     )
-    return nums, diff_args, _partial(f, args, nums, kwargs)
+    return nums, diff_args, partial_args(f, args, nums, kwargs)
 
 
 def jacrev(

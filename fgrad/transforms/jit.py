@@ -275,17 +275,7 @@ def _namespace(leaves: list) -> Any:
 
 
 def _replay(graph: Graph, arrays: list) -> Any:
-    env = {id(v): x for v, x in zip(graph.invars, arrays)}
-
-    def read(v):
-        return env[id(v)] if isinstance(v, Var) else v
-
-    for node in graph.nodes:
-        out = node.op(*[read(v) for v in node.inputs], **node.params)
-        outs = out if node.op.multiple_results else (out,)
-        for v, o in zip(node.outputs, outs):
-            env[id(v)] = o
-    return tree.unflatten(graph.out_tree, [read(v) for v in graph.outvars])
+    return tree.unflatten(graph.out_tree, graph.evaluate_flat(arrays))
 
 
 def _as_output(x: Any) -> Any:

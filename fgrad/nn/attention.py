@@ -202,6 +202,8 @@ class MultiHeadAttention:
         # (batch, seq, 3, heads, d_head) -> (3, batch, heads, seq, d_head)
         qkv = fnp.permute_dims(fnp.reshape(qkv, (batch, seq, 3, h, dh)), (2, 0, 3, 1, 4))
         q, k, v = qkv[0], qkv[1], qkv[2]
+        if mask is not None:
+            _check_mask(tuple(mask.shape), (batch, h, seq, seq))
         if self.causal:
             mask = _and(causal_mask(seq, device=_device(x)), mask)
         out = dot_product_attention(
@@ -209,6 +211,19 @@ class MultiHeadAttention:
         )
         out = fnp.reshape(fnp.permute_dims(out, (0, 2, 1, 3)), (batch, seq, d))
         return Linear(d, d, self.use_bias).apply(_param(params, "out", "MultiHeadAttention"), out)
+
+
+def _check_mask(shape: tuple, scores: tuple) -> None:
+    try:
+        ok = np.broadcast_shapes(shape, scores) == scores
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ShapeError(
+            f"MultiHeadAttention: mask of shape {shape} does not broadcast to the attention "
+            f"scores (batch, n_heads, seq, seq) = {scores}; for a (batch, seq) 'is a real "
+            "token' mask use padding_mask(valid)"
+        )
 
 
 def _device(x: Any) -> Any:

@@ -511,6 +511,8 @@ def test_mha_grads_and_errors():
         nn.MultiHeadAttention(6, 4)
     with pytest.raises(ShapeError, match="batch, seq, d_model"):
         mha.apply(p, fnp.ones((3, 4)))
+    with pytest.raises(ShapeError, match="padding_mask"):
+        mha.apply(p, fnp.ones((2, 3, 4)), mask=fnp.ones((2, 1, 3, 2), dtype=bool))
 
 
 def test_attention_fully_masked_row_is_uniform_not_nan():

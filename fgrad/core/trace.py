@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from fgrad import backend
 from fgrad.errors import ConcretizationError, TracerLeakError
 from fgrad.tensor import ShapeDtype, Tensor
 
@@ -72,8 +73,7 @@ class Tracer(Tensor):
 
     @property
     def device(self):
-        value = self._concrete()
-        return value.device if isinstance(value, Tensor) else super(Tracer, _wrap_dev(value)).device
+        return backend.device_of(concrete_value(self))
 
     def _concrete(self) -> Any:
         """The value one level down; raise ConcretizationError when there is none."""
@@ -115,16 +115,6 @@ class Tracer(Tensor):
         return f"{type(self).__name__}<{self.aval}>"
 
     __str__ = __repr__
-
-
-class _DevProbe(Tensor):
-    __slots__ = ()
-
-
-def _wrap_dev(value):
-    t = object.__new__(_DevProbe)
-    t._data = value
-    return t
 
 
 def concrete_value(x: Any) -> Any:

@@ -237,6 +237,10 @@ def _bind_kernel(op: Op, array: Any) -> Callable:
     return kernel
 
 
+# A new class's ``__doc__`` would shadow Op's property (type() sets it to None): keep it.
+_DOC = Op.__dict__["__doc__"]
+
+
 def _specialise(op: Op) -> None:
     """Give a one- or two-input op without params its fast eager entry points."""
     arity = None if op.multiple_results else _arity(op.kernel)
@@ -250,7 +254,7 @@ def _specialise(op: Op) -> None:
             op._kernels[typ] = np_kernel
     if op._fast:
         call = op._fast["unary" if arity == 1 else "binary"]
-        op.__class__ = type("Op", (Op,), {"__slots__": (), "__call__": staticmethod(call)})
+        op.__class__ = type("Op", (Op,), {"__slots__": (), "__call__": staticmethod(call), "__doc__": _DOC})
 
 
 def _unary_entry(op: Op) -> Callable:

@@ -10,6 +10,20 @@ from fgrad import backend
 from fgrad.ops.elementwise import full_like as _full_like
 from fgrad.tensor import Tensor, _wrap, asarray
 
+__all__ = [
+    "array",
+    "asarray",
+    "zeros",
+    "ones",
+    "full",
+    "arange",
+    "linspace",
+    "eye",
+    "full_like",
+    "zeros_like",
+    "ones_like",
+]
+
 
 def array(object: Any, dtype: Any = None, *, device: Any = None, copy: bool = True) -> Tensor:
     """Make a Tensor, copying the data (numpy's ``array``).

@@ -1,0 +1,51 @@
+"""Every public function and class has a docstring with an example (run as a doctest)."""
+
+import inspect
+
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import io, nn, optim, random, test_util, tree
+from fgrad.numpy import linalg
+
+MODULES = {
+    "fgrad": fgrad,
+    "fgrad.numpy": fnp,
+    "fgrad.numpy.linalg": linalg,
+    "fgrad.nn": nn,
+    "fgrad.optim": optim,
+    "fgrad.random": random,
+    "fgrad.io": io,
+    "fgrad.tree": tree,
+    "fgrad.test_util": test_util,
+}
+# Constants, dtypes, modules and exceptions are not functions to document this way.
+SKIP_TYPES = (type(fgrad), int, float, str, bool)
+
+
+def _public(module):
+    names = getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")]
+    for name in sorted(names):
+        obj = getattr(module, name, None)
+        if obj is None or isinstance(obj, SKIP_TYPES):
+            continue
+        if inspect.isclass(obj) and issubclass(obj, BaseException):
+            continue
+        if getattr(obj, "__module__", "").startswith(("numpy", "typing", "collections")):
+            continue  # dtype aliases re-exported from numpy; type aliases
+        if callable(obj):
+            yield name, obj
+
+
+@pytest.mark.parametrize("modname", sorted(MODULES))
+def test_public_callables_have_examples(modname):
+    missing = []
+    for name, obj in _public(MODULES[modname]):
+        doc = inspect.getdoc(obj) or ""
+        if inspect.isclass(obj):
+            if not doc:  # classes: a docstring; their methods carry the examples
+                missing.append(name)
+        elif "Example" not in doc and ">>>" not in doc:
+            missing.append(name)
+    assert not missing, f"{modname}: no docstring example for {missing}"

@@ -73,7 +73,10 @@ class Tracer(Tensor):
 
     @property
     def device(self):
-        return backend.device_of(concrete_value(self))
+        # One level down at a time: an abstract tracer below (jit's GraphTracer) knows its
+        # device without a concrete value.
+        value = self._concrete()
+        return value.device if isinstance(value, Tensor) else backend.device_of(value)
 
     def _concrete(self) -> Any:
         """The value one level down; raise ConcretizationError when there is none."""

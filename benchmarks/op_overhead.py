@@ -16,6 +16,7 @@ Usage:
     python benchmarks/op_overhead.py            # full run, about a minute
     python benchmarks/op_overhead.py --quick    # fewer repeats, for a smoke test
     python benchmarks/op_overhead.py --sizes 16 --ops add exp
+    python benchmarks/op_overhead.py --cpu-time # steadier while other jobs run
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import math
 import os
 import platform
 import sys
+import time
 import timeit
 from collections.abc import Callable
 
@@ -215,17 +217,30 @@ def _peers():
 # ------------------------------------------------------------------------ timing
 
 
-def best_time(fn: Callable, args: tuple, min_seconds: float, repeat: int) -> float:
-    """Seconds per call: calls batched to last ``min_seconds``, best of ``repeat`` batches."""
-    timer = timeit.Timer(lambda: fn(*args))
-    number, elapsed = 1, 0.0
-    while True:  # timeit's autorange, with our own target duration
-        elapsed = timer.timeit(number)
-        if elapsed >= min_seconds:
-            break
-        number = max(number * 2, int(number * min_seconds / max(elapsed, 1e-9) * 1.2))
-    times = [elapsed] + timer.repeat(repeat=repeat - 1, number=number)
-    return min(times) / number
+def best_times(
+    calls: list[tuple[Callable, tuple]], min_seconds: float, repeat: int, clock=time.perf_counter
+) -> list:
+    """Seconds per call of each ``(fn, args)``, best of ``repeat`` batches.
+
+    Each batch lasts about ``min_seconds``; the functions take turns batch by batch, so a
+    burst of load from other processes hits all of them alike and the ratios stay fair.
+    """
+    timers, numbers = [], []
+    for fn, args in calls:
+        timer = timeit.Timer(lambda fn=fn, args=args: fn(*args), timer=clock)
+        number = 1
+        while True:  # timeit's autorange, with our own target duration
+            elapsed = timer.timeit(number)
+            if elapsed >= min_seconds:
+                break
+            number = max(number * 2, int(number * min_seconds / max(elapsed, 1e-9) * 1.2))
+        timers.append(timer)
+        numbers.append(number)
+    best = [float("inf")] * len(calls)
+    for _ in range(repeat):
+        for i, (timer, number) in enumerate(zip(timers, numbers)):
+            best[i] = min(best[i], timer.timeit(number) / number)
+    return best
 
 
 def machine_info() -> list[str]:
@@ -256,12 +271,20 @@ def main(argv=None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[16, 1_000_000])
     parser.add_argument("--ops", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--modes", nargs="+", default=["eager", "grad"], choices=["eager", "grad"])
+    parser.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="time with process CPU time instead of wall time: steadier on a busy machine, "
+        "but it adds up the time of all BLAS threads",
+    )
     args = parser.parse_args(argv)
-    min_seconds, repeat = (0.02, 3) if args.quick else (0.1, 7)
+    min_seconds, repeat = (0.01, 3) if args.quick else (0.05, 9)
 
     peers = _peers()
     print("\n".join(machine_info()))
-    print(f"float32 inputs; times in us per call (best of {repeat}); ratio = fgrad / numpy")
+    clock = time.process_time if args.cpu_time else time.perf_counter
+    kind = "CPU" if args.cpu_time else "wall"
+    print(f"float32 inputs; {kind} time in us per call (best of {repeat}); ratio = fgrad / numpy")
     header = f"{'op':9s} {'n':>9s} {'mode':5s} {'numpy':>10s} {'fgrad':>10s} {'ratio':>6s}"
     for name in peers:
         header += f" {name:>10s} {'ratio':>6s}"
@@ -281,13 +304,14 @@ def main(argv=None) -> None:
                 else:
                     np_fn, np_args = numpy_grad(case), (a, b)
                     fg_fn, fg_args = fgrad_grad(case), (x, y)
-                t_np = best_time(np_fn, np_args, min_seconds, repeat)
-                t_fg = best_time(fg_fn, fg_args, min_seconds, repeat)
-                row = f"{name:9s} {size!s:>9s} {mode:5s} {t_np * 1e6:10.2f} {t_fg * 1e6:10.2f}"
-                row += f" {t_fg / t_np:6.2f}"
+                calls = [(np_fn, np_args), (fg_fn, fg_args)]
                 for eager, grad_of, convert in peers.values():
                     fn = eager(name) if mode == "eager" else grad_of(name)
-                    t_peer = best_time(fn, (convert(a), convert(b)), min_seconds, repeat)
+                    calls.append((fn, (convert(a), convert(b))))
+                t_np, t_fg, *t_peers = best_times(calls, min_seconds, repeat, clock)
+                row = f"{name:9s} {size!s:>9s} {mode:5s} {t_np * 1e6:10.2f} {t_fg * 1e6:10.2f}"
+                row += f" {t_fg / t_np:6.2f}"
+                for t_peer in t_peers:
                     row += f" {t_peer * 1e6:10.2f} {t_peer / t_np:6.2f}"
                 print(row, flush=True)
 

@@ -88,8 +88,8 @@ def _entry(fn, kind: str):
     ``fn(x, *a)``; either way ``x + y`` costs no extra Python frame (DESIGN.md, hot path).
     """
     fast = getattr(fn, "_fast", None)
-    if fast and kind in fast:
-        return fast[kind]
+    if fast:
+        return fast.get("unary" if kind == "method" else kind)
     if kind != "reflected" and isinstance(fn, FunctionType):
         return fn
     return None

@@ -177,15 +177,18 @@ def asarray_on(value: Any, device: Device, dtype: Any = None, copy: bool | None 
         copy = True
     xp = _XP_BY_TYPE.get(type(value))
     if device.platform == "cpu":
-        if xp is np or (xp is None and not hasattr(value, "__array_namespace__")):
-            return np.array(value, dtype=dtype, copy=copy)
-        if copy is False and device_of(value) != device:
-            raise ValueError(f"moving an array from {device_of(value)} to cpu needs a copy")
-        moved = to_device(value, device)
-        fresh = moved is not value
-        if dtype is not None and moved.dtype != dtype:
-            return namespace_of(moved).astype(moved, dtype)
-        return moved if (fresh or not copy) else namespace_of(moved).asarray(moved, copy=True)
+        if xp is not np and (xp is not None or hasattr(value, "__array_namespace__")):
+            # An array of another namespace: cupy copies to the host; a CPU namespace
+            # (array_api_strict, ...) lends its buffer through DLPack, copied below.
+            if copy is False and device_of(value) != device:
+                raise ValueError(f"moving an array from {device_of(value)} to cpu needs a copy")
+            host = to_device(value, device)
+            if not isinstance(host, (np.ndarray, np.generic)):
+                host = np.from_dlpack(host)
+            elif host is not value:
+                copy = None  # already a fresh host copy: copy again only to change dtype
+            value = host
+        return np.array(value, dtype=dtype, copy=copy)
     import cupy
 
     with cupy.cuda.Device(device.id):

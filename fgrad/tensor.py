@@ -242,12 +242,12 @@ def asarray(value: Any, dtype: Any = None, *, device: Any = None, copy: bool | N
     target = backend.get_device(device) if device is not None else None
     if isinstance(value, str) or (isinstance(value, np.ndarray) and value.dtype.kind in "OUSV"):
         raise TypeError(f"asarray: cannot make a numeric Tensor from {type(value).__name__}")
-    if target is None:
+    if target is None:  # stay where an array already is (cupy, Array API arrays)
         xp = backend._XP_BY_TYPE.get(type(value))
-        if xp is None and hasattr(value, "__array_namespace__"):
-            target = backend.device_of(value)
-        else:
+        if xp is np or (xp is None and not hasattr(value, "__array_namespace__")):
             target = backend.CPU
+        else:
+            target = backend.device_of(value)
     data = backend.asarray_on(value, target, dtype=dtype, copy=copy)
     if data.dtype.kind in "OUSV":
         raise TypeError(f"asarray: cannot make a numeric Tensor from {value!r}")

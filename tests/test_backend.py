@@ -66,6 +66,21 @@ def test_namespace_of():
         backend.namespace_of([1.0])
 
 
+def test_asarray_of_another_array_api_namespace_gives_a_numpy_copy():
+    xps = pytest.importorskip("array_api_strict")
+    a = xps.asarray([1.0, 2.0])
+    x = fgrad.asarray(a)
+    assert type(x._data) is np.ndarray and x.device == CPU and x.dtype == np.float64
+    assert_array_equal(np.asarray(fnp.exp(x)), np.exp([1.0, 2.0]))
+    assert fgrad.asarray(a, dtype="float32").dtype == np.float32
+
+
+def test_asarray_copy_false_shares_a_numpy_buffer():
+    a = np.ones(3)
+    assert np.shares_memory(fgrad.asarray(a, copy=False)._data, a)
+    assert not np.shares_memory(fgrad.asarray(a)._data, a)
+
+
 # ------------------------------------------------------------------------ device_put
 
 
@@ -188,6 +203,9 @@ def test_cuda_tensors_and_transfers():
     again = fgrad.device_put(back, "cuda")
     assert again.device == Device("cuda", 0)
     assert fgrad.device_put(again, "cuda") is again
+    raw = cupy.arange(3.0)
+    fnp.exp(fgrad.asarray(raw))  # registers cupy's array type with the backend
+    assert fgrad.asarray(raw).device == Device("cuda", 0)  # stays on its GPU
 
 
 @needs_gpu

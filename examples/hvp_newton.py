@@ -25,6 +25,7 @@ stopping at negative curvature), then a backtracking Armijo line search starting
 full Newton step. The baseline is plain gradient descent with the constant step ``1 / L``,
 where ``L = ||X^T X|| / (2 n) + l2`` bounds the Hessian's largest eigenvalue (each
 example's softmax Hessian ``diag(p) - p p^T`` has norm at most 1/2), so every step descends.
+(A larger constant step, ``--lr``, can be faster early on but is not guaranteed to descend.)
 
 Prints the loss, gradient norm and test accuracy per iteration of both methods and how many
 function, gradient and Hessian-vector-product evaluations each used.

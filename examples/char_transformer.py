@@ -222,7 +222,7 @@ def train(
     n_heads: int = 4,
     seq_len: int = 64,
     batch_size: int = 32,
-    lr: float = 3e-3,
+    lr: float = 6e-3,
     warmup: int = 100,
     weight_decay: float = 0.01,
     clip: float = 1.0,
@@ -390,7 +390,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--n-heads", type=int, default=4, help="attention heads per block")
     parser.add_argument("--seq-len", type=int, default=64, help="context length in characters")
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
+    parser.add_argument("--lr", type=float, default=6e-3, help="peak learning rate")
     parser.add_argument("--warmup", type=int, default=100, help="linear warm-up steps")
     parser.add_argument("--n-chars", type=int, default=1_000_000, help="corpus size in characters")
     parser.add_argument("--eval-batches", type=int, default=8, help="batches per evaluation")

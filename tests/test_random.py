@@ -4,6 +4,7 @@ Statistical checks use fixed keys, so they are deterministic (never flaky); each
 is several standard errors wide and says where its expected value comes from.
 """
 
+import hashlib
 import math
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import fgrad
 import fgrad.numpy as fnp
 from fgrad import random
 from fgrad.errors import DTypeError, ShapeError
+from fgrad.ops.random import threefry2x32
 from fgrad.tensor import _wrap
 
 
@@ -42,7 +44,7 @@ THREEFRY_KAT = [
 @pytest.mark.parametrize("key_words, counter, expected", THREEFRY_KAT)
 def test_threefry2x32_20_known_answers(key_words, counter, expected):
     u = [np.array([w], dtype=np.uint32) for w in (*key_words, *counter)]
-    y0, y1 = random._threefry2x32(np, *u)
+    y0, y1 = threefry2x32(np, *u)
     assert (int(y0[0]), int(y1[0])) == expected
 
 
@@ -50,9 +52,9 @@ def test_threefry_vectorised_matches_one_at_a_time():
     k = [np.array([w], dtype=np.uint32) for w in (0x13198A2E, 0x03707344)]
     x0 = np.array([c[1][0] for c in THREEFRY_KAT], dtype=np.uint32)
     x1 = np.array([c[1][1] for c in THREEFRY_KAT], dtype=np.uint32)
-    y0, y1 = random._threefry2x32(np, *k, x0, x1)
+    y0, y1 = threefry2x32(np, *k, x0, x1)
     for i in range(3):
-        one = random._threefry2x32(np, *k, x0[i : i + 1], x1[i : i + 1])
+        one = threefry2x32(np, *k, x0[i : i + 1], x1[i : i + 1])
         assert (int(one[0][0]), int(one[1][0])) == (int(y0[i]), int(y1[i]))
 
 
@@ -151,6 +153,56 @@ def _fingerprint(seed):
 def test_same_key_same_numbers_across_calls():
     assert _fingerprint(1234) == _fingerprint(1234)
     assert _fingerprint(1234) != _fingerprint(1235)
+
+
+# Digests (sha256 of the bytes, first 16 hex digits) of draws from key(2024), taken from the
+# eager implementation before the samplers became registry ops: moving them (and running
+# them under jit) must not change a bit. Samplers without transcendental functions only, so
+# that the digests do not depend on the platform's libm.
+PINNED = {
+    "split": (lambda k: random.split(k, (2, 3)), "5a060eb1479ac24b"),
+    "fold_in": (lambda k: random.fold_in(k, -3), "46b643e86cd5200d"),
+    "bits": (lambda k: random.bits(k, (5,), np.uint16), "c5a802e34284d98d"),
+    "bits64": (lambda k: random.bits(k, (3,), np.uint64), "162da07645c82cc6"),
+    "uniform": (lambda k: random.uniform(k, (7,), "float32", -1.0, 2.0), "215cbdc63ba92ef2"),
+    "bernoulli": (lambda k: random.bernoulli(k, np.array([0.2, 0.7]), (3, 2)), "7b9453f4b6c2ef93"),
+    "randint": (lambda k: random.randint(k, (9,), -(2**62) - 1, 2**62 + 1), "bcaa6840dc0bdace"),
+    "permutation": (
+        lambda k: random.permutation(k, np.arange(12).reshape(3, 4), axis=1, independent=True),
+        "5c0f99d81a93e3c8",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_pinned_numbers(name):
+    draw, digest = PINNED[name]
+    assert hashlib.sha256(a(draw(random.key(2024))).tobytes()).hexdigest()[:16] == digest
+
+
+def test_pinned_transcendental_samplers():
+    # Same source as PINNED, compared to rounding (libm may differ in the last bit).
+    k = random.key(2024)
+    np.testing.assert_allclose(
+        a(random.normal(k, (3,), np.complex128)),
+        [
+            -0.4317645757869435 - 0.3166888506003157j,
+            -0.6849040675864398 - 0.01765195756153901j,
+            -0.7925461301450988 - 0.311002048091587j,
+        ],
+        rtol=1e-13,
+    )
+    lo, hi = np.array([-1.0, 2.0, -np.inf]), np.array([0.5, np.inf, -3.0])
+    np.testing.assert_allclose(
+        a(random.truncated_normal(k, lo, hi, (2, 3))),
+        [
+            [-0.28659756501644007, 2.1843867903056045, -3.067267966004371],
+            [-0.24583195913117817, 2.1788132459687257, -3.434094185976554],
+        ],
+        rtol=1e-13,
+    )
+    logits = np.array([[0.0, 1.0], [2.0, -1.0], [0.5, 0.5]])
+    assert a(random.categorical(k, logits, axis=0)).tolist() == [1, 1]
 
 
 def test_same_key_same_numbers_across_processes():

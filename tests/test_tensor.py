@@ -213,6 +213,26 @@ def test_unknown_inputs_raise_type_errors_naming_the_op():
         fnp.add(fgrad.asarray(1.0), object())
 
 
+def test_operators_defer_to_unknown_operand_types():
+    # As JAX's operators: NotImplemented, so Python tries the other operand, then falls back
+    # to identity for == and raises its usual TypeError for arithmetic.
+    x = fgrad.asarray([1.0, 2.0])
+    assert (x == None) is False  # noqa: E711
+    assert (x != "auto") is True
+    assert x not in [None, "auto"]
+    with pytest.raises(TypeError, match="unsupported operand"):
+        x + "a"
+    with pytest.raises(TypeError, match="unsupported operand"):
+        object() * x
+
+    class Scale:  # a user type that knows how to multiply Tensors
+        def __rmul__(self, other):
+            return "Scale.__rmul__"
+
+    assert x * Scale() == "Scale.__rmul__"
+    assert isinstance(x == x, Tensor)
+
+
 def test_fast_path_does_not_accept_numpy_keywords():
     # Calling the numpy ufunc directly must not let ``out=`` write into user arrays.
     out = np.zeros(2)

@@ -247,7 +247,11 @@ def _specialise(op: Op) -> None:
     if arity == 1:
         op._fast = {"unary": _unary_entry(op)}
     elif arity == 2:
-        op._fast = {"binary": _binary_entry(op), "reflected": _reflected_entry(op)}
+        op._fast = {
+            "binary": _binary_entry(op, Op.__call__),
+            "operator": _binary_entry(op, _defer),
+            "reflected": _reflected_entry(op),
+        }
     np_kernel = _bind_kernel(op, np.empty(0))
     for typ, xp in list(_XP_BY_TYPE.items()):
         if xp is np:
@@ -279,8 +283,24 @@ def _unary_entry(op: Op) -> Callable:
     return unary
 
 
-def _binary_entry(op: Op) -> Callable:
-    general = Op.__call__
+def _defer(op: Op, x: Any, y: Any) -> Any:
+    """The general path for Tensor's operators, which return NotImplemented for operands
+    fgrad does not compute with, so Python tries the other operand's method and
+    ``x == None`` is False rather than an error (as JAX's operators do)."""
+    for a in (x, y):
+        t = type(a)
+        if not (
+            isinstance(a, Tensor)
+            or t in _SCALARS
+            or t in _XP_BY_TYPE
+            or hasattr(a, "__array_namespace__")
+        ):
+            return NotImplemented
+    return Op.__call__(op, x, y)
+
+
+def _binary_entry(op: Op, general: Callable) -> Callable:
+    """``op(x, y)``; ``general`` handles inputs other than Tensors and Python scalars."""
     get = op._kernels.get
 
     def binary(x, y):
@@ -315,7 +335,6 @@ def _binary_entry(op: Op) -> Callable:
 
 def _reflected_entry(op: Op) -> Callable:
     """``op(y, x)`` for ``Tensor.__radd__(x, y)``: ``y`` is usually a Python scalar."""
-    general = Op.__call__
     get = op._kernels.get
 
     def reflected(x, y):
@@ -330,7 +349,7 @@ def _reflected_entry(op: Op) -> Callable:
                 t = _new(Tensor)
                 t._data = out
                 return t
-        return general(op, y, x)
+        return _defer(op, y, x)
 
     reflected.__name__ = reflected.__qualname__ = f"{op.name}_reflected"
     return reflected

@@ -127,7 +127,7 @@ def _method(fn):
 def install(ns: ModuleType) -> None:
     """Set Tensor's operators and methods to the functions of namespace ``ns``."""
     tables = (
-        (_BINARY, _binary, "binary"),
+        (_BINARY, _binary, "operator"),
         (_REFLECTED, _reflected, "reflected"),
         (_UNARY, _unary, "unary"),
     )

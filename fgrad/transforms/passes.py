@@ -6,11 +6,65 @@ Every pass keeps the graph's inputs, outputs and results; tests in
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from fgrad.core.graph import Graph, Node, Var
+import numpy as np
 
-__all__ = ["dce", "cse", "simplify", "optimize"]
+from fgrad.core.graph import Graph, Node, Var
+from fgrad.tensor import ShapeDtype, Tensor, _wrap
+
+__all__ = ["concat_scatters", "cse", "dce", "fold_constants", "optimize", "simplify"]
+
+# Elementwise ops whose inputs broadcast against each other (numpy rules).
+_BROADCASTING = frozenset(
+    {
+        "add",
+        "subtract",
+        "multiply",
+        "divide",
+        "maximum",
+        "minimum",
+        "pow",
+        "where",
+        "hypot",
+        "logaddexp",
+        "remainder",
+        "floor_divide",
+        "atan2",
+        "copysign",
+        "nextafter",
+        "less",
+        "less_equal",
+        "greater",
+        "greater_equal",
+        "equal",
+        "not_equal",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+    }
+)
+# Ops whose result is the same, bit for bit, with their two inputs swapped (IEEE addition
+# and multiplication commute; maximum/minimum do not for signed zeros and NaN payloads).
+_COMMUTATIVE = frozenset(
+    {
+        "add",
+        "multiply",
+        "equal",
+        "not_equal",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+    }
+)
+_SCALAR_TYPES = (bool, int, float, complex)
 
 
 def _rebuild(graph: Graph, nodes: list[Node], outvars: list[Any]) -> Graph:
@@ -43,14 +97,21 @@ def _const_key(x: Any) -> Any:
 
 
 def cse(graph: Graph) -> Graph:
-    """Common-subexpression elimination: one node for each (op, inputs, params)."""
+    """Common-subexpression elimination: one node for each (op, inputs, params).
+
+    The inputs of commutative ops (``add``, ``multiply``, comparisons for equality, logical
+    and bitwise ops) count in either order: ``x * y`` and ``y * x`` are one node.
+    """
     env: dict[int, Var] = {}
     seen: dict[Any, Node] = {}
     nodes = []
     for node in graph.nodes:
         inputs = [_sub(v, env) for v in node.inputs]
         try:
-            key = (node.op.name, tuple(_const_key(v) for v in inputs), tuple(sorted(node.params.items())))
+            in_keys = tuple(_const_key(v) for v in inputs)
+            if node.op.name in _COMMUTATIVE and len(in_keys) == 2:
+                in_keys = tuple(sorted(in_keys, key=repr))
+            key = (node.op.name, in_keys, tuple(sorted(node.params.items())))
             hash(key)
         except TypeError:  # unhashable params: keep the node as it is
             key = None
@@ -67,34 +128,61 @@ def cse(graph: Graph) -> Graph:
 
 
 def simplify(graph: Graph) -> Graph:
-    """Algebraic simplification of shape plumbing, common in backward graphs.
+    """Algebraic simplification, mostly of the plumbing that backward graphs are full of.
 
-    Fuses ``permute_dims`` of ``permute_dims`` and ``reshape`` of ``reshape`` into one node,
-    then removes ``reshape``/``broadcast_to`` to the same shape, ``astype`` to the same
-    dtype and ``permute_dims`` by the identity.
+    * ``permute_dims`` of ``permute_dims`` and ``reshape`` of ``reshape`` become one node
+      (the latter when the inner reshape has no other reader); two reshapes of one value
+      become a reshape of the other (a reshape of a non-contiguous array copies);
+    * ``reshape``/``broadcast_to`` to the same shape, ``astype`` to the same dtype and
+      ``permute_dims`` by the identity are dropped;
+    * ``x * 1``, ``1 * x``, ``x / 1``, ``x - 0`` and ``x + (-0.0)`` (constants of any
+      shape whose every element is that value) are dropped when the result has ``x``'s
+      shape and dtype: each is exact in IEEE arithmetic, NaN, infinities and signed zeros
+      included. (``x + 0`` is not: it turns ``-0.0`` into ``+0.0``.)
+    * an input of a broadcasting elementwise op that is ``broadcast_to(y)`` reads ``y``
+      itself when numpy's broadcasting gives the same output shape: the op broadcasts
+      anyway, and the broadcast node usually dies.
     """
     env: dict[int, Any] = {}
     producer: dict[int, Node] = {}
+    readers: dict[int, int] = {}
+    for node in graph.nodes:
+        for v in node.inputs:
+            if isinstance(v, Var):
+                readers[id(v)] = readers.get(id(v), 0) + 1
+    for v in graph.outvars:
+        if isinstance(v, Var):
+            readers[id(v)] = readers.get(id(v), 0) + 1
+    reshaped: dict[int, Var] = {}  # input -> the first reshape of it
     nodes = []
     for node in graph.nodes:
-        node = Node(node.op, [_sub(v, env) for v in node.inputs], node.params, node.outputs, node.source)
-        node = _fuse(node, producer)
-        if _is_identity(node):
-            env[id(node.outputs[0])] = node.inputs[0]
+        node = Node(
+            node.op, [_sub(v, env) for v in node.inputs], node.params, node.outputs, node.source
+        )
+        fused = _fuse(node, producer, readers)
+        node = _share_reshape(node, reshaped) if fused is node else fused
+        node = _skip_broadcasts(node, producer)
+        same = _identity_input(node)
+        if same is not None:
+            env[id(node.outputs[0])] = same
             continue
         for v in node.outputs:
             producer[id(v)] = node
+        if node.op.name == "reshape" and isinstance(node.inputs[0], Var):
+            reshaped.setdefault(id(node.inputs[0]), node.outputs[0])
         nodes.append(node)
     return dce(_rebuild(graph, nodes, [_sub(v, env) for v in graph.outvars]))
 
 
-def _fuse(node: Node, producer: dict) -> Node:
+def _fuse(node: Node, producer: dict, readers: dict) -> Node:
     name = node.op.name
     if name not in ("permute_dims", "reshape") or len(node.inputs) != 1:
         return node
     prev = producer.get(id(node.inputs[0]))
     if prev is None or prev.op.name != name:
         return node
+    if name == "reshape" and readers.get(id(node.inputs[0]), 0) > 1:
+        return node  # the inner reshape stays (it may copy): read it rather than copy twice
     params = node.params
     if name == "permute_dims":
         inner, outer = prev.params["axes"], node.params["axes"]
@@ -102,19 +190,219 @@ def _fuse(node: Node, producer: dict) -> Node:
     return Node(node.op, [prev.inputs[0]], params, node.outputs, node.source)
 
 
-def _is_identity(node: Node) -> bool:
-    if len(node.inputs) != 1 or not isinstance(node.inputs[0], Var):
+def _share_reshape(node: Node, reshaped: dict) -> Node:
+    """A second reshape of the same value reads the first reshape's result: reshaping a
+    non-contiguous array copies it, and the copy can then be reshaped for free."""
+    if node.op.name != "reshape" or len(node.inputs) != 1 or not isinstance(node.inputs[0], Var):
+        return node
+    first = reshaped.get(id(node.inputs[0]))
+    if first is None:
+        return node
+    return Node(node.op, [first], node.params, node.outputs, node.source)
+
+
+def _skip_broadcasts(node: Node, producer: dict) -> Node:
+    if node.op.name not in _BROADCASTING or node.op.multiple_results:
+        return node
+    inputs = list(node.inputs)
+    changed = False
+    for i, v in enumerate(inputs):
+        prev = producer.get(id(v)) if isinstance(v, Var) else None
+        if prev is None or prev.op.name != "broadcast_to" or len(prev.inputs) != 1:
+            continue
+        trial = inputs[:i] + [prev.inputs[0]] + inputs[i + 1 :]
+        try:
+            shape = np.broadcast_shapes(*(_shape(x) for x in trial))
+        except ValueError:
+            continue
+        if shape == tuple(node.outputs[0].aval.shape):
+            inputs, changed = trial, True
+    return Node(node.op, inputs, node.params, node.outputs, node.source) if changed else node
+
+
+def _shape(x: Any) -> tuple:
+    if isinstance(x, Var):
+        return tuple(x.aval.shape)
+    return tuple(getattr(x, "shape", ()))
+
+
+def _const_data(x: Any) -> Any:
+    """The array or scalar of a constant graph input (None for a Var)."""
+    if isinstance(x, Var):
+        return None
+    return x._data if isinstance(x, Tensor) else x
+
+
+def _all_equal(x: Any, value: float, negative_zero: bool = False) -> bool:
+    """``x`` is a real constant whose every element equals ``value``; for a zero, also of
+    the given sign (an integer zero counts as ``+0.0``)."""
+    data = _const_data(x)
+    if data is None:
         return False
-    name, x, out = node.op.name, node.inputs[0], node.outputs[0]
-    if name in ("reshape", "broadcast_to", "astype"):
-        return x.aval == out.aval
-    if name == "permute_dims":
-        axes = tuple(node.params["axes"])
-        return axes == tuple(range(len(axes)))
-    return False
+    arr = np.asarray(data)
+    if arr.dtype.kind not in "biuf" or arr.size == 0:
+        return False
+    # A broadcast constant (zero strides) is checked on one copy of its values.
+    core = arr[tuple(0 if st == 0 else slice(None) for st in arr.strides)]
+    if not np.all(core == value):
+        return False
+    if value == 0:
+        signs = np.signbit(core) if arr.dtype.kind == "f" else np.zeros(1, bool)
+        return bool(np.all(signs == negative_zero))
+    return True
+
+
+def _identity_input(node: Node) -> Any:
+    """The input ``node`` passes through unchanged, or None."""
+    name, out = node.op.name, node.outputs[0]
+    if node.op.multiple_results:
+        return None
+    if len(node.inputs) == 1 and isinstance(node.inputs[0], Var):
+        x = node.inputs[0]
+        if name in ("reshape", "broadcast_to", "astype") and x.aval == out.aval:
+            return x
+        if name == "permute_dims" and tuple(node.params["axes"]) == tuple(
+            range(len(node.params["axes"]))
+        ):
+            return x
+        return None
+    if len(node.inputs) != 2 or node.params:
+        return None
+    a, b = node.inputs
+    candidates = []
+    if name == "multiply":
+        candidates = [(a, b, 1.0, False), (b, a, 1.0, False)]
+    elif name == "divide":
+        candidates = [(a, b, 1.0, False)]
+    elif name == "subtract":
+        candidates = [(a, b, 0.0, False)]
+    elif name == "add":
+        candidates = [(a, b, 0.0, True), (b, a, 0.0, True)]
+    for x, c, value, neg in candidates:
+        if isinstance(x, Var) and x.aval == out.aval and _all_equal(c, value, neg):
+            return x
+    return None
+
+
+# ------------------------------------------------------------------------ constant folding
+
+_FOLD_LIMIT = 1 << 16  # elements: larger results stay nodes (memory held by the graph)
+_VIEW_OPS = frozenset({"reshape", "broadcast_to", "permute_dims", "expand_dims", "squeeze"})
+
+
+def fold_constants(graph: Graph) -> Graph:
+    """Evaluate nodes whose inputs are all constants, once, at compile time.
+
+    ``full_like`` of a traced value depends only on its shape and dtype, so it counts as a
+    constant too: it becomes a read-only broadcast of one scalar (no memory). Results of
+    more than 65,536 elements stay nodes, unless the op returns a view (reshape,
+    broadcast_to ...) of a constant that is already held. Nodes that give the graph's
+    outputs are kept, so that every call returns fresh arrays.
+    """
+    env: dict[int, Any] = {}
+    outputs = {id(v) for v in graph.outvars if isinstance(v, Var)}
+    nodes = []
+    for node in graph.nodes:
+        inputs = [_sub(v, env) for v in node.inputs]
+        node = Node(node.op, inputs, node.params, node.outputs, node.source)
+        folded = None
+        if not node.op.multiple_results and id(node.outputs[0]) not in outputs:
+            folded = _fold(node)
+        if folded is not None:
+            env[id(node.outputs[0])] = folded
+            continue
+        nodes.append(node)
+    return _rebuild(graph, nodes, [_sub(v, env) for v in graph.outvars])
+
+
+def _fold(node: Node) -> Any:
+    out = node.outputs[0].aval
+    name = node.op.name
+    if name == "full_like" and isinstance(out, ShapeDtype):
+        fill = np.asarray(node.params["fill_value"], dtype=out.dtype)
+        view = np.broadcast_to(fill, out.shape)
+        return _wrap(view)
+    if any(isinstance(v, Var) for v in node.inputs):
+        return None
+    size = math.prod(out.shape)
+    if size > _FOLD_LIMIT and name not in _VIEW_OPS:
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            result = node.op.eval_arrays(*[_const_data(v) for v in node.inputs], **node.params)
+    except Exception:  # noqa: BLE001  (leave the node to run, and raise, as it would have)
+        return None
+    if not hasattr(result, "shape") or tuple(result.shape) != tuple(out.shape):
+        return None
+    if np.dtype(result.dtype) != np.dtype(out.dtype):
+        return None
+    return _wrap(result)
+
+
+# ------------------------------------------------------------------------ scatters
+
+
+def concat_scatters(graph: Graph) -> Graph:
+    """A sum of ``scatter_set`` into zeros at distinct leading indices, covering every
+    index, becomes one ``concatenate`` (of each piece reshaped to ``(1, ...)``).
+
+    This is the backward pass of unpacking an array along its first axis (``q, k, v =
+    qkv[0], qkv[1], qkv[2]``): instead of a zero array, a copy per piece and a sum per
+    pair, one pass writes the result. Exact up to the sign of zero (``-0.0 + 0`` is
+    ``+0.0``, and a concatenation keeps ``-0.0``).
+    """
+    from fgrad import ops
+
+    pieces: dict[int, tuple] = {}  # var -> (aval, {index: value})
+    env: dict[int, Any] = {}
+    nodes = []
+    for node in graph.nodes:
+        node = Node(
+            node.op, [_sub(v, env) for v in node.inputs], node.params, node.outputs, node.source
+        )
+        nodes.append(node)
+        name, out = node.op.name, node.outputs[0]
+        if name == "scatter_set" and len(node.inputs) == 2 and _all_equal(node.inputs[0], 0.0):
+            index = node.params.get("index")
+            v = node.inputs[1]
+            if (
+                isinstance(index, tuple)
+                and len(index) == 1
+                and type(index[0]) is int
+                and 0 <= index[0] < (out.aval.shape or (0,))[0]
+                and isinstance(v, Var)
+                and v.aval == ShapeDtype(tuple(out.aval.shape[1:]), out.aval.dtype)
+            ):
+                pieces[id(out)] = (out.aval, {index[0]: v})
+        elif name == "add" and len(node.inputs) == 2:
+            a, b = (pieces.get(id(x)) if isinstance(x, Var) else None for x in node.inputs)
+            if a and b and a[0] == b[0] == out.aval and not (a[1].keys() & b[1].keys()):
+                merged = {**a[1], **b[1]}
+                pieces[id(out)] = (out.aval, merged)
+                if len(merged) == out.aval.shape[0]:
+                    nodes.pop()
+                    rows = []
+                    for i in range(out.aval.shape[0]):
+                        v = merged[i]
+                        row = Var(ShapeDtype((1, *v.aval.shape), v.aval.dtype))
+                        nodes.append(
+                            Node(
+                                ops.REGISTRY["reshape"],
+                                [v],
+                                {"shape": row.aval.shape},
+                                [row],
+                                node.source,
+                            )
+                        )
+                        rows.append(row)
+                    nodes.append(
+                        Node(ops.REGISTRY["concatenate"], rows, {"axis": 0}, [out], node.source)
+                    )
+    return dce(_rebuild(graph, nodes, [_sub(v, env) for v in graph.outvars]))
 
 
 def optimize(graph: Graph) -> Graph:
     """The passes ``jit`` runs, in order."""
-    return dce(cse(simplify(graph)))
-
+    graph = fold_constants(simplify(graph))
+    graph = concat_scatters(simplify(graph))
+    return dce(cse(simplify(cse(graph))))

@@ -1,0 +1,325 @@
+"""fgrad (eager and jit) against a hand-written numpy floor and, when installed, peers.
+
+One process run times every variant of each workload and prints its time and its ratio to
+the numpy floor measured in the same run (ratios, not absolute times, are what carry over
+between machines):
+
+1. ``op``: per-op overhead on 16-element float32 arrays (``op_overhead.py``'s table, plus
+   the same ops under ``fgrad.jit``);
+2. ``mlp``: digits MLP training step (64-256-256-10, batch 128, softmax cross-entropy, SGD);
+3. ``transformer``: a transformer block forward + backward (batch 8, seq 64, d_model 128,
+   4 heads, MLP 512);
+4. ``hvp``: Hessian-vector product of a 1,000-dimensional function, against one gradient
+   and against forming the full Hessian;
+5. ``memory``: peak memory (tracemalloc) of ``grad`` through 200 layers of ``tanh(x W)``
+   (d 512, batch 64), with and without ``fgrad.checkpoint``, against the bytes of the
+   activations reverse mode must keep.
+
+Peers (PyTorch eager, autograd, JAX jit) are added when they import; only fgrad and numpy
+are needed. Times are the best of several repeats (timeit-style), the variants of a
+workload measured in interleaved rounds so that a change in machine load hits them alike.
+On a loaded machine use ``--cpu-time`` (process CPU time) with one BLAS thread::
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/run.py --cpu-time
+
+Usage:
+    python benchmarks/run.py                  # everything, a few minutes
+    python benchmarks/run.py --quick          # fewer, shorter repeats
+    python benchmarks/run.py --only mlp transformer
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import op_overhead
+import workloads
+
+import fgrad
+
+SECTIONS = ("op", "mlp", "transformer", "hvp", "memory")
+
+# Targets of issue 5 (ratios to the numpy floor in the same run).
+TARGETS = {"mlp": 1.2, "transformer": 0.8}
+MEMORY_TARGET = 1.3
+
+
+# ------------------------------------------------------------------------ timing
+
+
+def best_times(fns: list[Callable], args) -> list[float]:
+    """Seconds per call of each zero-argument ``fn``: op_overhead's interleaved best-of."""
+    min_seconds, repeat = _budget(args)
+    clock = time.process_time if args.cpu_time else time.perf_counter
+    return op_overhead.best_times([(fn, ()) for fn in fns], min_seconds, repeat, clock)
+
+
+def _fmt_time(seconds: float) -> str:
+    if seconds >= 1.0:
+        return f"{seconds:8.3f} s "
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:8.3f} ms"
+    return f"{seconds * 1e6:8.2f} us"
+
+
+def _check(variants: list, results: list, rtol: float) -> list[str]:
+    """Each variant's results against its group's floor: the largest relative difference."""
+    notes = []
+    floors: dict[str, list] = {}
+    for v, res in zip(variants, results):
+        group = _group(v.name)
+        if group not in floors:
+            floors[group] = res
+            notes.append("floor")
+            continue
+        ref = floors[group]
+        err = max(
+            float(np.max(np.abs(np.asarray(a, np.float64) - b)) / (np.max(np.abs(b)) + 1e-30))
+            for a, b in zip(res, ref)
+        )
+        if not err <= rtol or len(res) != len(ref):
+            raise AssertionError(
+                f"{v.name}: results differ from the numpy floor (max rel {err:.2e})"
+            )
+        notes.append(f"max rel diff {err:.0e}")
+    return notes
+
+
+def _group(name: str) -> str:
+    return name.split(":")[0] if ":" in name else ""
+
+
+# ------------------------------------------------------------------------ sections
+
+
+def run_op(args, libs) -> dict:
+    """Per-op overhead: op_overhead.py's table (eager and grad), then jit on the same ops."""
+    argv = ["--sizes", "16"] + (["--quick"] if args.quick else [])
+    argv += ["--cpu-time"] if args.cpu_time else []
+    if args.tiny:
+        argv += ["--ops", "add", "exp"]
+    op_overhead.main(argv)
+    print()
+    rng = np.random.default_rng(0)
+    names = ["add", "exp"] if args.tiny else list(op_overhead.CASES)
+    print("the same ops under fgrad.jit (one call of the jitted function):")
+    print(f"{'op':9s} {'mode':8s} {'numpy':>11s} {'fgrad jit':>11s} {'ratio':>6s}")
+    for name in names:
+        for mode, f_np, f_fg in _jit_op_pairs(op_overhead.CASES[name], name, rng):
+            f_fg()  # trace and compile outside the timing
+            t_np, t_fg = best_times([f_np, f_fg], args)
+            print(f"{name:9s} {mode:8s} {_fmt_time(t_np)} {_fmt_time(t_fg)} {t_fg / t_np:6.2f}")
+    return {}
+
+
+def _jit_op_pairs(case: dict, name: str, rng) -> list:
+    """(mode, numpy call, jitted fgrad call) for the op alone and for its gradient."""
+    a, b = case["inputs"](16, rng)
+    x, y = fgrad.asarray(a), fgrad.asarray(b)
+    np_fn, np_args = op_overhead._EAGER_NUMPY[name](a, b)
+    jit_fwd = fgrad.jit(case["fgrad"])
+    jit_grad = fgrad.jit(op_overhead.fgrad_grad(case))
+    np_grad = op_overhead.numpy_grad(case)
+    return [
+        ("jit", lambda: np_fn(*np_args), lambda: jit_fwd(x, y)),
+        ("jit grad", lambda: np_grad(a, b), lambda: jit_grad(x, y)),
+    ]
+
+
+def run_timed(name: str, args, libs) -> dict:
+    """Time every variant of a workload; print times and ratios to its group's floor."""
+    wl = workloads.WORKLOADS[name](args.tiny, libs)
+    print(f"{wl.title}")
+    results = [v.run() for v in wl.variants]  # warm-up: jit traces, BLAS spins up
+    notes = _check(wl.variants, results, wl.rtol)
+    timer = time.process_time if args.cpu_time else time.perf_counter
+    timed = [v for v in wl.variants if v.timed]
+    times = dict(zip((v.name for v in timed), best_times([v.run for v in timed], args)))
+    for v in wl.variants:
+        if not v.timed:  # too slow to repeat: one call
+            start = timer()
+            v.run()
+            times[v.name] = timer() - start
+    floors = {}
+    print(f"  {'variant':34s} {'time':>11s} {'/ floor':>8s}  check")
+    for v, note in zip(wl.variants, notes):
+        floors.setdefault(_group(v.name), times[v.name])
+        ratio = times[v.name] / floors[_group(v.name)]
+        extra = f"; {v.note}" if v.note else ""
+        print(f"  {v.name:34s} {_fmt_time(times[v.name])} {ratio:8.2f}  {note}{extra}")
+    if name == "hvp":
+        print("  hvp / grad, same library:")
+        for lib in sorted({v.name.split(": ")[1] for v in wl.variants}):
+            g, h = times.get(f"grad: {lib}"), times.get(f"hvp: {lib}")
+            if g and h:
+                print(f"    {lib:22s} {h / g:6.2f}")
+        full, one = times.get("hessian: fgrad eager"), times.get("hvp: fgrad eager")
+        if full and one:
+            print(f"  full Hessian / hvp (fgrad eager): {full / one:.0f}")
+    return times
+
+
+def run_memory(args, libs) -> dict:
+    """Peak traced bytes of each variant's ``grad``, against the activations it must keep."""
+    case = workloads.memory(args.tiny, libs)
+    kept = case.kept_bytes
+    print(
+        f"grad through {case.n_layers} layers of tanh(x @ W), d {case.d}, batch {case.batch}, "
+        f"float32: activations to keep {kept / 2**20:.2f} MiB ({case.n_layers} x "
+        f"{case.batch}x{case.d})"
+    )
+    results = [v.run() for v in case.variants]  # warm-up (jit compiles) and check
+    notes = _check(case.variants, results, 1e-4)
+    print(f"  {'variant':36s} {'peak MiB':>9s} {'/ kept':>7s} {'time':>11s}  check")
+    peaks = {}
+    for v, note in zip(case.variants, notes):
+        if v.prepare is not None:
+            v.prepare()
+        gc.collect()
+        tracemalloc.start()
+        start = time.perf_counter()
+        v.run()
+        elapsed = time.perf_counter() - start  # slowed by tracemalloc; for scale only
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        peaks[v.name] = peak
+        extra = f"; {v.note}" if v.note else ""
+        print(
+            f"  {v.name:36s} {peak / 2**20:9.2f} {peak / kept:7.2f} {_fmt_time(elapsed)}  {note}{extra}"
+        )
+    print("  (time under tracemalloc, one call: for scale only)")
+    return {"peaks": peaks, "kept": kept}
+
+
+def _budget(args) -> tuple[float, int]:
+    if args.tiny:
+        return 0.001, 2
+    return (0.05, 3) if args.quick else (0.3, 7)
+
+
+def _set_threads(n: int | None, libs: dict) -> str:
+    """Limit BLAS (through threadpoolctl when present) and torch to ``n`` threads."""
+    said = []
+    if n is not None:
+        tpc = workloads._try_import("threadpoolctl")
+        if tpc is not None:
+            tpc.threadpool_limits(n)
+            said.append(f"BLAS limited to {n} thread(s)")
+        elif os.environ.get("OPENBLAS_NUM_THREADS") != str(n):
+            said.append("threadpoolctl missing: set OPENBLAS_NUM_THREADS before starting instead")
+    torch = libs.get("torch")
+    if torch is not None:
+        torch.set_num_threads(n or os.cpu_count() or 1)
+    return "; ".join(said)
+
+
+def summary(found: dict) -> None:
+    """Which of issue 5's targets this run meets."""
+    lines = []
+    for name, limit in TARGETS.items():
+        times = found.get(name)
+        if times:
+            ratio = times["fgrad jit"] / times["numpy"]
+            met = "met" if ratio <= limit else "NOT met"
+            lines.append(f"  {name} jit / numpy floor = {ratio:.2f} (target <= {limit}): {met}")
+    for name in ("mlp", "transformer"):
+        times = found.get(name) or {}
+        if "autograd" in times:
+            ok = times["fgrad eager"] < times["autograd"]
+            lines.append(
+                f"  {name} fgrad eager / autograd = {times['fgrad eager'] / times['autograd']:.2f}: "
+                + ("faster (met)" if ok else "slower (NOT met)")
+            )
+        if "torch eager" in times and name == "mlp":
+            ok = times["fgrad jit"] < times["torch eager"]
+            lines.append(
+                f"  {name} fgrad jit / torch eager = {times['fgrad jit'] / times['torch eager']:.2f}: "
+                + ("faster (met)" if ok else "slower (NOT met)")
+            )
+    hv = found.get("hvp")
+    if hv:
+        lines.append(
+            f"  hvp / grad (fgrad eager) = {hv['hvp: fgrad eager'] / hv['grad: fgrad eager']:.2f}, "
+            f"(fgrad jit) = {hv['hvp: fgrad jit'] / hv['grad: fgrad jit']:.2f}"
+        )
+    mem = found.get("memory")
+    if mem:
+        for name in ("fgrad eager", "fgrad jit"):
+            ratio = mem["peaks"][name] / mem["kept"]
+            met = "met" if ratio <= MEMORY_TARGET else "NOT met"
+            lines.append(
+                f"  memory {name}: peak / kept = {ratio:.2f} (target <= {MEMORY_TARGET}): {met}"
+            )
+    if lines:
+        print("== targets (issue 5)")
+        print("\n".join(lines))
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer, shorter repeats (a smoke test)"
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=SECTIONS,
+        default=list(SECTIONS),
+        metavar="NAME",
+        help=f"sections to run, of {', '.join(SECTIONS)}",
+    )
+    parser.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="time with process CPU time, not wall time: steadier on a busy machine, but it "
+        "adds up the time of all BLAS threads (use with OPENBLAS_NUM_THREADS=1)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="BLAS and torch threads (needs threadpoolctl for numpy's BLAS)",
+    )
+    parser.add_argument("--tiny", action="store_true", help="tiny problem sizes (the test suite)")
+    parser.add_argument("--no-peers", action="store_true", help="leave PyTorch, autograd, JAX out")
+    args = parser.parse_args(argv)
+
+    libs = {} if args.no_peers else workloads.peers()
+    threads = _set_threads(args.threads, libs)
+    print("\n".join(op_overhead.machine_info()))
+    versions = ", ".join(f"{k} {getattr(m, '__version__', '?')}" for k, m in libs.items())
+    print(
+        f"peers: {versions or 'none'}"
+        f"; clock: {'process CPU time' if args.cpu_time else 'wall time'}"
+        f"; OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}"
+        + (f"; {threads}" if threads else "")
+    )
+    found = {}
+    for name in args.only:
+        print(f"\n== {name}")
+        if name == "op":
+            found[name] = run_op(args, libs)
+            _set_threads(args.threads, libs)  # op_overhead sets torch's threads itself
+        elif name == "memory":
+            found[name] = run_memory(args, libs)
+        else:
+            found[name] = run_timed(name, args, libs)
+        sys.stdout.flush()
+    print()
+    summary(found)
+    return found
+
+
+if __name__ == "__main__":
+    main()

@@ -101,6 +101,8 @@ class Op:
         # The general eager path (ops with params or more inputs, and every input that is
         # not a plain Tensor or Python scalar). Ops of one or two inputs and no params get
         # faster entry points from _specialise.
+        if params and self._fast:  # their kernel may be a ufunc, which would take out=...
+            raise TypeError(f"op {self.name!r} takes no keyword parameters, got {sorted(params)}")
         datas = []
         kernel = None
         for a in args:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -283,7 +284,7 @@ def _step_forms(graph: Graph, xp: Any) -> list[tuple]:
 class _Program:
     """A graph compiled to one Python function over backend arrays (see the notes above)."""
 
-    __slots__ = ("_buffers", "_busy", "_fn", "_layout", "arena_bytes", "graph", "source")
+    __slots__ = ("_buffers", "_fn", "_layout", "_lock", "arena_bytes", "graph", "source")
 
     def __init__(self, graph: Graph, xp: Any):
         self.graph = graph
@@ -421,7 +422,7 @@ class _Program:
         self._layout = layout
         self.arena_bytes = arena.end
         self._buffers: list | None = None
-        self._busy = False
+        self._lock = threading.Lock()
 
     def _new_buffers(self) -> list:
         raw = np.empty(self.arena_bytes + _ALIGN, np.uint8)
@@ -436,15 +437,15 @@ class _Program:
     def run(self, datas: list) -> list:
         if not self._layout:
             return self._fn(datas, ())
-        if self._busy:  # re-entered (another thread): this call gets buffers of its own
+        if not self._lock.acquire(blocking=False):
+            # Running already (another thread): this call gets buffers of its own.
             return self._fn(datas, self._new_buffers())
-        if self._buffers is None:
-            self._buffers = self._new_buffers()
-        self._busy = True
         try:
+            if self._buffers is None:
+                self._buffers = self._new_buffers()
             return self._fn(datas, self._buffers)
         finally:
-            self._busy = False
+            self._lock.release()
 
 
 class _Slow(Exception):

@@ -35,8 +35,12 @@ def test_jit_of_grad_and_grad_of_jit_match_eager():
     np.testing.assert_allclose(np.asarray(fgrad.jit(fgrad.grad(loss))(w, X)), np.asarray(want))
     np.testing.assert_allclose(np.asarray(fgrad.grad(fgrad.jit(loss))(w, X)), np.asarray(want))
     second = fgrad.grad(fgrad.grad(loss))(w, X)
-    np.testing.assert_allclose(np.asarray(fgrad.jit(fgrad.grad(fgrad.grad(loss)))(w, X)), np.asarray(second))
-    np.testing.assert_allclose(np.asarray(fgrad.grad(fgrad.grad(fgrad.jit(loss)))(w, X)), np.asarray(second))
+    np.testing.assert_allclose(
+        np.asarray(fgrad.jit(fgrad.grad(fgrad.grad(loss)))(w, X)), np.asarray(second)
+    )
+    np.testing.assert_allclose(
+        np.asarray(fgrad.grad(fgrad.grad(fgrad.jit(loss)))(w, X)), np.asarray(second)
+    )
     t = fgrad.jvp(fgrad.jit(loss), (w, X), (fnp.array(1.0), fnp.zeros(3)))[1]
     np.testing.assert_allclose(np.asarray(t), np.asarray(want))
 
@@ -96,8 +100,12 @@ def test_intermediates_are_released_after_last_use():
     f = fgrad.jit(lambda x: fnp.sum(fnp.exp(fnp.sin(fnp.cos(x)))))
     graph = f.graph(fnp.ones(4))
     program = _Program(graph, np)
-    freed = [name for line in program.source.splitlines() if line.strip().startswith("del ")
-             for name in line.strip()[4:].split(", ")]
+    freed = [
+        name
+        for line in program.source.splitlines()
+        if line.strip().startswith("del ")
+        for name in line.strip()[4:].split(", ")
+    ]
     # cos, sin and exp outputs are each freed once their consumer has run.
     assert len(freed) == 3
 
@@ -112,3 +120,95 @@ def test_jit_equals_eager_on_every_op(name):
     got = fgrad.jit(lambda *a: op(*a, **params))(*args)
     for g, w in zip(fgrad.tree.leaves(got), fgrad.tree.leaves(want)):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+# ------------------------------------------------------------------------ compiled programs
+# Arrays of 1,024 float32 (4 KiB) or more get out= buffers from the program's arena.
+
+N = 1024
+
+
+def _rand(*shape, seed=0, dtype=np.float32):
+    return fnp.asarray(np.random.default_rng(seed).standard_normal(shape).astype(dtype))
+
+
+def test_program_uses_buffers_and_returns_fresh_outputs():
+    def f(x):
+        y = fnp.tanh(x * 2.0) + 1.0
+        return y * y, fnp.reshape(fnp.exp(y) * 3.0, (-1,))  # the second: a view of a product
+
+    jf = fgrad.jit(f)
+    x1, x2 = _rand(8, N // 8), _rand(8, N // 8, seed=1)
+    program = fgrad.transforms.jit._Program(jf.graph(x1), np)
+    assert "out=" in program.source and program.arena_bytes > 0
+    r1 = jf(x1)
+    kept = [np.array(r) for r in r1]
+    r2 = jf(x2)
+    for r, k in zip(r1, kept):  # the second call wrote nothing the first returned
+        np.testing.assert_array_equal(np.asarray(r), k)
+    for got, want in zip(r2, f(x2)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_program_repeated_calls_match_eager_on_a_training_gradient():
+    # In-place steps, buffers shared between values of different shapes, views of
+    # buffers (reshape, transpose, getitem) read after other steps wrote: every call
+    # must give eager's numbers, whatever the previous call left in the arena.
+    from fgrad import nn
+
+    block = nn.TransformerBlock(16, 4, mlp_ratio=2)
+    params = block.init(fgrad.random.key(0))
+    f = fgrad.value_and_grad(lambda p, x: fnp.mean(block.apply(p, x) ** 2))
+    jf = fgrad.jit(f)
+    for seed in range(3):
+        x = _rand(4, 16, 16, seed=seed)
+        for got, want in zip(fgrad.tree.leaves(jf(params, x)), fgrad.tree.leaves(f(params, x))):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=1e-6)
+    assert jf.cache_info().misses == 1
+
+
+def test_where_with_a_zero_branch_is_exact():
+    x = np.random.default_rng(0).standard_normal(N).astype(np.float32)
+    x[:6] = [np.nan, -0.0, 0.0, np.inf, -np.inf, -1.0]
+    c = np.random.default_rng(1).random(N) > 0.5
+    c[:6] = [True, True, False, True, False, True]
+    for keep in (True, False):
+
+        def f(c, x, keep=keep):
+            return fnp.where(c, x, 0) * 1.0 if keep else fnp.where(c, 0, x) * 1.0
+
+        got = np.asarray(fgrad.jit(f)(fnp.asarray(c), fnp.asarray(x)))
+        want = np.where(c, x, 0) if keep else np.where(c, 0, x)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_program_is_reentrant_across_threads():
+    import threading
+
+    jf = fgrad.jit(lambda x: fnp.sum(fnp.tanh(fnp.sin(x) * 2.0) ** 2))
+    xs = [_rand(N, seed=s, dtype=np.float64) for s in range(8)]
+    want = [float(np.sum(np.tanh(np.sin(np.asarray(x)) * 2.0) ** 2)) for x in xs]
+    jf(xs[0])
+    results = {}
+
+    def work(i):
+        for _ in range(20):
+            results[i] = float(jf(xs[i]))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, w in enumerate(want):
+        assert np.isclose(results[i], w, rtol=1e-12)
+
+
+def test_fast_call_path_and_general_path_agree():
+    f = fgrad.jit(lambda d, s: d["a"] * s + fnp.sum(d["b"][0]))
+    d = {"a": fnp.ones(3), "b": [fnp.arange(3.0), None]}
+    assert float(fnp.sum(f(d, 2.0))) == 3 * (2.0 + 3.0)
+    assert float(fnp.sum(f(d, 2.0))) == 3 * (2.0 + 3.0)  # cache hit through the quick walk
+    assert float(fnp.sum(f(d, 3.0))) == 3 * (3.0 + 3.0)  # a new static scalar: retrace
+    assert f.cache_info() == (1, 2, 2)
+    np.testing.assert_array_equal(np.asarray(f(d, s=2.0)), np.full(3, 5.0))  # kwargs: general path

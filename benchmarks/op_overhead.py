@@ -35,8 +35,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-import fgrad  # noqa: E402
-import fgrad.numpy as fnp  # noqa: E402
+import fgrad
+import fgrad.numpy as fnp
 
 # ------------------------------------------------------------------------ the cases
 # Each case: how to make inputs of about n elements, the numpy op, the fgrad op, and the

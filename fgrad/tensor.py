@@ -148,9 +148,11 @@ class Tensor:
 
     def __dlpack_device__(self):
         data = self._data
-        return np.asarray(data).__dlpack_device__() if isinstance(
-            data, np.generic
-        ) else data.__dlpack_device__()
+        return (
+            np.asarray(data).__dlpack_device__()
+            if isinstance(data, np.generic)
+            else data.__dlpack_device__()
+        )
 
     def item(self) -> Any:
         """The value of a one-element Tensor as a Python scalar."""

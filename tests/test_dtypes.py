@@ -34,8 +34,11 @@ DTYPES = [
 ]
 FLOATS = [np.dtype(t) for t in (np.float16, np.float32, np.float64)]
 SCALARS = [True, 2, 2.0, 1.5j]  # non-negative, small: valid for every dtype under NEP 50
-BINARY = [name for name in ("add", "subtract", "multiply", "divide", "maximum", "minimum")
-          if hasattr(fnp, name)]
+BINARY = [
+    name
+    for name in ("add", "subtract", "multiply", "divide", "maximum", "minimum")
+    if hasattr(fnp, name)
+]
 
 
 def _numpy_dtype(name, *args):
@@ -73,7 +76,9 @@ def test_binary_ops_promote_arrays_like_numpy(name, d1, d2):
 def test_python_scalars_are_weak(name, d, scalar, scalar_first):
     args = (scalar, _array(d)) if scalar_first else (_array(d), scalar)
     want = _numpy_dtype(name, *args)
-    targs = (scalar, fgrad.asarray(_array(d))) if scalar_first else (fgrad.asarray(_array(d)), scalar)
+    targs = (
+        (scalar, fgrad.asarray(_array(d))) if scalar_first else (fgrad.asarray(_array(d)), scalar)
+    )
     if want is None:
         with pytest.raises(TypeError):
             getattr(fnp, name)(*targs)
@@ -132,7 +137,7 @@ def test_gradients_keep_the_primal_dtype(dtype):
 def test_gradient_dtype_per_argument_when_dtypes_mix():
     x32 = fgrad.asarray(np.array([1.0, 2.0], np.float32))
     x64 = fgrad.asarray(np.array([3.0, 4.0], np.float64))
-    f = lambda a, b: fnp.sum(a * b)  # noqa: E731  (float64 output)
+    f = lambda a, b: fnp.sum(a * b)
     g32, g64 = fgrad.grad(f, argnums=(0, 1))(x32, x64)
     assert g32.dtype == np.float32 and g64.dtype == np.float64
     np.testing.assert_allclose(np.asarray(g32), [3.0, 4.0])

@@ -218,7 +218,7 @@ def test_operators_defer_to_unknown_operand_types():
     # As JAX's operators: NotImplemented, so Python tries the other operand, then falls back
     # to identity for == and raises its usual TypeError for arithmetic.
     x = fgrad.asarray([1.0, 2.0])
-    assert (x == None) is False  # noqa: E711
+    assert (x == None) is False
     assert (x != "auto") is True
     assert x not in [None, "auto"]
     with pytest.raises(TypeError, match="unsupported operand"):

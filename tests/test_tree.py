@@ -138,8 +138,9 @@ def test_is_leaf_stops_descent():
     t = {"a": (1, 2), "b": [3, (4, 5)]}
     leaves = tree.leaves(t, is_leaf=lambda x: isinstance(x, tuple))
     assert leaves == [(1, 2), 3, (4, 5)]
-    assert tree.map(lambda x: len(x) if isinstance(x, tuple) else x, t,
-                    is_leaf=lambda x: isinstance(x, tuple)) == {"a": 2, "b": [3, 2]}
+    assert tree.map(
+        lambda x: len(x) if isinstance(x, tuple) else x, t, is_leaf=lambda x: isinstance(x, tuple)
+    ) == {"a": 2, "b": [3, 2]}
 
 
 def test_map_with_different_structures_raises():

@@ -9,7 +9,7 @@ See STYLE.md section 2.2 for the contract.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -220,7 +220,7 @@ def _direct_kernel(kernel: Callable, xp: Any) -> Callable | None:
         return None
     names = code.co_varnames[: code.co_argcount]
     src = f"lambda {', '.join(names)}: {names[0]}.{code.co_names[0]}({', '.join(names[1:])})"
-    template = eval(compile(src, "<kernel template>", "eval")).__code__  # noqa: S307
+    template = eval(compile(src, "<kernel template>", "eval")).__code__
     same = (template.co_code, template.co_consts, template.co_names, template.co_varnames)
     if same != (code.co_code, code.co_consts, code.co_names, code.co_varnames):
         return None
@@ -260,7 +260,9 @@ def _specialise(op: Op) -> None:
             op._kernels[typ] = np_kernel
     if op._fast:
         call = op._fast["unary" if arity == 1 else "binary"]
-        op.__class__ = type("Op", (Op,), {"__slots__": (), "__call__": staticmethod(call), "__doc__": _DOC})
+        op.__class__ = type(
+            "Op", (Op,), {"__slots__": (), "__call__": staticmethod(call), "__doc__": _DOC}
+        )
 
 
 def _unary_entry(op: Op) -> Callable:

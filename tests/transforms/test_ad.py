@@ -101,7 +101,7 @@ def _hessian_by_grad_of_grad(f, x):
     rows = []
     for i in range(n):
         e = np.eye(n)[i]
-        rows.append(np.asarray(fgrad.grad(lambda x: fnp.sum(fgrad.grad(f)(x) * e))(x)))
+        rows.append(np.asarray(fgrad.grad(lambda x, e=e: fnp.sum(fgrad.grad(f)(x) * e))(x)))
     return np.stack(rows)
 
 
@@ -125,13 +125,13 @@ def test_hessian_of_a_quadratic_form():
     a = rng.standard_normal((3, 3))
     b = rng.standard_normal(3)
     x = fnp.array(rng.standard_normal(3))
-    f = lambda x: 0.5 * fnp.sum(x * fnp.matmul(a, x)) + fnp.sum(b * x)  # noqa: E731
+    f = lambda x: 0.5 * fnp.sum(x * fnp.matmul(a, x)) + fnp.sum(b * x)
     assert_allclose(np.asarray(fgrad.grad(f)(x)), (a + a.T) / 2 @ np.asarray(x) + b, rtol=1e-12)
     assert_allclose(_hessian_by_grad_of_grad(f, x), (a + a.T) / 2, rtol=1e-12, atol=1e-14)
 
 
 def test_argnums_int_and_tuple():
-    f = lambda x, y, z: fnp.sum(x * y + z)  # noqa: E731
+    f = lambda x, y, z: fnp.sum(x * y + z)
     x, y, z = fnp.array([1.0, 2.0]), fnp.array([3.0, 4.0]), fnp.array([5.0, 6.0])
     assert_allclose(np.asarray(fgrad.grad(f)(x, y, z)), [3.0, 4.0])
     assert_allclose(np.asarray(fgrad.grad(f, argnums=1)(x, y, z)), [1.0, 2.0])
@@ -146,7 +146,7 @@ def test_argnums_int_and_tuple():
 
 
 def test_non_differentiated_integer_arguments_are_fine():
-    f = lambda x, n: fnp.sum(x * n)  # noqa: E731
+    f = lambda x, n: fnp.sum(x * n)
     assert_allclose(np.asarray(fgrad.grad(f)(fnp.array([1.0, 2.0]), fnp.array([3, 4]))), [3, 4])
 
 
@@ -195,7 +195,9 @@ def test_vjp_with_pytree_inputs_and_outputs():
 
 
 def test_vjp_with_several_primals_and_has_aux():
-    out, f_vjp, aux = fgrad.vjp(lambda x, y: (x * y, "aux"), fnp.array(2.0), fnp.array(3.0), has_aux=True)
+    out, f_vjp, aux = fgrad.vjp(
+        lambda x, y: (x * y, "aux"), fnp.array(2.0), fnp.array(3.0), has_aux=True
+    )
     assert aux == "aux" and float(out) == 6.0
     cx, cy = f_vjp(fnp.array(1.0))
     assert float(cx) == 3.0 and float(cy) == 2.0
@@ -231,7 +233,9 @@ def test_jvp_of_grad_is_a_hessian_vector_product():
 def test_stop_gradient_blocks_the_derivative():
     x = fnp.array([1.0, 3.0])
     # d/dx sum(sg(x) * x) = sg(x) = x (not 2x)
-    assert_allclose(np.asarray(fgrad.grad(lambda x: fnp.sum(fgrad.stop_gradient(x) * x))(x)), [1.0, 3.0])
+    assert_allclose(
+        np.asarray(fgrad.grad(lambda x: fnp.sum(fgrad.stop_gradient(x) * x))(x)), [1.0, 3.0]
+    )
     assert_allclose(float(fgrad.grad(lambda x: fnp.sum(fgrad.stop_gradient(x * x)))(x).sum()), 0.0)
     _, t = fgrad.jvp(lambda x: fgrad.stop_gradient(x) * 2.0, (x,), (fnp.ones(2),))
     assert_allclose(np.asarray(t), [0.0, 0.0])

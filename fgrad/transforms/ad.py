@@ -37,7 +37,10 @@ def _aval(x: Any) -> ShapeDtype:
 
 
 def _is_inexact(x: Any) -> bool:
-    return dtypes.is_inexact(_aval(x).dtype)
+    dtype = getattr(x, "dtype", None)  # once per traced op: keep it to an attribute read
+    if dtype is None:
+        return type(x) in (float, complex)
+    return dtype.kind in "fc"
 
 
 def _fit(value: Any, aval: ShapeDtype) -> Any:

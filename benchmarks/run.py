@@ -40,6 +40,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+try:
+    import resource  # Unix only: page-fault counts
+except ImportError:  # pragma: no cover
+    resource = None
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -94,6 +99,20 @@ def _check(variants: list, results: list, rtol: float) -> list[str]:
             )
         notes.append(f"max rel diff {err:.0e}")
     return notes
+
+
+def _page_faults(fn: Callable, calls: int = 3) -> float:
+    """Minor page faults per call: fresh pages the allocator asked the kernel for.
+
+    Each costs about a microsecond of system time; numpy code that allocates a new array
+    per operation can spend a large part of its time here, depending on how glibc's
+    malloc has tuned itself so far in the process (see README.md)."""
+    if resource is None:
+        return float("nan")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(calls):
+        fn()
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
 
 
 def _group(name: str) -> str:
@@ -151,13 +170,15 @@ def run_timed(name: str, args, libs) -> dict:
             start = timer()
             v.run()
             times[v.name] = timer() - start
+    faults = {v.name: _page_faults(v.run) for v in timed}
     floors = {}
-    print(f"  {'variant':34s} {'time':>11s} {'/ floor':>8s}  check")
+    print(f"  {'variant':34s} {'time':>11s} {'/ floor':>8s} {'faults':>7s}  check")
     for v, note in zip(wl.variants, notes):
         floors.setdefault(_group(v.name), times[v.name])
         ratio = times[v.name] / floors[_group(v.name)]
         extra = f"; {v.note}" if v.note else ""
-        print(f"  {v.name:34s} {_fmt_time(times[v.name])} {ratio:8.2f}  {note}{extra}")
+        fault = f"{faults[v.name]:7.0f}" if v.name in faults else f"{'':7s}"
+        print(f"  {v.name:34s} {_fmt_time(times[v.name])} {ratio:8.2f} {fault}  {note}{extra}")
     if name == "hvp":
         print("  hvp / grad, same library:")
         for lib in sorted({v.name.split(": ")[1] for v in wl.variants}):
@@ -200,6 +221,23 @@ def run_memory(args, libs) -> dict:
         )
     print("  (time under tracemalloc, one call: for scale only)")
     return {"peaks": peaks, "kept": kept}
+
+
+def _tune_malloc() -> str:
+    """Ask glibc's malloc to keep freed memory (no trimming, no mmap for big blocks).
+
+    Then fresh arrays reuse pages already mapped instead of faulting new ones in, which
+    takes page faults out of every variant's time alike (numpy floor included)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        m_trim_threshold, m_mmap_threshold = -1, -3  # from glibc's malloc.h
+        ok = libc.mallopt(m_trim_threshold, 1 << 30) and libc.mallopt(m_mmap_threshold, 1 << 25)
+    except (OSError, AttributeError):
+        ok = False
+    return "malloc tuned (no trim, mmap threshold 32 MiB)" if ok else "malloc tuning unavailable"
 
 
 def _budget(args) -> tuple[float, int]:
@@ -291,12 +329,19 @@ def main(argv: list[str] | None = None) -> dict:
         default=None,
         help="BLAS and torch threads (needs threadpoolctl for numpy's BLAS)",
     )
+    parser.add_argument(
+        "--tune-malloc",
+        action="store_true",
+        help="glibc: keep freed memory mapped, so no variant pays page faults for new arrays",
+    )
     parser.add_argument("--tiny", action="store_true", help="tiny problem sizes (the test suite)")
     parser.add_argument("--no-peers", action="store_true", help="leave PyTorch, autograd, JAX out")
     args = parser.parse_args(argv)
 
     libs = {} if args.no_peers else workloads.peers()
     threads = _set_threads(args.threads, libs)
+    if args.tune_malloc:
+        threads = "; ".join(filter(None, [threads, _tune_malloc()]))
     print("\n".join(op_overhead.machine_info()))
     versions = ", ".join(f"{k} {getattr(m, '__version__', '?')}" for k, m in libs.items())
     print(

@@ -85,15 +85,30 @@ class _Arg:
         self.i = i
 
 
+class _Token:
+    """What a recorded call returns: any use of it as a value stops the recording."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any) -> Any:
+        raise TypeError("a recorded kernel used a call's result as a value")
+
+    __bool__ = __len__ = __iter__ = __index__ = __float__ = __int__ = __getattr__ = _refuse
+
+
 class _Recorder:
-    """A fake ``xp`` that records the calls a kernel such as ``xp.maximum(x, 0)`` makes."""
+    """A fake ``xp`` that records the call a kernel such as ``xp.maximum(x, 0)`` makes.
+
+    A second call stops the recording (so no kernel loops on it for long)."""
 
     def __init__(self):
         self.calls: list = []
 
     def __getattr__(self, name: str) -> Callable:
         def call(*args: Any, **kwargs: Any) -> Any:
-            token = object()
+            if self.calls:
+                raise TypeError("a recorded kernel made more than one call")
+            token = _Token()
             self.calls.append((name, args, kwargs, token))
             return token
 
@@ -215,6 +230,31 @@ class _Arena:
         self.free = merged
 
 
+def _resolves_to(ufunc: np.ufunc, args: tuple, inputs: list, dtype: Any) -> bool:
+    """numpy's result dtype for ``ufunc`` on these arguments is ``dtype`` (the aval's).
+
+    Writing into an ``out=`` buffer of the aval's dtype would otherwise cast (or raise),
+    where the kernel alone gives numpy's type (the two differ for some bool inputs)."""
+    types = []
+    for a in args:
+        if isinstance(a, _Arg):
+            a = inputs[a.i]
+        if isinstance(a, Var):
+            types.append(np.dtype(a.aval.dtype))
+        elif type(a) in _SCALARS:
+            types.append(type(a))  # weak (NEP 50)
+        else:
+            data = a._data if isinstance(a, Tensor) else a
+            if not hasattr(data, "dtype"):
+                return False
+            types.append(np.dtype(data.dtype))
+    try:
+        resolved = ufunc.resolve_dtypes((*types, *[None] * ufunc.nout))
+    except Exception:  # noqa: BLE001  (no loop, or an argument numpy cannot type)
+        return False
+    return resolved[ufunc.nin] == np.dtype(dtype)
+
+
 def _softmax_into(x: Any, axes: tuple, out: Any) -> Any:
     """The softmax kernel's operations, in its order, with ``out`` as the only array."""
     np.subtract(x, np.max(x, axis=axes, keepdims=True), out=out)
@@ -225,6 +265,10 @@ def _softmax_into(x: Any, axes: tuple, out: Any) -> Any:
 
 def _concat_into(*xs: Any, axis: int, out: Any) -> Any:
     return np.concatenate(xs, axis=axis, out=out)
+
+
+def _drop_ones(shape: tuple) -> tuple:
+    return tuple(d for d in shape if d != 1)
 
 
 def _reshape_copy(x: Any, out: Any) -> Any:
@@ -254,7 +298,10 @@ def _step_forms(graph: Graph, xp: Any) -> list[tuple]:
                 form = ("where0", keep)
             elif uf is not None and uf[0] is np.matmul:
                 x, y = ins
-                if len(getattr(x, "aval", x).shape) >= 3 and len(getattr(y, "aval", y).shape) == 2:
+                rows = (
+                    len(getattr(x, "aval", x).shape) >= 3 and len(getattr(y, "aval", y).shape) == 2
+                )
+                if rows and _resolves_to(np.matmul, uf[1], ins, out.dtype):
                     form = ("matmul_rows",)
                 else:
                     form = ("ufunc", *uf)
@@ -271,9 +318,12 @@ def _step_forms(graph: Graph, xp: Any) -> list[tuple]:
                 and isinstance(ins[0], Var)
                 and getattr(producer.get(id(ins[0])), "op", None) is not None
                 and producer[id(ins[0])].op.name == "permute_dims"
-            ):
+                and _drop_ones(ins[0].aval.shape) != _drop_ones(out.shape)
+            ):  # a reshape of a permuted view that copies (not just adding unit axes)
                 form = ("into", _reshape_copy, {})
-            if form[0] != "kernel" and (
+            if form[0] == "ufunc" and not _resolves_to(form[1], form[2], ins, out.dtype):
+                form += ("small",)  # numpy's own result type differs: no out= (nor a cast)
+            elif form[0] != "kernel" and (
                 _nbytes(out) < _MIN_BUFFER or np.dtype(out.dtype).hasobject
             ):
                 form = ("kernel",) if form[0] == "into" else form + ("small",)

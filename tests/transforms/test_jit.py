@@ -212,3 +212,20 @@ def test_fast_call_path_and_general_path_agree():
     assert float(fnp.sum(f(d, 3.0))) == 3 * (3.0 + 3.0)  # a new static scalar: retrace
     assert f.cache_info() == (1, 2, 2)
     np.testing.assert_array_equal(np.asarray(f(d, s=2.0)), np.full(3, 5.0))  # kwargs: general path
+
+
+def test_outputs_never_view_the_arena():
+    # A reshape of a permuted intermediate that escapes may be a view of that
+    # intermediate (unit axes) or a copy: either way it must not live in reused buffers.
+    def f(x):
+        e = fnp.exp(x) * 2.0
+        t = fnp.permute_dims(e, (1, 0))
+        return fnp.reshape(t, (1, *t.shape)), fnp.reshape(t, (-1,)), fnp.sum(e)
+
+    jf = fgrad.jit(f)
+    x1, x2 = _rand(32, 64, dtype=np.float64), _rand(32, 64, seed=3, dtype=np.float64)
+    first = jf(x1)
+    kept = [np.array(r) for r in first]
+    jf(x2)
+    for r, k in zip(first, kept):
+        np.testing.assert_array_equal(np.asarray(r), k)

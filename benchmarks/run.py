@@ -262,6 +262,11 @@ def _set_threads(n: int | None, libs: dict) -> str:
     return "; ".join(said)
 
 
+def _versus(label: str, ours: float, theirs: float) -> str:
+    verdict = "faster (met)" if ours < theirs else "slower (NOT met)"
+    return f"  {label} = {ours / theirs:.2f}: {verdict}"
+
+
 def summary(found: dict) -> None:
     """Which of issue 5's targets this run meets."""
     lines = []
@@ -274,16 +279,12 @@ def summary(found: dict) -> None:
     for name in ("mlp", "transformer"):
         times = found.get(name) or {}
         if "autograd" in times:
-            ok = times["fgrad eager"] < times["autograd"]
             lines.append(
-                f"  {name} fgrad eager / autograd = {times['fgrad eager'] / times['autograd']:.2f}: "
-                + ("faster (met)" if ok else "slower (NOT met)")
+                _versus(f"{name} fgrad eager / autograd", times["fgrad eager"], times["autograd"])
             )
         if "torch eager" in times and name == "mlp":
-            ok = times["fgrad jit"] < times["torch eager"]
             lines.append(
-                f"  {name} fgrad jit / torch eager = {times['fgrad jit'] / times['torch eager']:.2f}: "
-                + ("faster (met)" if ok else "slower (NOT met)")
+                _versus(f"{name} fgrad jit / torch eager", times["fgrad jit"], times["torch eager"])
             )
     hv = found.get("hvp")
     if hv:
@@ -291,10 +292,20 @@ def summary(found: dict) -> None:
             f"  hvp / grad (fgrad eager) = {hv['hvp: fgrad eager'] / hv['grad: fgrad eager']:.2f}, "
             f"(fgrad jit) = {hv['hvp: fgrad jit'] / hv['grad: fgrad jit']:.2f}"
         )
+        for group in ("grad", "hvp"):
+            if f"{group}: autograd" in hv:
+                lines.append(
+                    _versus(
+                        f"{group} fgrad eager / autograd",
+                        hv[f"{group}: fgrad eager"],
+                        hv[f"{group}: autograd"],
+                    )
+                )
     mem = found.get("memory")
     if mem:
-        for name in ("fgrad eager", "fgrad jit"):
-            ratio = mem["peaks"][name] / mem["kept"]
+        for name, ratio in ((k, v / mem["kept"]) for k, v in mem["peaks"].items()):
+            if name == "numpy":
+                continue
             met = "met" if ratio <= MEMORY_TARGET else "NOT met"
             lines.append(
                 f"  memory {name}: peak / kept = {ratio:.2f} (target <= {MEMORY_TARGET}): {met}"

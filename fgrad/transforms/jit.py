@@ -1,11 +1,14 @@
 """``jit``: trace a function once per input signature, then replay the cached graph.
 
 The first call with a new signature (tree structure, shapes, dtypes, array type, static
-values) traces the function abstractly into a Graph, runs the graph passes, and compiles
-it to a *program*: a flat list of steps, each one kernel call on backend arrays with its
-inputs read from numbered slots. Later calls run the program directly: no tracing, no
-Tensor wrapping, no per-op dispatch. A slot is released right after its last use, so
-intermediates do not outlive their consumers (peak memory stays near the minimum).
+values) traces the function abstractly into a Graph, runs the graph passes
+(``fgrad.transforms.passes``), and compiles it to a *program*: one generated Python
+function with a line per node that calls the kernel on local variables. Later calls run
+that function directly: no tracing, no Tensor wrapping, no per-op dispatch. A value is
+released (``del``) right after its last use, so intermediates do not outlive their
+consumers. On numpy, steps that are ufuncs (elementwise ops, ``matmul``) and a few
+others write into ``out=`` buffers of an arena that the program plans at compile time
+and keeps between calls (see the notes above :class:`_Program`).
 
 Called on tracers of another transform (``grad(jit(f))``), the cached graph is replayed
 op by op so that the outer transform records it.
@@ -556,9 +559,15 @@ def jit(
 
     Array arguments (Tensors, numpy or cupy arrays) are traced by shape and dtype; Python
     scalars and the arguments named static are part of the signature, so a new value
-    retraces. The traced graph is simplified (dead code, common subexpressions, shape
-    plumbing) and run as one kernel call per node. Works on ``grad(f)``, whole training
-    steps, and inside other transforms (``grad(jit(f))``, ``jit(grad(f))``).
+    retraces. The traced graph is simplified (dead code, common subexpressions, constant
+    folding, shape plumbing) and run as one kernel call per node. Works on ``grad(f)``,
+    whole training steps, and inside other transforms (``grad(jit(f))``, ``jit(grad(f))``).
+
+    On numpy the compiled program keeps buffers for its intermediates between calls
+    (about ``graph.cost().peak_bytes``; ``f.clear_cache()`` lets them go), so that a
+    call allocates little beyond its outputs. Results are those of the eager ops up to
+    rounding: a ``(..., m, k) @ (k, n)`` product runs as one 2-D BLAS call, which may
+    round differently from numpy's per-batch loop.
 
     Args:
         f: a pure function of pytrees of Tensors.

@@ -252,8 +252,14 @@ def train(
         optim.adamw(schedule, b2=0.99, weight_decay=weight_decay, mask=_decay_mask),
     )
     opt_state = opt.init(params)
-    # One graph for the fixed batch shape: traced on the first step, replayed after.
-    value_and_grad = fgrad.jit(fgrad.value_and_grad(lambda p, x, y: loss_fn(model, p, x, y)))
+
+    # Loss, gradients, clipping and the AdamW update (step count and schedule included) in
+    # one graph for the fixed batch shape: traced on the first step, replayed after.
+    @fgrad.jit
+    def train_step(params, opt_state, x, y):
+        loss, grads = fgrad.value_and_grad(lambda p: loss_fn(model, p, x, y))(params)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return optim.apply_updates(params, updates), opt_state, loss
 
     def evaluate_both():
         return tuple(
@@ -269,9 +275,9 @@ def train(
         key, batch_key = random.split(key)
         starts = np.asarray(random.randint(batch_key, (batch_size,), 0, len(data.train) - seq_len))
         inputs, targets = batch_windows(data.train, starts, seq_len)
-        loss, grads = value_and_grad(params, fnp.asarray(inputs), fnp.asarray(targets))
-        updates, opt_state = opt.update(grads, opt_state, params)
-        params = optim.apply_updates(params, updates)
+        params, opt_state, loss = train_step(
+            params, opt_state, fnp.asarray(inputs), fnp.asarray(targets)
+        )
         bits = float(loss) / LN2
         running = bits if running is None else 0.95 * running + 0.05 * bits
         history.append(bits)

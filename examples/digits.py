@@ -77,8 +77,14 @@ def train(name: str, data, *, epochs: int, batch_size: int, lr: float, seed: int
         logits = model.apply(params, x)
         return fnp.mean(nn.softmax_cross_entropy(logits, y))
 
-    # One graph per batch shape: traced on the first step, replayed after.
-    value_and_grad = fgrad.jit(fgrad.value_and_grad(loss_fn))
+    # Loss, gradients and the AdamW update (its step count and schedule included) in one
+    # graph per batch shape: traced on the first step, replayed after.
+    @fgrad.jit
+    def train_step(params, opt_state, x, y):
+        loss, grads = fgrad.value_and_grad(loss_fn)(params, x, y)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return optim.apply_updates(params, updates), opt_state, loss
+
     history = {"loss": [], "test_accuracy": []}
     bar = _progress(epochs, name, progress)
     for epoch in range(epochs):
@@ -87,9 +93,8 @@ def train(name: str, data, *, epochs: int, batch_size: int, lr: float, seed: int
         losses = []
         for start in range(0, len(x_train), batch_size):
             idx = order[start : start + batch_size]
-            loss, grads = value_and_grad(params, fnp.asarray(x_train[idx]), fnp.asarray(y_train[idx]))
-            updates, opt_state = opt.update(grads, opt_state, params)
-            params = optim.apply_updates(params, updates)
+            x, y = fnp.asarray(x_train[idx]), fnp.asarray(y_train[idx])
+            params, opt_state, loss = train_step(params, opt_state, x, y)
             losses.append(float(loss))
         acc = accuracy(model, params, x_test, y_test)
         history["loss"].append(float(np.mean(losses)))

@@ -3,13 +3,25 @@
 An optimiser is a :class:`GradientTransformation`: ``state = opt.init(params)`` builds its
 state from the parameter pytree, and ``updates, state = opt.update(grads, state, params)``
 turns gradients into *updates* that :func:`apply_updates` adds to the parameters. Nothing is
-mutated; states are NamedTuples of pytrees shaped like ``params`` plus a Python ``int`` step
-count. The updates already carry the minus sign of descent: ``params + updates``.
+mutated; states are NamedTuples of pytrees shaped like ``params`` plus a step ``count``, a
+0-d int32 Tensor. The updates already carry the minus sign of descent: ``params + updates``.
 
 Learning rates are a Python float or a *schedule*, a function ``step -> float`` of the
 number of updates applied so far (0 for the first update), such as
-:func:`cosine_decay_schedule`. Hyper-parameters enter the arithmetic as Python floats, which
-are weak scalars, so float32 parameters get float32 state and float32 updates.
+:func:`cosine_decay_schedule`. Optimisers call it with their ``count`` Tensor, so a schedule
+of your own should use fgrad ops (``fnp.minimum``, ``fnp.where`` ...) rather than Python
+``if``, ``min`` or ``float()``, which need a concrete step and fail under ``jit``; the
+built-in schedules do, and return a Tensor for a Tensor step.
+
+Hyper-parameters enter the arithmetic as Python floats, which are weak scalars, so float32
+parameters get float32 state and float32 updates; factors that depend on the step (a
+scheduled learning rate, Adam's bias corrections) are 0-d float64 Tensors, cast to each
+leaf's dtype before they meet it (rounded once, as a Python float would be).
+
+Everything that depends on the step is computed with fgrad ops on ``count``, never in
+Python, so a whole training step (loss, gradients, ``update`` and :func:`apply_updates`)
+can run under :func:`fgrad.jit` and is traced once: the count is an ordinary input, not a
+static Python number that would change the signature at every call.
 
 Example:
     >>> params = {"w": fnp.array([1.0, -2.0])}
@@ -29,6 +41,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
+
+import numpy as np  # integer limits only; arrays go through fgrad ops
 
 import fgrad.numpy as fnp
 from fgrad import tree
@@ -55,7 +69,7 @@ __all__ = [
     "warmup_cosine_decay_schedule",
 ]
 
-Schedule = Callable[[int], float]
+Schedule = Callable[[Any], Any]  # step (int or integer Tensor) -> float or 0-d Tensor
 ScalarOrSchedule = float | Schedule
 
 
@@ -76,14 +90,14 @@ class EmptyState(NamedTuple):
 class SgdState(NamedTuple):
     """State of :func:`sgd`: step ``count`` and the ``momentum`` buffer (None without)."""
 
-    count: int
+    count: Tensor
     momentum: Any
 
 
 class AdamState(NamedTuple):
     """State of :func:`adam` / :func:`adamw`: step ``count``, first and second moments."""
 
-    count: int
+    count: Tensor
     mu: Any
     nu: Any
 
@@ -91,7 +105,7 @@ class AdamState(NamedTuple):
 class RmsPropState(NamedTuple):
     """State of :func:`rmsprop`: step ``count``, mean square ``nu``, ``momentum`` buffer."""
 
-    count: int
+    count: Tensor
     nu: Any
     momentum: Any
 
@@ -123,24 +137,67 @@ def _check_range(name: str, what: str, value: Any, lo: float, hi: float | None) 
     return value
 
 
-def _lr_at(learning_rate: ScalarOrSchedule, count: int) -> float:
-    # float(): a schedule returning a numpy float64 scalar would otherwise promote float32
-    # updates to float64 (numpy scalars are not weak under NEP 50).
-    return float(learning_rate(count)) if callable(learning_rate) else learning_rate
+def _lr_at(learning_rate: ScalarOrSchedule, count: Tensor) -> float | Tensor:
+    """The learning rate at ``count``: a Python float (weak), or a 0-d Tensor from a schedule.
+
+    A Tensor (traced under ``jit``) stays one, on ``count``'s device; :func:`_per_dtype`
+    casts it to each leaf's dtype. Anything else a schedule returns (a numpy scalar, which
+    is not weak under NEP 50) is concrete already and becomes a Python float.
+    """
+    if not callable(learning_rate):
+        return learning_rate
+    lr = learning_rate(count)
+    return lr if isinstance(lr, Tensor) else float(lr)
+
+
+def _per_dtype(factor: float | Tensor) -> Callable[[Tensor], float | Tensor]:
+    """``leaf -> factor``, ready to multiply ``leaf`` without changing its dtype.
+
+    A Python float is weak and passes as it is. A 0-d Tensor (a scheduled learning rate, a
+    bias correction) is not weak under NEP 50, so it is cast to the leaf's dtype, once per
+    dtype: rounding the float64 value once, as numpy does with a Python float.
+    """
+    if not isinstance(factor, Tensor):
+        return lambda leaf: factor
+    casts = {factor.dtype: factor}
+
+    def like(leaf: Tensor) -> Tensor:
+        cast = casts.get(leaf.dtype)
+        if cast is None:
+            cast = casts[leaf.dtype] = fnp.astype(factor, leaf.dtype)
+        return cast
+
+    return like
 
 
 def _zeros_like_tree(params: Any) -> Any:
     return tree.map(fnp.zeros_like, params)
 
 
-def _count(name: str, state: Any) -> int:
+def _init_count(params: Any, count: int = 0) -> Tensor:
+    """A 0-d int32 step count on the device of ``params`` (the factors computed from it meet
+    the leaves in the same kernels, and cupy does not mix devices)."""
+    leaves = tree.leaves(params)
+    device = getattr(leaves[0], "device", None) if leaves else None
+    return fnp.full((), count, dtype="int32", device=device)
+
+
+def _count(name: str, state: Any, grads: Any) -> Tensor:
+    """The state's step count as an integer Tensor (a Python int, as older states held, too)."""
     count = getattr(state, "count", None)
-    if not isinstance(count, int):
+    if type(count) is int:
+        return _init_count(grads, count)
+    if not (isinstance(count, Tensor) and count.shape == () and count.dtype.kind in "iu"):
         raise TypeError(
             f"{name}.update: state must be the value returned by {name}.init or a previous "
             f"{name}.update, got {type(state).__name__}"
         )
     return count
+
+
+def _increment(count: Tensor) -> Tensor:
+    """``count + 1``, saturating at the dtype's largest value instead of wrapping around."""
+    return fnp.minimum(count, np.iinfo(count.dtype).max - 1) + 1
 
 
 # --------------------------------------------------------------------------- optimisers
@@ -198,31 +255,32 @@ def sgd(
         raise ValueError("sgd: nesterov=True needs momentum > 0")
 
     def init(params: Any) -> SgdState:
-        return SgdState(0, _zeros_like_tree(params) if momentum else None)
+        return SgdState(_init_count(params), _zeros_like_tree(params) if momentum else None)
 
     def update(grads: Any, state: SgdState, params: Any = None) -> tuple[Any, SgdState]:
-        count = _count("sgd", state)
-        lr = _lr_at(learning_rate, count)
+        count = _count("sgd", state, grads)
+        neg_lr = _per_dtype(-_lr_at(learning_rate, count))
         buf = None
         direction = grads
         if momentum:
             buf = tree.map(lambda b, g: momentum * b + g, state.momentum, grads)
             direction = tree.map(lambda b, g: g + momentum * b, buf, grads) if nesterov else buf
-        updates = tree.map(lambda d: -lr * d, direction)
-        return updates, SgdState(count + 1, buf)
+        updates = tree.map(lambda d: neg_lr(d) * d, direction)
+        return updates, SgdState(_increment(count), buf)
 
     return GradientTransformation(init, update)
 
 
 def _adam_direction(b1, b2, eps, grads, state, name):
     """Algorithm 1 of Kingma & Ba: new moments and the bias-corrected step direction."""
-    count = _count(name, state) + 1
+    count = _increment(_count(name, state, grads))  # t
     mu = tree.map(lambda m, g: b1 * m + (1.0 - b1) * g, state.mu, grads)
     nu = tree.map(lambda v, g: b2 * v + (1.0 - b2) * (g * g), state.nu, grads)
-    # Bias corrections 1 - beta^t as exact Python floats (t is a Python int).
-    c1 = 1.0 - b1**count
-    c2 = 1.0 - b2**count
-    direction = tree.map(lambda m, v: (m / c1) / (fnp.sqrt(v / c2) + eps), mu, nu)
+    # Bias corrections 1 - beta^t in float64 from the integer t (fgrad ops, so they can be
+    # traced), each rounded once to the leaf's dtype, as a Python float would have been.
+    c1 = _per_dtype(1.0 - fnp.power(b1, count))
+    c2 = _per_dtype(1.0 - fnp.power(b2, count))
+    direction = tree.map(lambda m, v: (m / c1(m)) / (fnp.sqrt(v / c2(v)) + eps), mu, nu)
     return direction, AdamState(count, mu, nu)
 
 
@@ -282,12 +340,12 @@ def adam(
     learning_rate, b1, b2, eps = _adam_args("adam", learning_rate, b1, b2, eps)
 
     def init(params: Any) -> AdamState:
-        return AdamState(0, _zeros_like_tree(params), _zeros_like_tree(params))
+        return AdamState(_init_count(params), _zeros_like_tree(params), _zeros_like_tree(params))
 
     def update(grads: Any, state: AdamState, params: Any = None) -> tuple[Any, AdamState]:
-        lr = _lr_at(learning_rate, _count("adam", state))
+        neg_lr = _per_dtype(-_lr_at(learning_rate, _count("adam", state, grads)))
         direction, state = _adam_direction(b1, b2, eps, grads, state, "adam")
-        return tree.map(lambda d: -lr * d, direction), state
+        return tree.map(lambda d: neg_lr(d) * d, direction), state
 
     return GradientTransformation(init, update)
 
@@ -345,7 +403,7 @@ def adamw(
     weight_decay = _check_range("adamw", "weight_decay", weight_decay, 0.0, None)
 
     def init(params: Any) -> AdamState:
-        return AdamState(0, _zeros_like_tree(params), _zeros_like_tree(params))
+        return AdamState(_init_count(params), _zeros_like_tree(params), _zeros_like_tree(params))
 
     def update(grads: Any, state: AdamState, params: Any = None) -> tuple[Any, AdamState]:
         if params is None:
@@ -353,18 +411,18 @@ def adamw(
                 "adamw.update needs params: the decoupled weight decay is proportional to "
                 "them; call update(grads, state, params)"
             )
-        lr = _lr_at(learning_rate, _count("adamw", state))
+        neg_lr = _per_dtype(-_lr_at(learning_rate, _count("adamw", state, grads)))
         direction, state = _adam_direction(b1, b2, eps, grads, state, "adamw")
+
+        def step(d: Tensor, p: Tensor, decay: Any = True) -> Tensor:
+            # ``decay`` is a Python bool from ``mask``: static, decided at trace time.
+            return neg_lr(d) * (d + weight_decay * p if decay else d)
+
         if mask is None:
-            updates = tree.map(lambda d, p: -lr * (d + weight_decay * p), direction, params)
+            updates = tree.map(step, direction, params)
         else:
             keep = mask(params) if callable(mask) else mask
-            updates = tree.map(
-                lambda d, p, k: -lr * (d + weight_decay * p) if k else -lr * d,
-                direction,
-                params,
-                keep,
-            )
+            updates = tree.map(step, direction, params, keep)
         return updates, state
 
     return GradientTransformation(init, update)
@@ -417,18 +475,19 @@ def rmsprop(
 
     def init(params: Any) -> RmsPropState:
         buf = _zeros_like_tree(params) if momentum else None
-        return RmsPropState(0, _zeros_like_tree(params), buf)
+        return RmsPropState(_init_count(params), _zeros_like_tree(params), buf)
 
     def update(grads: Any, state: RmsPropState, params: Any = None):
-        count = _count("rmsprop", state)
-        lr = _lr_at(learning_rate, count)
+        count = _count("rmsprop", state, grads)
+        neg_lr = _per_dtype(-_lr_at(learning_rate, count))
         nu = tree.map(lambda v, g: decay * v + (1.0 - decay) * (g * g), state.nu, grads)
         direction = tree.map(lambda g, v: g / (fnp.sqrt(v) + eps), grads, nu)
         buf = None
         if momentum:
             buf = tree.map(lambda b, s: momentum * b + s, state.momentum, direction)
             direction = buf
-        return tree.map(lambda d: -lr * d, direction), RmsPropState(count + 1, nu, buf)
+        updates = tree.map(lambda d: neg_lr(d) * d, direction)
+        return updates, RmsPropState(_increment(count), nu, buf)
 
     return GradientTransformation(init, update)
 
@@ -468,8 +527,10 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
     leaves together, so the direction of the update is kept. Use it first in a
     :func:`chain`, before the optimiser.
 
-    The comparison is made in Python on the concrete norm, so ``update`` runs eagerly (also
-    under ``grad``), not inside an abstract trace.
+    There is no Python comparison: every update is multiplied by
+    ``scale = max_norm / maximum(n, max_norm)``, which is exactly 1 when ``n <= max_norm``
+    (``n = 0`` included), so ``update`` can be traced by :func:`fgrad.jit`. ``scale`` is
+    computed in float64 and rounded once to each leaf's dtype.
 
     Args:
         max_norm: ``> 0``, the largest global norm let through.
@@ -501,11 +562,12 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
     def update(updates: Any, state: EmptyState, params: Any = None):
         if not tree.leaves(updates):
             return updates, state
-        norm = float(global_norm(updates))
-        if norm < max_norm:
-            return updates, state
-        scale = max_norm / norm  # a Python float: keeps each leaf's dtype
-        return tree.map(lambda u: u * scale, updates), state
+        norm = global_norm(updates)
+        norm = norm if norm.dtype == "float64" else fnp.astype(norm, "float64")
+        # 1.0 exactly below the bound, so small updates pass through bit for bit; a NaN norm
+        # gives a NaN scale, as the Python comparison did.
+        scale = _per_dtype(max_norm / fnp.maximum(norm, max_norm))
+        return tree.map(lambda u: u * scale(u), updates), state
 
     return GradientTransformation(init, update)
 
@@ -589,6 +651,21 @@ def _check_steps(name: str, what: str, steps: Any, minimum: int) -> int:
     return int(steps)
 
 
+def _step_tensor(step: Any) -> tuple[Tensor, bool]:
+    """``step`` as a Tensor, and whether it was a Python number (then a float is returned).
+
+    Schedules compute with fgrad ops so that an optimiser's traced ``count`` flows through
+    them under ``jit``; for a Python int the same ops run eagerly and give the same float.
+    """
+    if isinstance(step, Tensor):
+        return step, False
+    return fnp.asarray(int(step)), True
+
+
+def _schedule_value(value: Any, python: bool) -> Any:
+    return float(value) if python else value
+
+
 def constant_schedule(value: float) -> Schedule:
     """The schedule that is ``value`` at every step.
 
@@ -596,7 +673,8 @@ def constant_schedule(value: float) -> Schedule:
         value: the learning rate (float).
 
     Returns:
-        A function ``step -> float``.
+        A function ``step -> float`` that returns ``value`` itself, a Python float, also for
+        a Tensor step.
 
     Example:
         >>> constant_schedule(0.1)(1000)
@@ -604,7 +682,7 @@ def constant_schedule(value: float) -> Schedule:
     """
     value = float(value)
 
-    def schedule(step: int) -> float:
+    def schedule(step: Any) -> float:
         return value
 
     return schedule
@@ -623,7 +701,9 @@ def cosine_decay_schedule(init_value: float, decay_steps: int, alpha: float = 0.
         alpha: the final value as a fraction of ``init_value``.
 
     Returns:
-        A function ``step -> float`` (steps count from 0).
+        A function ``step -> value`` (steps count from 0): a Python float for a Python int
+        step; for an integer Tensor step (an optimiser's ``count``, traced under ``jit``) a
+        float64 Tensor of the step's shape, computed with the same fgrad ops.
 
     Raises:
         ValueError: ``decay_steps < 1``.
@@ -640,10 +720,11 @@ def cosine_decay_schedule(init_value: float, decay_steps: int, alpha: float = 0.
     init_value, alpha = float(init_value), float(alpha)
     decay_steps = _check_steps("cosine_decay_schedule", "decay_steps", decay_steps, 1)
 
-    def schedule(step: int) -> float:
-        t = min(max(int(step), 0), decay_steps)
-        cosine = 0.5 * (1.0 + math.cos(math.pi * t / decay_steps))
-        return init_value * ((1.0 - alpha) * cosine + alpha)
+    def schedule(step: Any) -> Any:
+        step, python = _step_tensor(step)
+        t = fnp.minimum(fnp.maximum(step, 0), decay_steps)
+        cosine = 0.5 * (1.0 + fnp.cos(math.pi * t / decay_steps))
+        return _schedule_value(init_value * ((1.0 - alpha) * cosine + alpha), python)
 
     return schedule
 
@@ -660,7 +741,10 @@ def linear_warmup(peak_value: float, warmup_steps: int, init_value: float = 0.0)
         init_value: the value at step 0.
 
     Returns:
-        A function ``step -> float`` (steps count from 0).
+        A function ``step -> value`` (steps count from 0): a Python float for a Python int
+        step; for an integer Tensor step (an optimiser's ``count``, traced under ``jit``) a
+        float64 Tensor of the step's shape, computed with the same fgrad ops
+        (``peak_value`` itself, a float, when ``warmup_steps == 0``).
 
     Raises:
         ValueError: ``warmup_steps < 0``.
@@ -677,11 +761,12 @@ def linear_warmup(peak_value: float, warmup_steps: int, init_value: float = 0.0)
     peak_value, init_value = float(peak_value), float(init_value)
     warmup_steps = _check_steps("linear_warmup", "warmup_steps", warmup_steps, 0)
 
-    def schedule(step: int) -> float:
+    def schedule(step: Any) -> Any:
         if warmup_steps == 0:
             return peak_value
-        t = min(max(int(step), 0), warmup_steps)
-        return init_value + (peak_value - init_value) * t / warmup_steps
+        step, python = _step_tensor(step)
+        t = fnp.minimum(fnp.maximum(step, 0), warmup_steps)
+        return _schedule_value(init_value + (peak_value - init_value) * t / warmup_steps, python)
 
     return schedule
 
@@ -709,7 +794,9 @@ def warmup_cosine_decay_schedule(
         end_value: the final value.
 
     Returns:
-        A function ``step -> float`` (steps count from 0).
+        A function ``step -> value`` (steps count from 0): a Python float for a Python int
+        step; for an integer Tensor step (an optimiser's ``count``, traced under ``jit``) a
+        float64 Tensor of the step's shape, computed with the same fgrad ops.
 
     Raises:
         ValueError: ``warmup_steps < 0`` or ``decay_steps <= warmup_steps``.
@@ -730,12 +817,12 @@ def warmup_cosine_decay_schedule(
     peak_value, end_value = float(peak_value), float(end_value)
     period = decay_steps - warmup_steps
 
-    def schedule(step: int) -> float:
-        step = int(step)
-        if step < warmup_steps:
-            return warmup(step)
-        t = min(step - warmup_steps, period)
-        cosine = 0.5 * (1.0 + math.cos(math.pi * t / period))
-        return end_value + (peak_value - end_value) * cosine
+    def schedule(step: Any) -> Any:
+        step, python = _step_tensor(step)
+        t = fnp.minimum(step - warmup_steps, period)  # negative during warm-up: not selected
+        cosine = 0.5 * (1.0 + fnp.cos(math.pi * t / period))
+        decayed = end_value + (peak_value - end_value) * cosine
+        value = fnp.where(step < warmup_steps, warmup(step), decayed)
+        return _schedule_value(value, python)
 
     return schedule

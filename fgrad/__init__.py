@@ -30,6 +30,7 @@ from fgrad.core import debug as _debug  # noqa: F401  (makes config.debug_nans w
 from fgrad import numpy  # noqa: E402  (installs Tensor's operators)
 from fgrad import random  # noqa: E402
 from fgrad import io, optim  # noqa: E402
+from fgrad import test_util  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -64,6 +65,7 @@ __all__ = [
     "optim",
     "random",
     "stop_gradient",
+    "test_util",
     "tree",
     "value_and_grad",
     "vjp",

@@ -202,7 +202,7 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
         (Tensor([1.        , 0.54030231], dtype=float64),)
     """
     leaves, in_tree = tree.flatten(primals)
-    leaves = [asarray(x) if not isinstance(x, Tensor) else x for x in leaves]
+    leaves = [_as_input(x, "vjp") for x in leaves]
     with new_trace(ReverseTrace()) as trace:
         inputs = [
             ReverseTracer(trace, x, _Node(None, (), {}, x, ()), None) if _is_inexact(x) else x
@@ -242,11 +242,24 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
     return (primals_out, vjp_fn, _lower_tree(aux, trace)) if has_aux else (primals_out, vjp_fn)
 
 
+def _as_input(x: Any, name: str) -> Any:
+    """A pytree leaf as a Tensor, or a TypeError that says how to pass a container."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, (bool, int, float, complex, np.ndarray, np.generic)) or hasattr(x, "__array_namespace__"):
+        return asarray(x)
+    raise TypeError(
+        f"{name}: an argument leaf of type {type(x).__qualname__} is not an array. Pass Tensors, "
+        "arrays or Python scalars, in tuples/lists/dicts; register other containers with "
+        "fgrad.tree.register or fgrad.tree.register_dataclass"
+    )
+
+
 def _split_aux(result: Any) -> tuple[Any, Any]:
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        got = f"a Tensor {result.aval}" if isinstance(result, Tensor) else type(result).__name__
         raise TypeError(
-            "has_aux=True requires the function to return a pair (output, aux); "
-            f"it returned {type(result).__name__}"
+            f"has_aux=True requires the function to return a pair (output, aux); it returned {got}"
         )
     return result[0], result[1]
 
@@ -290,7 +303,7 @@ def _check_diff_inputs(
 ) -> None:
     for n, arg in zip(nums, args):
         for leaf in tree.leaves(arg):
-            aval = _aval(leaf)
+            aval = _aval(_as_input(leaf, name))
             if holomorphic and not dtypes.is_complex(aval.dtype):
                 raise TypeError(
                     f"{name} with holomorphic=True needs complex inputs; argument {n} has a leaf "
@@ -515,8 +528,8 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: b
     with new_trace(JVPTrace()) as trace:
         inputs = []
         for p, t in zip(p_leaves, t_leaves):
-            p = asarray(p) if not isinstance(p, Tensor) else p
-            t = asarray(t) if not isinstance(t, Tensor) else t
+            p = _as_input(p, "jvp")
+            t = _as_input(t, "jvp")
             if tuple(t.shape) != tuple(p.shape):
                 raise ShapeError(f"jvp: tangent {t.aval} does not match primal {p.aval}")
             inputs.append(JVPTracer(trace, p, _fit_tangent(t, p)) if _is_inexact(p) else p)

@@ -15,6 +15,7 @@ from typing import Any
 
 from fgrad import tree
 from fgrad.core.trace import top_trace
+from fgrad.errors import ShapeError
 from fgrad.ops.elementwise import full_like
 from fgrad.transforms.ad import (
     JVPTrace,
@@ -61,6 +62,19 @@ def _record(trace, name, leaves, out_leaves, leaf_cts_fn):
 
 def _lower(x: Any, trace: Any) -> Any:
     return x.primal if type(x) in (ReverseTracer, JVPTracer) and x._trace is trace else x
+
+
+def _check_like(what: str, values: list, like: list) -> None:
+    """A user rule's cotangents/tangents must match the primals leaf by leaf, in shape."""
+    if len(values) != len(like):
+        raise TypeError(f"{what} has {len(values)} leaves; expected {len(like)} (one per primal leaf)")
+    for v, p in zip(values, like):
+        got, want = tuple(getattr(v, "shape", ())), tuple(getattr(p, "shape", ()))
+        if got != want:
+            raise ShapeError(
+                f"{what} has shape {got} where the primal has shape {want}; return one value "
+                "of the primal's shape for each primal leaf"
+            )
 
 
 class custom_vjp:
@@ -129,9 +143,14 @@ class custom_vjp:
                     f"cotangents (one per differentiable argument), got {in_cts!r:.80}"
                 )
             flat = []
-            for arg, ct in zip([args[i] for i in diff_pos], in_cts):
-                n = len(tree.leaves(arg))
-                flat.extend([None] * n if ct is None else tree.leaves(ct))
+            for i, ct in zip(diff_pos, in_cts):
+                arg_leaves = tree.leaves(args[i])
+                if ct is None:
+                    flat.extend([None] * len(arg_leaves))
+                    continue
+                ct_leaves = tree.leaves(ct)
+                _check_like(f"custom_vjp {self.__name__}: bwd's cotangent for argument {i}", ct_leaves, arg_leaves)
+                flat.extend(ct_leaves)
             return flat
 
         wrapped = _record(trace, self.__name__, leaves, out_leaves, leaf_cts)
@@ -195,6 +214,7 @@ class custom_jvp:
         )
         out_leaves, out_tree = tree.flatten(out)
         t_leaves = tree.leaves(t_out)
+        _check_like(f"custom_jvp {self.__name__}: the rule's tangent output", t_leaves, out_leaves)
         wrapped = [
             JVPTracer(trace, o, _fit_tangent(t, o)) if _is_inexact(o) else o
             for o, t in zip(out_leaves, t_leaves)

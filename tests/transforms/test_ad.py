@@ -327,3 +327,16 @@ def test_mutation_raises_inside_and_outside_transforms():
     with pytest.raises(MutationError, match=r"\.at\[.*\]\.set") as info:
         fgrad.grad(f)(x)
     assert isinstance(info.value, TypeError)
+
+
+def test_unregistered_container_and_bad_aux_errors_say_what_to_do():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Params:
+        w: float
+
+    with pytest.raises(TypeError, match="register_dataclass"):
+        fgrad.grad(lambda p: p.w)(Params(1.0))
+    with pytest.raises(TypeError, match=r"pair \(output, aux\).*Tensor f64\[\]"):
+        fgrad.grad(lambda x: x, has_aux=True)(1.0)

@@ -113,3 +113,22 @@ def test_custom_jvp_rule_is_really_used():
     f.defjvp(lambda p, t: (p[0], 5.0 * t[0]))
     assert float(fgrad.grad(f)(1.0)) == 5.0
     assert float(fgrad.jvp(f, (1.0,), (1.0,))[1]) == 5.0
+
+
+def test_issue_3_rules_returning_wrong_shapes_are_named():
+    """A custom rule's wrong-shaped output names the rule and both shapes (was summed silently)."""
+    @fgrad.custom_vjp
+    def f(x):
+        return 2.0 * x
+
+    f.defvjp(lambda x: (2.0 * x, None), lambda res, ct: (fnp.ones(3),))
+    with pytest.raises(fgrad.ShapeError, match=r"custom_vjp f: bwd's cotangent.*\(3,\).*\(\)"):
+        fgrad.grad(f)(2.0)
+
+    @fgrad.custom_jvp
+    def g(x):
+        return 2.0 * x
+
+    g.defjvp(lambda p, t: (2.0 * p[0], fnp.ones(2)))
+    with pytest.raises(fgrad.ShapeError, match="custom_jvp g"):
+        fgrad.jvp(g, (fnp.ones(3),), (fnp.ones(3),))

@@ -17,6 +17,7 @@ op by op so that the outer transform records it.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import math
 import threading
@@ -545,6 +546,11 @@ def _signature_leaf(x: Any) -> Any:
     if isinstance(x, Tracer):
         return ("aval", x.aval)
     data = x._data if isinstance(x, Tensor) else x
+    if not hasattr(data, "shape") or not hasattr(data, "dtype"):
+        raise TypeError(
+            f"jit: an argument leaf of type {type(x).__qualname__} is not an array or a Python "
+            "scalar; mark that argument static (static_argnums / static_argnames) or pass arrays"
+        )
     # The namespace, not type(data): numpy returns 0-d results as numpy scalars.
     return ("array", tuple(data.shape), np.dtype(data.dtype), backend.namespace_of(data))
 
@@ -597,6 +603,7 @@ def jit(
     static_names = (
         (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     )
+    static_nums, static_names = _static_positions(f, static_nums, static_names)
     cache: dict[Any, tuple[Graph, _Program | None]] = {}
     stats = {"hits": 0, "misses": 0}
 
@@ -695,6 +702,30 @@ def jit(
     jitted.clear_cache = clear_cache
     del donate_argnums
     return jitted
+
+
+def _static_positions(f: Callable, nums: tuple, names: tuple) -> tuple[tuple, tuple]:
+    """Complete static_argnums and static_argnames from each other, as JAX does.
+
+    A static name may be passed positionally and a static position by keyword; positions
+    beyond ``f``'s positional parameters are an error.
+    """
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):  # builtins and some callables have no signature
+        return nums, names
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return nums, names
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    for n in nums:
+        if not -len(positional) <= n < len(positional):
+            raise ValueError(
+                f"jit({_name(f)}): static_argnums {n} is out of range for a function with "
+                f"{len(positional)} positional parameters {positional}"
+            )
+    nums = tuple(sorted({n % len(positional) for n in nums} | {positional.index(m) for m in names if m in positional}))
+    names = tuple(sorted(set(names) | {positional[n] for n in nums}))
+    return nums, names
 
 
 class _CacheInfo(tuple):

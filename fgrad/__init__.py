@@ -28,6 +28,7 @@ from fgrad.transforms.jacobians import hessian, hvp, jacfwd, jacrev, linearize
 from fgrad.transforms.jit import jit
 from fgrad.core import debug as _debug  # noqa: F401  (makes config.debug_nans work)
 from fgrad import numpy  # noqa: E402  (installs Tensor's operators)
+from fgrad import lax  # noqa: E402  (also installs the control-flow ops' derivative rules)
 from fgrad import random  # noqa: E402
 from fgrad import io, optim  # noqa: E402
 from fgrad import test_util  # noqa: E402
@@ -60,6 +61,7 @@ __all__ = [
     "io",
     "jit",
     "jvp",
+    "lax",
     "make_graph",
     "numpy",
     "optim",

@@ -19,6 +19,7 @@ RANKS = {
     "fgrad.ops": 6,
     "fgrad.transforms": 7,
     "fgrad.numpy": 8,
+    "fgrad.lax": 8,
     "fgrad.random": 9,
     "fgrad.nn": 10,
     "fgrad.optim": 10,

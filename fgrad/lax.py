@@ -1,0 +1,535 @@
+"""Structured control flow that ``jit`` can record: cond, switch, while_loop, fori_loop, scan.
+
+A Python ``if`` or ``while`` on a traced value cannot be recorded in a graph: the value is
+not known while tracing. These functions take the branches and loop bodies as functions
+instead, in JAX's ``lax`` style, so that the choice or the loop is part of the graph.
+
+* Where the predicate, index or trip count is concrete and nothing is traced abstractly
+  (eager code, eager ``grad``/``jvp``), they run plain Python control flow: the eager
+  transforms differentiate what actually ran.
+* Under ``jit`` or ``make_graph`` they record one node (``fgrad.ops.control``) whose
+  params hold the traced branches or body; a 1,000-step ``fori_loop`` is one node, not
+  1,000 copies of its body. ``cond``/``switch`` with a concrete predicate pick the branch
+  while tracing.
+
+Derivatives: ``cond``, ``switch``, ``scan`` and ``fori_loop`` with concrete bounds work in
+both modes and to any order; ``while_loop`` (and ``fori_loop`` with traced bounds) is
+forward-mode only once recorded, as in JAX.
+
+Reference: https://docs.jax.dev/en/latest/jax.lax.html#control-flow-operators
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from fgrad import numpy as fnp
+from fgrad import tree
+from fgrad.core.graph import GraphTrace
+from fgrad.core.trace import _STACK, concrete_value
+from fgrad.errors import ConcretizationError, DTypeError, ShapeError
+from fgrad.ops import control
+from fgrad.tensor import ShapeDtype, Tensor, _wrap, asarray
+from fgrad.transforms.ad import jvp, vjp
+from fgrad.transforms.passes import cse, dce, simplify
+
+__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan"]
+
+
+def _optimize(graph):
+    # Dead code (the forward half of a derived VJP that the backward does not read),
+    # shared subexpressions and plumbing. Not constant folding: it makes numpy constants,
+    # which a sub-graph run on another array namespace could not mix with its inputs.
+    return dce(cse(simplify(graph)))
+
+
+control._TRANSFORMS.update(jvp=jvp, vjp=vjp, optimize=_optimize)
+
+
+def _staging() -> bool:
+    """A transform that traces abstractly (jit, make_graph) is running."""
+    return any(isinstance(t, GraphTrace) for t in _STACK)
+
+
+def _concrete(x: Any) -> tuple[bool, Any]:
+    try:
+        return True, concrete_value(x)
+    except ConcretizationError:
+        return False, None
+
+
+def _as_tensor(x: Any) -> Tensor:
+    return x if isinstance(x, Tensor) else asarray(x)
+
+
+def _aval(x: Any) -> ShapeDtype:
+    return x.aval if isinstance(x, Tensor) else ShapeDtype(tuple(np.shape(x)), np.result_type(x))
+
+
+def _scalar_operand(name: str, what: str, x: Any, kinds: str) -> ShapeDtype:
+    aval = _aval(x)
+    if aval.shape != ():
+        raise ShapeError(
+            f"{name}: {what} must be a scalar, got {aval}; reduce it first (for example "
+            "fnp.any / fnp.all for a predicate)"
+        )
+    if np.dtype(aval.dtype).kind not in kinds:
+        raise DTypeError(f"{name}: {what} must be {'a bool or an integer' if 'b' in kinds else 'an integer'}, got {aval}")
+    return aval
+
+
+def _coerce(traced: control.Traced, want: Sequence[ShapeDtype], name: str, what: str, ref: str) -> None:
+    """Make ``traced``'s outputs have the avals ``want``: Python numbers take the wanted
+    dtype (weak, as in JAX); any other mismatch raises naming both avals."""
+    for k, w in enumerate(want):
+        got, weak = traced.out_aval(k)
+        if weak and got.shape == w.shape:
+            traced.outvars[k] = _wrap(np.asarray(traced.outvars[k], dtype=w.dtype))
+            continue
+        if tuple(got.shape) != tuple(w.shape):
+            raise ShapeError(
+                f"{name}: {what} leaf {k} has aval {got}, but {ref} has {w}; they must match "
+                "in shape and dtype"
+            )
+        if np.dtype(got.dtype) != np.dtype(w.dtype):
+            raise DTypeError(
+                f"{name}: {what} leaf {k} has aval {got}, but {ref} has {w}; they must match "
+                f"in shape and dtype (cast with .astype('{np.dtype(w.dtype).name}'))"
+            )
+
+
+# ------------------------------------------------------------------------ cond / switch
+
+
+def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
+    """Apply ``true_fun`` or ``false_fun`` to ``operands``, as ``pred`` says.
+
+    Equivalent to ``true_fun(*operands) if pred else false_fun(*operands)``, but ``pred``
+    may be traced: under ``jit`` both branches are traced and one ``cond`` node records
+    the choice. Differentiable in both modes and to any order; the derivative is the
+    chosen branch's (JAX's semantics: the other branch does not run).
+
+    Args:
+        pred: scalar bool or integer (non-zero is True): Python value or Tensor.
+        true_fun: function of ``*operands`` returning a pytree of Tensors.
+        false_fun: function of ``*operands`` returning a pytree with the same structure,
+            shapes and dtypes as ``true_fun``'s (Python numbers adapt their dtype).
+        *operands: pytrees of Tensors (or Python numbers) passed to the branch.
+
+    Returns:
+        The chosen branch's output.
+
+    Raises:
+        ShapeError: ``pred`` is not a scalar, or (when traced) the branches' outputs
+            differ in shape.
+        DTypeError: ``pred`` is not bool or integer, or the branches' outputs differ in
+            dtype.
+        TypeError: the branches return different pytree structures.
+
+    Example:
+        >>> f = fgrad.jit(lambda x: fgrad.lax.cond(fnp.sum(x) > 0, fnp.sin, fnp.cos, x))
+        >>> f(fnp.array([0.5, 1.0]))
+        Tensor([0.47942554, 0.84147098], dtype=float64)
+        >>> fgrad.grad(lambda x: fnp.sum(f(x)))(fnp.array([0.5, 1.0]))
+        Tensor([0.87758256, 0.54030231], dtype=float64)
+
+    References:
+        ``jax.lax.cond`` (https://docs.jax.dev/en/latest/_autosummary/jax.lax.cond.html).
+    """
+    aval = _scalar_operand("cond", "pred", pred, "biuf")
+    known, value = _concrete(pred)
+    if known:
+        return true_fun(*operands) if bool(value) else false_fun(*operands)
+    index = pred if aval.dtype == np.bool_ else fnp.not_equal(pred, 0)
+    return _switch_traced("cond", index, (false_fun, true_fun), operands, ("false_fun", "true_fun"))
+
+
+def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
+    """Apply ``branches[index]`` to ``operands``; ``index`` is clamped into range.
+
+    Equivalent to ``branches[min(max(index, 0), len(branches) - 1)](*operands)``, but
+    ``index`` may be traced: under ``jit`` every branch is traced and one ``cond`` node
+    records the choice. Differentiable in both modes and to any order.
+
+    Args:
+        index: scalar integer, Python value or Tensor.
+        branches: non-empty sequence of functions of ``*operands``, each returning a pytree
+            with the same structure, shapes and dtypes.
+        *operands: pytrees of Tensors (or Python numbers) passed to the branch.
+
+    Returns:
+        The chosen branch's output.
+
+    Raises:
+        ValueError: ``branches`` is empty.
+        ShapeError, DTypeError: ``index`` is not a scalar integer, or (when traced) the
+            branches' outputs differ in shape or dtype.
+        TypeError: the branches return different pytree structures.
+
+    Example:
+        >>> branches = [lambda x: x + 1.0, lambda x: 2.0 * x, lambda x: -x]
+        >>> f = fgrad.jit(lambda i, x: fgrad.lax.switch(i, branches, x))
+        >>> [float(f(fnp.array(i), fnp.array(3.0))) for i in (-1, 1, 7)]
+        [4.0, 6.0, -3.0]
+
+    References:
+        ``jax.lax.switch`` (https://docs.jax.dev/en/latest/_autosummary/jax.lax.switch.html).
+    """
+    branches = tuple(branches)
+    if not branches:
+        raise ValueError("switch: branches must be a non-empty sequence of functions")
+    _scalar_operand("switch", "index", index, "iu")
+    known, value = _concrete(index)
+    if known:
+        return branches[min(max(int(value), 0), len(branches) - 1)](*operands)
+    if len(branches) == 1:
+        return branches[0](*operands)
+    names = tuple(f"branches[{k}]" for k in range(len(branches)))
+    return _switch_traced("switch", index, branches, operands, names)
+
+
+def _switch_traced(name, index, branches, operands, names):
+    leaves, in_tree = tree.flatten(operands)
+    leaves = [_as_tensor(x) for x in leaves]
+    avals = [x.aval for x in leaves]
+    traced = [
+        control.trace_function(lambda ts, br=br: br(*tree.unflatten(in_tree, ts)), avals)
+        for br in branches
+    ]
+    first = traced[0]
+    for k, t in enumerate(traced[1:], 1):
+        if t.out_tree != first.out_tree:
+            raise TypeError(
+                f"{name}: {names[0]} returns {first.out_tree} but {names[k]} returns "
+                f"{t.out_tree}; every branch must return the same pytree structure"
+            )
+    # Each output's aval: the branches that return arrays must agree; Python numbers in
+    # the others take that dtype (weak, as in JAX).
+    want = []
+    for j in range(len(first.outvars)):
+        outs = [(k, *t.out_aval(j)) for k, t in enumerate(traced)]
+        strong = [(k, a) for k, a, weak in outs if not weak]
+        if strong:
+            k0, target = strong[0]
+            for k, a in strong[1:]:
+                if a != target:
+                    err = ShapeError if a.shape != target.shape else DTypeError
+                    raise err(
+                        f"{name}: output leaf {j} is {target} in {names[k0]} but {a} in "
+                        f"{names[k]}; every branch must return the same shapes and dtypes"
+                    )
+        else:
+            target = ShapeDtype((), np.result_type(*[t.outvars[j] for t in traced]))
+        want.append(target)
+    for k, t in enumerate(traced):
+        _coerce(t, want, name, f"{names[k]}'s output", f"another branch's output")
+    consts: list = []
+    seen: set[int] = set()
+    for t in traced:
+        for c in t.consts:
+            if id(c) not in seen:
+                seen.add(id(c))
+                consts.append(c)
+    subs = tuple(control.close(t, consts, n) for t, n in zip(traced, names))
+    outs = control.cond(index, *consts, *leaves, branches=subs)
+    return tree.unflatten(first.out_tree, list(outs))
+
+
+# ------------------------------------------------------------------------ loops
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
+    """Repeat ``val = body_fun(val)`` while ``cond_fun(val)`` holds; return ``val``.
+
+    Equivalent to ``val = init_val; while cond_fun(val): val = body_fun(val)``. Under
+    ``jit`` the two functions are traced once and one ``while_loop`` node records the loop.
+    Forward-mode differentiable (``jvp``); once recorded, reverse mode raises as in JAX,
+    because the trip count is known only at run time: use :func:`fori_loop` with concrete
+    bounds or :func:`scan`. (Eager ``grad`` runs the Python loop and differentiates it.)
+
+    Args:
+        cond_fun: function of the carry returning a scalar bool.
+        body_fun: function of the carry returning the next carry: same structure, shapes
+            and dtypes as ``init_val``.
+        init_val: pytree of Tensors (Python numbers become Tensors of numpy's default
+            dtype when traced).
+
+    Returns:
+        The final carry.
+
+    Raises:
+        TypeError: ``body_fun`` changes the carry's structure, or ``cond_fun`` returns
+            more than one value.
+        ShapeError, DTypeError: ``body_fun`` changes a carry leaf's shape or dtype, or
+            ``cond_fun`` does not return a scalar bool.
+        ValueError: reverse-mode differentiation of a recorded loop.
+
+    Example:
+        >>> collatz = lambda n: fgrad.lax.while_loop(
+        ...     lambda c: c[0] != 1,
+        ...     lambda c: (fnp.where(c[0] % 2 == 0, c[0] // 2, 3 * c[0] + 1), c[1] + 1),
+        ...     (n, 0))
+        >>> fgrad.jit(collatz)(fnp.array(27))
+        (Tensor(1, dtype=int64), Tensor(111, dtype=int64))
+
+    References:
+        ``jax.lax.while_loop``
+        (https://docs.jax.dev/en/latest/_autosummary/jax.lax.while_loop.html).
+    """
+    if not _staging():
+        val = init_val
+        while _predicate(cond_fun(val)):
+            val = body_fun(val)
+        return val
+    leaves, in_tree = tree.flatten(init_val)
+    leaves = [_as_tensor(x) for x in leaves]
+    avals = [x.aval for x in leaves]
+    body = control.trace_function(lambda ts: body_fun(tree.unflatten(in_tree, ts)), avals)
+    if body.out_tree != in_tree:
+        raise TypeError(
+            f"while_loop: body_fun must return a carry with the structure of init_val, "
+            f"{in_tree}; it returned {body.out_tree}"
+        )
+    _coerce(body, avals, "while_loop", "body_fun's output", "init_val")
+    pred = control.trace_function(lambda ts: cond_fun(tree.unflatten(in_tree, ts)), avals)
+    if len(pred.outvars) != 1:
+        raise TypeError(f"while_loop: cond_fun must return one scalar bool, got {pred.out_tree}")
+    got, weak = pred.out_aval(0)
+    if weak and got.dtype == np.bool_:
+        pred.outvars[0] = _wrap(np.asarray(pred.outvars[0]))
+    elif got.shape != () or got.dtype != np.bool_:
+        err = ShapeError if got.shape != () else DTypeError
+        raise err(f"while_loop: cond_fun must return a scalar bool, got {got}")
+    outs = control.while_loop(
+        *pred.consts,
+        *body.consts,
+        *leaves,
+        cond=control.close(pred, pred.consts, "cond_fun"),
+        body=control.close(body, body.consts, "body_fun"),
+        n_cond_consts=len(pred.consts),
+        n_body_consts=len(body.consts),
+    )
+    return tree.unflatten(in_tree, list(outs))
+
+
+def _predicate(x: Any) -> bool:
+    _scalar_operand("while_loop", "cond_fun's result", x, "b")
+    return bool(concrete_value(x))
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
+    """Run ``val = body_fun(i, val)`` for ``i`` from ``lower`` to ``upper - 1``.
+
+    Equivalent to ``for i in range(lower, upper): val = body_fun(i, val)``, with ``i`` a
+    scalar integer Tensor (dtype of the bounds; int64 for Python ints). With concrete
+    bounds it is a :func:`scan` under ``jit`` (one node, reverse-differentiable); with
+    traced bounds a :func:`while_loop` (forward mode only).
+
+    Args:
+        lower: scalar integer, Python int or Tensor: the first index.
+        upper: scalar integer: one past the last index (no iterations when
+            ``upper <= lower``).
+        body_fun: function ``(i, val) -> val`` keeping the carry's structure, shapes and
+            dtypes.
+        init_val: pytree of Tensors, the initial carry.
+
+    Returns:
+        The final carry.
+
+    Raises:
+        ShapeError, DTypeError: a bound is not a scalar integer, or ``body_fun`` changes
+            the carry.
+        TypeError: ``body_fun`` changes the carry's structure.
+
+    Example:
+        >>> def power(x, n):
+        ...     return fgrad.lax.fori_loop(0, n, lambda i, acc: acc * x, fnp.ones_like(x))
+        >>> f = fgrad.jit(power, static_argnums=1)
+        >>> fnp.round(f(fnp.array(1.001), 1000), 6)
+        Tensor(2.716924, dtype=float64)
+        >>> len(f.graph(fnp.array(1.001), 1000).nodes)  # one scan node, not 1,000 products
+        1
+        >>> fgrad.grad(f)(fnp.array(2.0), 3)
+        Tensor(12., dtype=float64)
+
+    References:
+        ``jax.lax.fori_loop``
+        (https://docs.jax.dev/en/latest/_autosummary/jax.lax.fori_loop.html).
+    """
+    lo_aval = _scalar_operand("fori_loop", "lower", lower, "iu")
+    hi_aval = _scalar_operand("fori_loop", "upper", upper, "iu")
+    dtype = np.result_type(lo_aval.dtype, hi_aval.dtype)
+    lo_known, lo = _concrete(lower)
+    hi_known, hi = _concrete(upper)
+    if lo_known and hi_known:
+        lo, hi = int(lo), int(hi)
+        if not _staging():
+            val = init_val
+            for i in range(lo, hi):
+                val = body_fun(asarray(i, dtype=dtype), val)
+            return val
+
+        def step(carry, _):
+            i, val = carry
+            return (i + 1, body_fun(i, val)), None
+
+        (_, val), _ = scan(step, (asarray(lo, dtype=dtype), init_val), None, length=max(hi - lo, 0))
+        return val
+    i0 = asarray(lower, dtype=dtype)
+    hi = asarray(upper, dtype=dtype)
+    _, val = while_loop(
+        lambda c: c[0] < hi, lambda c: (c[0] + 1, body_fun(c[0], c[1])), (i0, init_val)
+    )
+    return val
+
+
+def scan(
+    f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False
+) -> tuple[Any, Any]:
+    """Loop ``f`` over the leading axis of ``xs``, carrying state; stack the outputs.
+
+    Equivalent to::
+
+        carry, ys = init, []
+        for x in xs:              # each leaf of xs sliced along axis 0
+            carry, y = f(carry, x)
+            ys.append(y)
+        return carry, stack(ys)   # each leaf of y stacked along a new axis 0
+
+    Under ``jit`` ``f`` is traced once and one ``scan`` node records the loop. Reverse
+    mode recomputes each step's intermediates from stored carries (memory ``length``
+    carries, not ``length`` bodies); forward and reverse mode work to any order.
+
+    Args:
+        f: function ``(carry, x) -> (carry, y)``; the new carry keeps ``init``'s
+            structure, shapes and dtypes; ``y`` is any pytree of Tensors (or None).
+        init: pytree of Tensors, the initial carry.
+        xs: pytree of Tensors, each ``(length, ...)``, or None (then ``f`` gets
+            ``x=None``).
+        length: number of steps; needed when ``xs`` is None, else must match.
+        reverse: run from the last step to the first; ``ys[i]`` still belongs to
+            ``xs[i]``.
+
+    Returns:
+        ``(carry, ys)``: the final carry and the stacked ``y`` leaves, each
+        ``(length, ...)``.
+
+    Raises:
+        ValueError: ``xs`` is None and ``length`` is not given.
+        ShapeError: ``xs`` leaves differ in leading length (or from ``length``), or
+            ``f`` changes a carry leaf's shape.
+        DTypeError: ``f`` changes a carry leaf's dtype.
+        TypeError: ``f`` does not return a pair, or changes the carry's structure.
+
+    Example:
+        >>> def cumsum(xs):
+        ...     return fgrad.lax.scan(lambda c, x: (c + x, c + x), fnp.array(0.0), xs)[1]
+        >>> fgrad.jit(cumsum)(fnp.array([1.0, 2.0, 3.0]))
+        Tensor([1., 3., 6.], dtype=float64)
+        >>> fgrad.grad(lambda xs: fnp.sum(cumsum(xs)))(fnp.array([1.0, 2.0, 3.0]))
+        Tensor([3., 2., 1.], dtype=float64)
+
+    References:
+        ``jax.lax.scan`` (https://docs.jax.dev/en/latest/_autosummary/jax.lax.scan.html).
+    """
+    x_leaves, x_tree = tree.flatten(xs)
+    x_leaves = [_as_tensor(x) for x in x_leaves]
+    lengths = []
+    for x in x_leaves:
+        if not x.shape:
+            raise ShapeError(f"scan: every xs leaf needs a leading axis to scan over; got {x.aval}")
+        lengths.append(x.shape[0])
+    if length is None:
+        if not lengths:
+            raise ValueError("scan: xs is None (or has no leaves), so pass length=")
+        length = lengths[0]
+    length = int(length)
+    if any(n != length for n in lengths):
+        raise ShapeError(
+            f"scan: xs leaves must all have leading length {length}; got shapes "
+            f"{[tuple(x.shape) for x in x_leaves]}"
+        )
+    if not _staging():
+        return _scan_eager(f, init, x_leaves, x_tree, length, reverse)
+    c_leaves, c_tree = tree.flatten(init)
+    c_leaves = [_as_tensor(c) for c in c_leaves]
+    c_avals = [c.aval for c in c_leaves]
+    x_avals = [ShapeDtype(x.shape[1:], x.dtype) for x in x_leaves]
+    trees: dict[str, Any] = {}
+
+    def body(ts):
+        n = len(c_avals)
+        carry, y = _pair(f(tree.unflatten(c_tree, ts[:n]), tree.unflatten(x_tree, ts[n:])))
+        carry_leaves, trees["carry"] = tree.flatten(carry)
+        y_leaves, trees["y"] = tree.flatten(y)
+        return carry_leaves + y_leaves
+
+    traced = control.trace_function(body, c_avals + x_avals)
+    if trees["carry"] != c_tree:
+        raise TypeError(
+            f"scan: f must return a carry with the structure of init, {c_tree}; it returned "
+            f"{trees['carry']}"
+        )
+    _coerce(traced, c_avals, "scan", "f's carry output", "init")
+    outs = control.scan(
+        *traced.consts,
+        *c_leaves,
+        *x_leaves,
+        body=control.close(traced, traced.consts, "f"),
+        n_consts=len(traced.consts),
+        n_carry=len(c_leaves),
+        length=length,
+        reverse=bool(reverse),
+    )
+    n = len(c_leaves)
+    return tree.unflatten(c_tree, list(outs[:n])), tree.unflatten(trees["y"], list(outs[n:]))
+
+
+def _pair(out: Any) -> tuple[Any, Any]:
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(
+            f"scan: f must return a pair (carry, y); it returned {type(out).__name__}"
+        )
+    return out[0], out[1]
+
+
+def _scan_eager(f, init, x_leaves, x_tree, length, reverse):
+    carry = init
+    c_tree = tree.structure(init)
+    ys: list = [None] * length
+    y_tree = None
+    for i in range(length - 1, -1, -1) if reverse else range(length):
+        carry, y = _pair(f(carry, tree.unflatten(x_tree, [x[i] for x in x_leaves])))
+        if tree.structure(carry) != c_tree:
+            raise TypeError(
+                f"scan: f must return a carry with the structure of init, {c_tree}; it "
+                f"returned {tree.structure(carry)}"
+            )
+        y_leaves, t = tree.flatten(y)
+        if y_tree is not None and t != y_tree:
+            raise TypeError(f"scan: f returned y of structure {t} after {y_tree}")
+        y_tree, ys[i] = t, y_leaves
+    if length == 0:  # no step ran: trace one for the shapes of y
+        c_leaves, _ = tree.flatten(init)
+        avals = [_as_tensor(c).aval for c in c_leaves] + [
+            ShapeDtype(x.shape[1:], x.dtype) for x in x_leaves
+        ]
+        trees: dict[str, Any] = {}
+
+        def body(ts):
+            n = len(c_leaves)
+            _, y = _pair(f(tree.unflatten(c_tree, ts[:n]), tree.unflatten(x_tree, ts[n:])))
+            y_leaves, trees["y"] = tree.flatten(y)
+            return y_leaves
+
+        traced = control.trace_function(body, avals)
+        empty = [
+            fnp.zeros((0, *a.shape), dtype=a.dtype)
+            for a in (traced.out_aval(k)[0] for k in range(len(traced.outvars)))
+        ]
+        return carry, tree.unflatten(trees["y"], empty)
+    stacked = [fnp.stack([y[j] for y in ys]) for j in range(len(ys[0]))]
+    return carry, tree.unflatten(y_tree, stacked)

@@ -1,0 +1,828 @@
+"""Control-flow ops: ``cond`` (also ``switch``), ``while_loop`` and ``scan`` as single nodes.
+
+When ``jit`` or ``make_graph`` traces a branch or loop whose predicate or trip count is
+not known yet, ``fgrad.lax`` records one node of these ops. Its static params hold the
+branches or the loop body as traced sub-graphs (:class:`SubGraph`); the kernel runs the
+chosen sub-graph, kernel by kernel, on the arrays. Values a branch or body closes over
+that are tracers of an outer transform are explicit inputs of the node (never constants
+of the sub-graph), so every transform sees them.
+
+The derivative rules are written with the same ops, so they compose (``grad(grad)``,
+``jit(grad)``): the JVP of ``cond`` is a ``cond`` of the branches' JVPs and its VJP a
+``cond`` of their VJPs, selected by the same index; the JVP of a loop is a loop that
+carries tangents beside the carry; the VJP of ``scan`` is a forward ``scan`` that stacks
+the carry of every step followed by a reverse ``scan`` that applies the body's VJP step by
+step (the body's intermediates are recomputed there, not stored). ``while_loop`` is
+forward-differentiable only, as in JAX: its trip count is known only at run time, so
+reverse mode has nothing to walk back along.
+
+Reference: the semantics of ``jax.lax.cond``, ``switch``, ``while_loop`` and ``scan``
+(https://docs.jax.dev/en/latest/jax.lax.html#control-flow-operators).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from fgrad import tree
+from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
+from fgrad.core.op import Check, Op, defop
+from fgrad.core.trace import Tracer, new_trace
+from fgrad.errors import DTypeError, ShapeError
+from fgrad.ops.elementwise import add, cos, exp, full_like, less, multiply, sin, subtract
+from fgrad.tensor import ShapeDtype, Tensor, _wrap
+
+__all__ = ["SubGraph", "Traced", "trace_function", "close", "cond", "while_loop", "scan"]
+
+# The rules differentiate sub-graphs, which takes ``fgrad.transforms.ad`` (a later layer).
+# ``fgrad.lax`` installs its ``jvp``, ``vjp`` and a graph optimiser here when it is imported
+# (at import time only, like REGISTRY itself); importing fgrad always imports fgrad.lax.
+_TRANSFORMS: dict[str, Callable] = {}
+
+_SCALARS = (bool, int, float, complex)
+
+
+def _aval(x: Any) -> ShapeDtype:
+    if isinstance(x, Var):
+        return x.aval
+    if isinstance(x, Tensor):
+        return x.aval
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return ShapeDtype(tuple(x.shape), np.dtype(x.dtype))
+    return ShapeDtype((), np.result_type(x))  # a Python scalar
+
+
+def _inexact(aval: ShapeDtype) -> bool:
+    return np.dtype(aval.dtype).kind in "fc"
+
+
+def _show(avals: Sequence[ShapeDtype]) -> str:
+    return "(" + ", ".join(str(a) for a in avals) + ")"
+
+
+# ------------------------------------------------------------------------ sub-graphs
+
+
+class Traced:
+    """A function traced on avals, before its closed-over tracers become inputs.
+
+    ``consts`` are the tracers of outer transforms the function read (in order of first
+    use), ``const_vars`` the Vars standing for them in ``nodes``; ``outvars`` are Vars or
+    constants (Tensors, Python scalars); ``out_tree`` the structure of the function's output.
+    """
+
+    __slots__ = ("invars", "nodes", "outvars", "consts", "const_vars", "out_tree")
+
+    def __init__(self, invars, nodes, outvars, consts, const_vars, out_tree):
+        self.invars = invars
+        self.nodes = nodes
+        self.outvars = outvars
+        self.consts = consts
+        self.const_vars = const_vars
+        self.out_tree = out_tree
+
+    def out_aval(self, k: int) -> tuple[ShapeDtype, bool]:
+        """The aval of output ``k`` and whether it is weak (a Python scalar)."""
+        o = self.outvars[k]
+        return _aval(o), type(o) in _SCALARS
+
+
+def trace_function(fun: Callable, in_avals: Sequence[ShapeDtype]) -> Traced:
+    """Trace ``fun(list_of_tracers) -> pytree`` on ``in_avals``; no kernel runs.
+
+    Tracers of outer transforms that ``fun`` reads (its closure) are collected in
+    ``consts``: the caller passes them to the node as inputs.
+    """
+    with new_trace(GraphTrace()) as trace:
+        invars = [Var(a) for a in in_avals]
+        out = fun([GraphTracer(trace, v) for v in invars])
+        out_leaves, out_tree = tree.flatten(out)
+    consts: list[Tracer] = []
+    const_vars: dict[int, Var] = {}
+
+    def sub(x: Any) -> Any:
+        if type(x) is GraphTracer and x._trace is trace:
+            return x.var
+        if isinstance(x, Tracer):  # an outer transform's value: becomes an input
+            v = const_vars.get(id(x))
+            if v is None:
+                v = const_vars[id(x)] = Var(x.aval)
+                consts.append(x)
+            return v
+        return x
+
+    nodes = [
+        Node(n.op, [sub(v) for v in n.inputs], n.params, n.outputs, n.source) for n in trace.nodes
+    ]
+    outvars = [sub(o) for o in out_leaves]
+    for o in outvars:
+        if not (isinstance(o, (Var, Tensor)) or type(o) in _SCALARS or hasattr(o, "shape")):
+            raise TypeError(
+                f"control flow: a branch or loop body returned {type(o).__name__}; return "
+                "Tensors (or Python numbers) in tuples, lists and dicts"
+            )
+    return Traced(invars, nodes, outvars, consts, [const_vars[id(c)] for c in consts], out_tree)
+
+
+class SubGraph:
+    """A closed Graph held in a control-flow node's params; hashed by identity.
+
+    ``run`` evaluates it on backend arrays (kernels only, for the op's kernel); ``call``
+    replays it op by op through the normal dispatch (for derivative rules, so running
+    transforms record it). ``derived`` memoises the graphs the rules derive from it.
+    """
+
+    __slots__ = ("graph", "name", "in_avals", "out_avals", "derived", "_steps", "_outs", "_slots")
+
+    def __init__(self, graph: Graph, name: str):
+        self.graph = graph
+        self.name = name
+        self.in_avals = tuple(v.aval for v in graph.invars)
+        self.out_avals = tuple(_aval(o) for o in graph.outvars)
+        self.derived: dict[Any, SubGraph] = {}
+        slot = {id(v): k for k, v in enumerate(graph.invars)}
+        steps = []
+        for node in graph.nodes:
+            ins = tuple(
+                (True, slot[id(v)])
+                if isinstance(v, Var)
+                else (False, v._data if isinstance(v, Tensor) else v)
+                for v in node.inputs
+            )
+            outs = []
+            for v in node.outputs:
+                slot[id(v)] = len(slot)
+                outs.append(slot[id(v)])
+            steps.append((node.op.kernel, ins, node.params, tuple(outs), node.op.multiple_results))
+        self._steps = steps
+        self._outs = tuple(
+            (True, slot[id(o)]) if isinstance(o, Var) else (False, o._data if isinstance(o, Tensor) else o)
+            for o in graph.outvars
+        )
+        self._slots = len(slot)
+
+    def run(self, xp: Any, args: Sequence[Any]) -> list:
+        """The outputs (backend arrays) for input arrays ``args``."""
+        env = list(args) + [None] * (self._slots - len(args))
+        for kernel, ins, params, outs, multi in self._steps:
+            out = kernel(xp, *[env[k] if var else k for var, k in ins], **params)
+            if multi:
+                for k, o in zip(outs, out):
+                    env[k] = o
+            else:
+                env[outs[0]] = out
+        return [env[k] if var else k for var, k in self._outs]
+
+    def call(self, args: Sequence[Any]) -> list:
+        """The outputs for Tensors or tracers ``args``, op by op through the dispatch."""
+        return self.graph.evaluate_flat(list(args))
+
+    def __repr__(self) -> str:
+        return (
+            f"{{{self.name}: {_show(self.in_avals)} -> {_show(self.out_avals)}, "
+            f"{len(self.graph.nodes)} nodes}}"
+        )
+
+
+def close(traced: Traced, consts: Sequence[Tracer], name: str) -> SubGraph:
+    """A SubGraph taking ``consts`` (a superset of ``traced.consts``) then the inputs.
+
+    Several branches of one ``cond`` share the union of their closures, so each branch's
+    graph takes every branch's consts and ignores the ones it does not read.
+    """
+    own = {id(c): v for c, v in zip(traced.consts, traced.const_vars)}
+    const_vars = [own.get(id(c)) or Var(c.aval) for c in consts]
+    outvars = [
+        _wrap(np.asarray(o)) if type(o) in _SCALARS else o for o in traced.outvars
+    ]  # a Python number the caller did not cast: numpy's default dtype
+    graph = Graph(
+        const_vars + list(traced.invars),
+        traced.nodes,
+        outvars,
+        tree.structure([0] * (len(const_vars) + len(traced.invars))),
+        tree.structure([0] * len(outvars)),
+    )
+    optimize = _TRANSFORMS.get("optimize")
+    return SubGraph(optimize(graph) if optimize else graph, name)
+
+
+def _derive(sub: SubGraph, key: Any, in_avals: Sequence[ShapeDtype], fun: Callable) -> SubGraph:
+    """The graph of ``fun`` (a function of ``sub`` only) on ``in_avals``, memoised on ``sub``."""
+    derived = sub.derived.get(key)
+    if derived is None:
+        traced = trace_function(fun, in_avals)
+        assert not traced.consts, "a derived graph closed over a tracer"
+        name = f"{key[0]}({sub.name})"
+        derived = sub.derived[key] = close(traced, [], name)
+    return derived
+
+
+def _jvp_call(sub: SubGraph, primals: list, tangents: list) -> tuple[list, list]:
+    """``sub``'s outputs and their tangents; ``tangents[k]`` None: input ``k`` held fixed."""
+    pos = [k for k, t in enumerate(tangents) if t is not None]
+
+    def f(*diff):
+        full = list(primals)
+        for k, x in zip(pos, diff):
+            full[k] = x
+        return sub.call(full)
+
+    outs, t_outs = _TRANSFORMS["jvp"](f, [primals[k] for k in pos], [tangents[k] for k in pos])
+    return list(outs), list(t_outs)
+
+
+def _vjp_call(sub: SubGraph, primals: list, pos: list, cts: list) -> list:
+    """Cotangents of ``sub``'s inputs at ``pos`` for output cotangents ``cts`` (None: zero)."""
+
+    def f(*diff):
+        full = list(primals)
+        for k, x in zip(pos, diff):
+            full[k] = x
+        return sub.call(full)
+
+    outs, f_vjp = _TRANSFORMS["vjp"](f, *[primals[k] for k in pos])
+    cts = [full_like(o, fill_value=0, dtype=None) if c is None else c for c, o in zip(cts, outs)]
+    return list(f_vjp(cts))
+
+
+class _PerInput:
+    """``rules[i]`` for every input position ``i``: these ops take any number of inputs."""
+
+    __slots__ = ("_rule",)
+
+    def __init__(self, rule: Callable[[int], Any]):
+        self._rule = rule
+
+    def __getitem__(self, i: int) -> Any:
+        return self._rule(i)
+
+
+def _check_arrays(name: str, args: Sequence[Any]) -> None:
+    # jit asks each kernel whether it is one ufunc call by running it on placeholders;
+    # a loop kernel must refuse those at once rather than iterate on them.
+    for a in args:
+        if not (type(a) in _SCALARS or hasattr(a, "shape")):
+            raise TypeError(f"{name}: kernel inputs must be arrays, got {type(a).__name__}")
+
+
+def _match(name: str, what: str, got: Sequence[ShapeDtype], want: Sequence[ShapeDtype]) -> None:
+    """Raise naming ``name`` and both avals when ``got`` differs from ``want``."""
+    got, want = [_aval(a) if not isinstance(a, ShapeDtype) else a for a in got], list(want)
+    if len(got) != len(want):
+        raise TypeError(f"{name}: {what} has {len(got)} values {_show(got)}, expected {_show(want)}")
+    for k, (g, w) in enumerate(zip(got, want)):
+        if tuple(g.shape) != tuple(w.shape):
+            raise ShapeError(f"{name}: {what} {k} has aval {g}, expected {w}: shapes differ")
+        if np.dtype(g.dtype) != np.dtype(w.dtype):
+            raise DTypeError(f"{name}: {what} {k} has aval {g}, expected {w}: dtypes differ")
+
+
+def _xp_dtype(xp: Any, dtype: Any) -> Any:
+    return getattr(xp, np.dtype(dtype).name)
+
+
+# ------------------------------------------------------------------------ cond / switch
+
+
+def _branch_index(index: Any, n: int) -> int:
+    try:
+        k = int(index)
+    except TypeError:  # a boolean array in a strict namespace
+        k = int(bool(index))
+    return min(max(k, 0), n - 1)
+
+
+def _cond_kernel(xp, index, *operands, branches):
+    _check_arrays("cond", (index, *operands))
+    return tuple(branches[_branch_index(index, len(branches))].run(xp, operands))
+
+
+def _cond_aval(index, *operands, branches):
+    index = _aval(index) if not isinstance(index, ShapeDtype) else index
+    if index.shape != () or np.dtype(index.dtype).kind not in "biu":
+        raise TypeError(
+            f"cond: the branch index (or predicate) must be a scalar integer or bool, got "
+            f"{index}; reduce a predicate array with fnp.any / fnp.all"
+        )
+    _match("cond", "operand", operands, branches[0].in_avals)
+    return branches[0].out_avals
+
+
+def _cond_jvp(i: int) -> Callable | None:
+    if i == 0:
+        return None  # the index: piecewise constant
+    j = i - 1
+
+    def rule(t, out, index, *operands, branches):
+        out_avals = branches[0].out_avals
+        diff_out = [k for k, a in enumerate(out_avals) if _inexact(a)]
+
+        def make(b):
+            def fun(leaves):
+                tangents = [None] * len(operands)
+                tangents[j] = leaves[-1]
+                _, t_outs = _jvp_call(b, leaves[:-1], tangents)
+                return [t_outs[k] for k in diff_out]
+
+            return _derive(b, ("jvp", j), (*b.in_avals, b.in_avals[j]), fun)
+
+        t_outs = cond(index, *operands, t, branches=tuple(make(b) for b in branches))
+        res: list = [None] * len(out_avals)
+        for k, tk in zip(diff_out, t_outs):
+            res[k] = tk
+        return tuple(res)
+
+    return rule
+
+
+def _cond_vjp(cts, out, index, *operands, branches):
+    b0 = branches[0]
+    diff_in = [k for k, a in enumerate(b0.in_avals) if _inexact(a)]
+    diff_out = [k for k, a in enumerate(b0.out_avals) if _inexact(a)]
+    if not diff_in or not diff_out:
+        return (None,) * (1 + len(operands))
+    n = len(operands)
+
+    def make(b):
+        def fun(leaves):
+            out_cts = [None] * len(b.out_avals)
+            for k, c in zip(diff_out, leaves[n:]):
+                out_cts[k] = c
+            return _vjp_call(b, leaves[:n], diff_in, out_cts)
+
+        return _derive(b, ("vjp",), (*b.in_avals, *[b.out_avals[k] for k in diff_out]), fun)
+
+    in_cts = cond(index, *operands, *[cts[k] for k in diff_out], branches=tuple(make(b) for b in branches))
+    res: list = [None] * (1 + n)
+    for k, c in zip(diff_in, in_cts):
+        res[1 + k] = c
+    return tuple(res)
+
+
+def _example_graph(fun: Callable, avals: Sequence[ShapeDtype], name: str) -> SubGraph:
+    """A small fixed SubGraph for the registry sweep's Checks (built at import time)."""
+    return close(trace_function(lambda leaves: fun(*leaves), avals), [], name)
+
+
+_F3 = ShapeDtype((3,), np.dtype(np.float64))
+_I3 = ShapeDtype((3,), np.dtype(np.int64))
+_I0 = ShapeDtype((), np.dtype(np.int64))
+# Two branches of two outputs each: smooth, so the sweep checks derivatives at order 2.
+_BRANCH_A = _example_graph(lambda x, y: (multiply(sin(x), y), multiply(x, x)), (_F3, _F3), "a")
+_BRANCH_B = _example_graph(lambda x, y: (subtract(x, multiply(y, y)), cos(y)), (_F3, _F3), "b")
+
+
+def _cond_args(rng, shapes):
+    return [np.asarray(1, np.int64), rng.uniform(-2, 2, shapes[1]), rng.uniform(-2, 2, shapes[2])]
+
+
+cond = defop(
+    "cond",
+    kernel=_cond_kernel,
+    aval=_cond_aval,
+    jvp=_PerInput(_cond_jvp),
+    vjp=_cond_vjp,
+    multiple_results=True,
+    # Index 1 runs the second branch; the two params cases swap the branches, so both are
+    # checked. The branches are fixed graphs on f64[3] inputs (params cannot be sampled).
+    check=Check(
+        shapes=(((), (3,), (3,)),),
+        make_args=_cond_args,
+        params=({"branches": (_BRANCH_A, _BRANCH_B)}, {"branches": (_BRANCH_B, _BRANCH_A)}),
+    ),
+    doc="""Run one of several traced branches on the operands: the node ``fgrad.lax.cond``
+    and ``fgrad.lax.switch`` record under ``jit``.
+
+    Args:
+        index: scalar integer or bool Tensor; clamped to ``[0, len(branches) - 1]``
+            (``cond`` passes its predicate: False runs ``branches[0]``, True ``branches[1]``).
+        *operands: Tensors, the flattened operands, after the branches' closed-over values.
+        branches: tuple of :class:`SubGraph`, each taking every operand and returning
+            outputs of the same avals.
+
+    Returns:
+        A tuple of Tensors: the chosen branch's outputs.
+
+    Raises:
+        TypeError: ``index`` is not a scalar integer or bool.
+        ShapeError, DTypeError: an operand's aval differs from the branches' inputs.
+
+    Example:
+        >>> f = fgrad.jit(lambda p, x: fgrad.lax.cond(p, fnp.sin, fnp.cos, x))
+        >>> f(fnp.array(False), fnp.array(0.0))
+        Tensor(1., dtype=float64)
+        >>> [node.op.name for node in f.graph(fnp.array(False), fnp.array(0.0)).nodes]
+        ['cond']
+
+    References:
+        ``jax.lax.switch`` (https://docs.jax.dev/en/latest/_autosummary/jax.lax.switch.html).
+    """,
+)
+
+
+# ------------------------------------------------------------------------ while_loop
+
+
+def _split_while(args, n_cond_consts, n_body_consts):
+    a, b = n_cond_consts, n_cond_consts + n_body_consts
+    return list(args[:a]), list(args[a:b]), list(args[b:])
+
+
+def _truth(x: Any) -> bool:
+    return bool(x)
+
+
+def _while_kernel(xp, *args, cond, body, n_cond_consts, n_body_consts):
+    _check_arrays("while_loop", args)
+    cond_consts, body_consts, carry = _split_while(args, n_cond_consts, n_body_consts)
+    while _truth(cond.run(xp, cond_consts + carry)[0]):
+        carry = body.run(xp, body_consts + carry)
+    return tuple(carry)
+
+
+def _while_aval(*args, cond, body, n_cond_consts, n_body_consts):
+    cond_consts, body_consts, carry = _split_while(args, n_cond_consts, n_body_consts)
+    _match("while_loop", "cond_fun input", cond_consts + carry, cond.in_avals)
+    _match("while_loop", "body_fun input", body_consts + carry, body.in_avals)
+    return body.out_avals
+
+
+def _while_jvp(i: int) -> Callable:
+    def rule(t, out, *args, cond, body, n_cond_consts, n_body_consts):
+        n_carry = len(out)
+        if i < n_cond_consts:  # the predicate's inputs change only the trip count
+            return (None,) * n_carry
+        cond_consts, body_consts, init = _split_while(args, n_cond_consts, n_body_consts)
+        n_bc = n_body_consts
+        carry_avals = body.out_avals
+        diff = [k for k, a in enumerate(carry_avals) if _inexact(a)]
+        const_pos = i - n_cond_consts if i < n_cond_consts + n_bc else None
+        n_extra = 1 if const_pos is not None else 0
+
+        def body_fun(leaves):
+            consts = leaves[:n_bc]
+            extra = leaves[n_bc : n_bc + n_extra]
+            carry = leaves[n_bc + n_extra : n_bc + n_extra + n_carry]
+            t_carry = leaves[n_bc + n_extra + n_carry :]
+            tangents: list = [None] * (n_bc + n_carry)
+            if extra:
+                tangents[const_pos] = extra[0]
+            for k, tk in zip(diff, t_carry):
+                tangents[n_bc + k] = tk
+            outs, t_outs = _jvp_call(body, consts + carry, tangents)
+            return outs + [t_outs[k] for k in diff]
+
+        b_avals = body.in_avals
+        extra_avals = (b_avals[const_pos],) if n_extra else ()
+        t_avals = tuple(carry_avals[k] for k in diff)
+        new_body = _derive(
+            body, ("jvp", const_pos), (*b_avals[:n_bc], *extra_avals, *b_avals[n_bc:], *t_avals), body_fun
+        )
+        n_cc = n_cond_consts
+        new_cond = _derive(
+            cond,
+            ("pad", t_avals),
+            (*cond.in_avals, *t_avals),
+            lambda leaves: cond.call(leaves[: n_cc + n_carry]),
+        )
+        init_pos = i - n_cond_consts - n_bc
+        t_init = [
+            t if k == init_pos else full_like(init[k], fill_value=0, dtype=None) for k in diff
+        ]
+        extra = [t] if const_pos is not None else []
+        res = while_loop(
+            *cond_consts,
+            *body_consts,
+            *extra,
+            *init,
+            *t_init,
+            cond=new_cond,
+            body=new_body,
+            n_cond_consts=n_cc,
+            n_body_consts=n_bc + len(extra),
+        )
+        tangents_out: list = [None] * n_carry
+        for k, tk in zip(diff, res[n_carry:]):
+            tangents_out[k] = tk
+        return tuple(tangents_out)
+
+    return rule
+
+
+def _while_vjp(cts, out, *args, **params):
+    raise ValueError(
+        "Reverse-mode differentiation does not work for fgrad.lax.while_loop: its trip count "
+        "is known only at run time, so there is nothing to walk back along. Use "
+        "fgrad.lax.fori_loop with concrete (Python int) bounds or fgrad.lax.scan, which "
+        "are reverse-differentiable, or forward mode (fgrad.jvp, fgrad.jacfwd)"
+    )
+
+
+_WHILE_COND = _example_graph(lambda i, x: less(i, 4), (_I0, _I3), "cond_fun")
+_WHILE_BODY = _example_graph(lambda i, x: (add(i, 1), add(multiply(x, 2), i)), (_I0, _I3), "body_fun")
+
+while_loop = defop(
+    "while_loop",
+    kernel=_while_kernel,
+    aval=_while_aval,
+    jvp=_PerInput(_while_jvp),
+    vjp=_while_vjp,
+    multiple_results=True,
+    # Integer carries only: reverse mode raises by design, and the sweep checks both modes
+    # on every floating input. Forward mode is checked in tests/test_lax.py.
+    check=Check(
+        shapes=(((), (3,)),),
+        make_args=lambda rng, shapes: [np.asarray(0, np.int64), rng.integers(-5, 5, shapes[1])],
+        params=(
+            {"cond": _WHILE_COND, "body": _WHILE_BODY, "n_cond_consts": 0, "n_body_consts": 0},
+        ),
+    ),
+    doc="""Repeat a traced body while a traced predicate holds: the node
+    ``fgrad.lax.while_loop`` (and ``fori_loop`` with traced bounds) records under ``jit``.
+
+    Args:
+        *args: the predicate's closed-over values, the body's closed-over values, then the
+            initial carry (Tensors).
+        cond: :class:`SubGraph` from (cond consts, carry) to a scalar bool.
+        body: :class:`SubGraph` from (body consts, carry) to the next carry (same avals).
+        n_cond_consts: how many of ``args`` are the predicate's closed-over values.
+        n_body_consts: how many follow for the body.
+
+    Returns:
+        A tuple of Tensors: the final carry.
+
+    Raises:
+        ShapeError, DTypeError: the carry's avals differ from the sub-graphs' inputs.
+        ValueError: reverse-mode differentiation (use ``fori_loop`` or ``scan``).
+
+    Example:
+        >>> f = fgrad.jit(lambda x: fgrad.lax.while_loop(lambda v: v < 10.0, lambda v: 2.0 * v, x))
+        >>> f(fnp.array(1.5))
+        Tensor(12., dtype=float64)
+
+    References:
+        ``jax.lax.while_loop``
+        (https://docs.jax.dev/en/latest/_autosummary/jax.lax.while_loop.html).
+    """,
+)
+
+
+# ------------------------------------------------------------------------ scan
+
+
+def _split_scan(args, n_consts, n_carry):
+    a, b = n_consts, n_consts + n_carry
+    return list(args[:a]), list(args[a:b]), list(args[b:])
+
+
+def _scan_kernel(xp, *args, body, n_consts, n_carry, length, reverse):
+    _check_arrays("scan", args)
+    consts, carry, xs = _split_scan(args, n_consts, n_carry)
+    n_ys = len(body.out_avals) - n_carry
+    ys: list = [None] * length
+    for i in range(length - 1, -1, -1) if reverse else range(length):
+        out = body.run(xp, consts + carry + [x[i, ...] for x in xs])
+        carry, ys[i] = out[:n_carry], out[n_carry:]
+    if length:
+        stacked = [xp.stack([xp.asarray(y[j]) for y in ys], axis=0) for j in range(n_ys)]
+    else:
+        stacked = [
+            xp.zeros((0, *a.shape), dtype=_xp_dtype(xp, a.dtype)) for a in body.out_avals[n_carry:]
+        ]
+    return (*carry, *stacked)
+
+
+def _scan_aval(*args, body, n_consts, n_carry, length, reverse):
+    consts, carry, xs = _split_scan(args, n_consts, n_carry)
+    avals = [_aval(a) if not isinstance(a, ShapeDtype) else a for a in xs]
+    for a in avals:
+        if not a.shape or a.shape[0] != length:
+            raise ShapeError(
+                f"scan: every xs leaf needs a leading axis of length {length}; got {a}"
+            )
+    x_avals = [ShapeDtype(a.shape[1:], a.dtype) for a in avals]
+    _match("scan", "input (consts, carry, x)", consts + carry + x_avals, body.in_avals)
+    ys = [ShapeDtype((length, *a.shape), a.dtype) for a in body.out_avals[n_carry:]]
+    return (*body.out_avals[:n_carry], *ys)
+
+
+def _scan_layout(body, n_consts, n_carry):
+    n_in = len(body.in_avals)
+    n_x = n_in - n_consts - n_carry
+    n_y = len(body.out_avals) - n_carry
+    return n_x, n_y
+
+
+def _scan_jvp(p: int) -> Callable:
+    def rule(t, out, *args, body, n_consts, n_carry, length, reverse):
+        consts, init, xs = _split_scan(args, n_consts, n_carry)
+        n_x, n_y = _scan_layout(body, n_consts, n_carry)
+        avals = body.in_avals
+        t_carry = [k for k in range(n_carry) if _inexact(avals[n_consts + k])]
+        t_ys = [k for k in range(n_y) if _inexact(body.out_avals[n_carry + k])]
+        kind = "const" if p < n_consts else "carry" if p < n_consts + n_carry else "x"
+        n_tc = 1 if kind == "const" else 0
+        n_tx = 1 if kind == "x" else 0
+        x_pos = p - n_consts - n_carry
+
+        def fun(leaves):
+            it = iter(leaves)
+            take = lambda n: [next(it) for _ in range(n)]  # noqa: E731
+            c, tc, carry, tcarry, x, tx = (
+                take(n_consts), take(n_tc), take(n_carry), take(len(t_carry)), take(n_x), take(n_tx)
+            )
+            tangents: list = [None] * len(avals)
+            if tc:
+                tangents[p] = tc[0]
+            for k, tk in zip(t_carry, tcarry):
+                tangents[n_consts + k] = tk
+            if tx:
+                tangents[n_consts + n_carry + x_pos] = tx[0]
+            outs, t_outs = _jvp_call(body, c + carry + x, tangents)
+            return (
+                outs[:n_carry]
+                + [t_outs[k] for k in t_carry]
+                + outs[n_carry:]
+                + [t_outs[n_carry + k] for k in t_ys]
+            )
+
+        in_avals = (
+            *avals[:n_consts],
+            *avals[p : p + n_tc],
+            *avals[n_consts : n_consts + n_carry],
+            *[avals[n_consts + k] for k in t_carry],
+            *avals[n_consts + n_carry :],
+            *(avals[p : p + 1] if n_tx else ()),
+        )
+        new_body = _derive(body, ("jvp", kind, p), in_avals, fun)
+        t_init = [
+            t if kind == "carry" and n_consts + k == p else full_like(init[k], fill_value=0, dtype=None)
+            for k in t_carry
+        ]
+        res = scan(
+            *consts,
+            *([t] if n_tc else []),
+            *init,
+            *t_init,
+            *xs,
+            *([t] if n_tx else []),
+            body=new_body,
+            n_consts=n_consts + n_tc,
+            n_carry=n_carry + len(t_carry),
+            length=length,
+            reverse=reverse,
+        )
+        tangents_out: list = [None] * (n_carry + n_y)
+        for k, tk in zip(t_carry, res[n_carry : n_carry + len(t_carry)]):
+            tangents_out[k] = tk
+        ys_start = n_carry + len(t_carry) + n_y
+        for k, tk in zip(t_ys, res[ys_start:]):
+            tangents_out[n_carry + k] = tk
+        return tuple(tangents_out)
+
+    return rule
+
+
+def _scan_vjp(cts, out, *args, body, n_consts, n_carry, length, reverse):
+    consts, init, xs = _split_scan(args, n_consts, n_carry)
+    n_x, n_y = _scan_layout(body, n_consts, n_carry)
+    avals = body.in_avals
+    d_consts = [k for k in range(n_consts) if _inexact(avals[k])]
+    d_carry = [k for k in range(n_carry) if _inexact(avals[n_consts + k])]
+    d_xs = [k for k in range(n_x) if _inexact(avals[n_consts + n_carry + k])]
+    d_ys = [k for k in range(n_y) if _inexact(body.out_avals[n_carry + k])]
+    res: list = [None] * len(args)
+    if not (d_consts or d_carry or d_xs) or not (d_carry or d_ys):
+        return tuple(res)
+
+    # 1. The carry entering every step, stacked (the body's own intermediates are
+    #    recomputed step by step in 2, not stored).
+    carries: list = []
+    if n_carry:
+        stack_carries = _derive(
+            body,
+            ("carries",),
+            avals,
+            lambda leaves: body.call(leaves)[:n_carry] + leaves[n_consts : n_consts + n_carry],
+        )
+        fwd = scan(
+            *args,
+            body=stack_carries,
+            n_consts=n_consts,
+            n_carry=n_carry,
+            length=length,
+            reverse=reverse,
+        )
+        carries = list(fwd[n_carry:])
+
+    # 2. Walk back: carry the cotangents of the consts (summed over steps) and of the
+    #    carry; each step's x gets its cotangent as a stacked output.
+    pos = (
+        d_consts + [n_consts + k for k in d_carry] + [n_consts + n_carry + k for k in d_xs]
+    )
+
+    def fun(leaves):
+        it = iter(leaves)
+        take = lambda n: [next(it) for _ in range(n)]  # noqa: E731
+        c, acc, ct_carry, carry, x, ct_y = (
+            take(n_consts), take(len(d_consts)), take(len(d_carry)), take(n_carry), take(n_x), take(len(d_ys))
+        )
+        out_cts: list = [None] * (n_carry + n_y)
+        for k, ct in zip(d_carry, ct_carry):
+            out_cts[k] = ct
+        for k, ct in zip(d_ys, ct_y):
+            out_cts[n_carry + k] = ct
+        in_cts = _vjp_call(body, c + carry + x, pos, out_cts)
+        nc, ncar = len(d_consts), len(d_carry)
+        return [add(a, d) for a, d in zip(acc, in_cts[:nc])] + in_cts[nc : nc + ncar] + in_cts[nc + ncar :]
+
+    back_avals = (
+        *avals[:n_consts],
+        *[avals[k] for k in d_consts],
+        *[avals[n_consts + k] for k in d_carry],
+        *avals[n_consts : n_consts + n_carry],
+        *avals[n_consts + n_carry :],
+        *[body.out_avals[n_carry + k] for k in d_ys],
+    )
+    back = _derive(body, ("vjp",), back_avals, fun)
+    back_out = scan(
+        *consts,
+        *[full_like(consts[k], fill_value=0, dtype=None) for k in d_consts],
+        *[cts[k] for k in d_carry],
+        *carries,
+        *xs,
+        *[cts[n_carry + k] for k in d_ys],
+        body=back,
+        n_consts=n_consts,
+        n_carry=len(d_consts) + len(d_carry),
+        length=length,
+        reverse=not reverse,
+    )
+    nc, ncar = len(d_consts), len(d_carry)
+    for k, ct in zip(d_consts, back_out[:nc]):
+        res[k] = ct
+    for k, ct in zip(d_carry, back_out[nc : nc + ncar]):
+        res[n_consts + k] = ct
+    for k, ct in zip(d_xs, back_out[nc + ncar :]):
+        res[n_consts + n_carry + k] = ct
+    return tuple(res)
+
+
+# c' = sin(c) * w + x, y = c * x: smooth, one const, one carry, one x, one y.
+_SCAN_BODY = _example_graph(
+    lambda w, c, x: (add(multiply(sin(c), w), x), multiply(c, exp(x))), (_F3, _F3, _F3), "f"
+)
+
+
+def _scan_params(reverse: bool) -> dict:
+    return {"body": _SCAN_BODY, "n_consts": 1, "n_carry": 1, "length": 4, "reverse": reverse}
+
+
+scan = defop(
+    "scan",
+    kernel=_scan_kernel,
+    aval=_scan_aval,
+    jvp=_PerInput(_scan_jvp),
+    vjp=_scan_vjp,
+    multiple_results=True,
+    # The body is a fixed graph on f64[3] values (params cannot be sampled); xs has 4 steps.
+    check=Check(
+        shapes=(((3,), (3,), (4, 3)),),
+        domain=(-1.0, 1.0),
+        params=(_scan_params(False), _scan_params(True)),
+    ),
+    doc="""Loop a traced body over the leading axis of ``xs``, carrying state: the node
+    ``fgrad.lax.scan`` (and ``fori_loop`` with concrete bounds) records under ``jit``.
+
+    Args:
+        *args: the body's closed-over values (``n_consts``), the initial carry
+            (``n_carry``), then the ``xs`` leaves, each ``(length, ...)``.
+        body: :class:`SubGraph` from (consts, carry, x) to (next carry, y).
+        n_consts: how many of ``args`` are closed-over values.
+        n_carry: how many carry leaves follow.
+        length: the number of steps.
+        reverse: run from the last step to the first (``ys`` stay in step order).
+
+    Returns:
+        A tuple of Tensors: the final carry, then each ``y`` leaf stacked to
+        ``(length, ...)``.
+
+    Raises:
+        ShapeError, DTypeError: an input's aval differs from the body's, or an ``xs``
+            leaf's leading axis is not ``length``.
+
+    Example:
+        >>> f = fgrad.jit(lambda xs: fgrad.lax.scan(lambda c, x: (c + x, c * x), 0.0, xs))
+        >>> f(fnp.array([1.0, 2.0, 3.0]))
+        (Tensor(6., dtype=float64), Tensor([0., 2., 9.], dtype=float64))
+
+    References:
+        ``jax.lax.scan`` (https://docs.jax.dev/en/latest/_autosummary/jax.lax.scan.html).
+    """,
+)
+
+# doctest collects only functions and classes; run the op docstrings' examples too.
+__test__ = {op.name: op.doc for op in (cond, while_loop, scan)}

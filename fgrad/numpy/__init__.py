@@ -4,6 +4,8 @@ Functions take Tensors, numpy arrays and Python scalars and return Tensors. Ever
 is differentiable by fgrad's transforms wherever the maths is.
 """
 
+import numpy as _np
+
 from fgrad.dtypes import (  # noqa: F401
     bool_,
     complex64,
@@ -24,8 +26,19 @@ from fgrad.numpy._indexing import _at, _getitem  # noqa: F401  (x.at, x[idx])
 from fgrad.numpy._shape import *  # noqa: F401,F403
 from fgrad.numpy._shape import _T, _mT  # noqa: F401  (x.T, x.mT)
 from fgrad.numpy._linalg_top import *  # noqa: F401,F403
+from fgrad.numpy._sorting import *  # noqa: F401,F403
+from fgrad.numpy._extras import *  # noqa: F401,F403
 from fgrad.numpy import linalg  # noqa: F401,E402
 from fgrad.tensor import Tensor as ndarray  # noqa: F401
+
+# numpy's dtype names beyond fgrad.dtypes' (``bool`` is numpy 2's alias of ``bool_``).
+bool = bool_  # noqa: A001
+int8 = _np.dtype("int8")
+int16 = _np.dtype("int16")
+uint8 = _np.dtype("uint8")
+uint16 = _np.dtype("uint16")
+uint32 = _np.dtype("uint32")
+uint64 = _np.dtype("uint64")
 
 pi = 3.141592653589793
 e = 2.718281828459045

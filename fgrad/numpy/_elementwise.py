@@ -76,9 +76,9 @@ from fgrad.ops.elementwise import (
     tan,
     tanh,
     trunc,
-    where,
 )
 from fgrad.ops.elementwise import astype as _astype
+from fgrad.ops.elementwise import where as _where
 from fgrad.tensor import Tensor, asarray
 
 __all__ = [
@@ -333,6 +333,69 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, *, min: Any = None, max: 
     if hi is not None:
         out = minimum(out, hi)
     return out if isinstance(out, Tensor) else asarray(out)
+
+
+def where(
+    condition: Any,
+    x: Any = None,
+    y: Any = None,
+    /,
+    *,
+    size: int | None = None,
+    fill_value: Any = None,
+) -> Any:
+    """Elements of ``x`` where ``condition`` is true, else of ``y``; or ``nonzero(condition)``.
+
+    With ``x`` and ``y``: elementwise with numpy broadcasting over all three inputs. The
+    derivative flows to ``x`` where ``condition`` holds and to ``y`` elsewhere;
+    ``condition`` carries none. The branch not taken gets a zero cotangent, so
+    ``where(x > 0, log(x), 0.0)`` has gradient 0 at ``x = -1``. As in JAX, a branch whose
+    own derivative is infinite still gives NaN (``0 * inf``): for ``where(x > 0, sqrt(x),
+    0.0)`` at 0, first make the input safe, ``sqrt(where(x > 0, x, 1.0))`` (the "double
+    where" trick).
+
+    With ``condition`` alone: :func:`nonzero` of it (numpy's one-argument form), whose
+    result shape depends on the values; it needs a concrete ``condition`` or a static
+    ``size`` (JAX's ``size``/``fill_value``).
+
+    Args:
+        condition: bool Tensor, array or Python bool.
+        x: Tensor, array or Python scalar.
+        y: Tensor, array or Python scalar.
+        size: with ``condition`` alone: the static length of each index Tensor.
+        fill_value: with ``condition`` alone: padding for ``size``.
+
+    Returns:
+        Tensor of the broadcast shape of all three and the promoted dtype of ``x``, ``y``;
+        with ``condition`` alone, a tuple of int64 index Tensors, one per axis.
+
+    Raises:
+        ShapeError: the shapes do not broadcast.
+        TypeError: only one of ``x`` and ``y`` is given.
+        ConcretizationError: ``where(condition)`` on a value traced abstractly (``jit``,
+            ``make_graph``) without ``size``.
+
+    Example:
+        >>> x = fnp.array([-1.0, 4.0])
+        >>> fnp.where(x > 0, fnp.sqrt(fnp.abs(x)), 0.0)
+        Tensor([0., 2.], dtype=float64)
+        >>> safe_log = lambda x: fnp.log(fnp.where(x > 0, x, 1.0))  # no log(-1) warning
+        >>> fgrad.grad(lambda x: fnp.where(x > 0, safe_log(x), 0.0))(-1.0)
+        Tensor(0., dtype=float64)
+        >>> fnp.where(fnp.array([0.0, 2.0, 3.0]) > 1.0)
+        (Tensor([1, 2], dtype=int64),)
+    """
+    if x is None and y is None:
+        from fgrad.numpy._sorting import nonzero  # a sibling module of this layer
+
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise TypeError(
+            "where: pass both x and y, or neither (where(condition) is nonzero(condition))"
+        )
+    if size is not None or fill_value is not None:
+        raise TypeError("where: size and fill_value apply to the one-argument where(condition)")
+    return _where(condition, x, y)
 
 
 def nan_to_num(

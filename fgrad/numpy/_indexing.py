@@ -43,6 +43,23 @@ def _mask_error(where: str) -> ConcretizationError:
     )
 
 
+def _traced_slice_error(where: str, e: slice, dim: int, shape: tuple) -> ConcretizationError:
+    """A slice bound traced by jit: the slice's length would depend on values."""
+    def tup(items: list) -> str:
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+    starts = tup(["0"] * dim + ["i"] + ["0"] * (len(shape) - dim - 1))
+    sizes = tup([str(n) for n in shape[:dim]] + ["size"] + [str(n) for n in shape[dim + 1 :]])
+    return ConcretizationError(
+        f"{where}: the slice {e} on axis {dim} of a Tensor of shape {shape} has a traced "
+        "bound (computed inside jit or make_graph), so the result's length is unknown when "
+        "tracing. For a window of static length use "
+        f"fnp.dynamic_slice(x, {starts}, {sizes}); "
+        "e.g. x[i:i+2] on a 1-D x is fnp.dynamic_slice(x, (i,), (2,)). Or make the bound "
+        "static (static_argnums)"
+    )
+
+
 def _index_array(e: Any, x: Any) -> Any:
     """``e`` as an index array on ``x``'s device (Tensors and tracers pass through)."""
     if isinstance(e, Tensor):
@@ -141,7 +158,10 @@ def _parse(x: Any, idx: Any, where: str = "x[idx]") -> tuple[tuple, tuple]:
                 index.append((0, shape[dim], 1))
                 dim += 1
         elif kind == "slice":
-            r = e.indices(shape[dim])
+            try:
+                r = e.indices(shape[dim])
+            except ConcretizationError:
+                raise _traced_slice_error(where, e, dim, shape) from None
             index.append(r if len(range(*r)) else (0, 0, 1))  # one spelling of "empty"
             dim += 1
         elif kind == "int":

@@ -76,6 +76,10 @@ _METHODS = (
     "diagonal",
     "trace",
     "take",
+    "sort",
+    "argsort",
+    "nonzero",
+    "searchsorted",
 )
 _PROPERTIES = {"T": "_T", "mT": "_mT", "real": "real", "imag": "imag", "at": "_at"}
 
@@ -124,6 +128,15 @@ def _method(fn):
     return method
 
 
+def _round_method(fn):
+    """``round(x)`` and ``round(x, n)``: a Tensor, as JAX's (not a Python number)."""
+
+    def __round__(self, ndigits=None):
+        return fn(self, 0 if ndigits is None else ndigits)
+
+    return __round__
+
+
 def install(ns: ModuleType) -> None:
     """Set Tensor's operators and methods to the functions of namespace ``ns``."""
     tables = (
@@ -144,4 +157,6 @@ def install(ns: ModuleType) -> None:
         fn = getattr(ns, name, None)
         if fn is not None:
             setattr(Tensor, attr, property(fn))
+    if getattr(ns, "round", None) is not None:
+        Tensor.__round__ = _round_method(ns.round)
     Tensor.__hash__ = None  # defining __eq__ must not make Tensors hashable

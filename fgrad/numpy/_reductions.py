@@ -18,6 +18,7 @@ from fgrad.ops import elementwise as _e
 from fgrad.ops import reduction as _r
 from fgrad.ops import shape as _s
 from fgrad.ops._rules import norm_axes
+from fgrad.tensor import Tensor, asarray
 
 __all__ = [
     "all",
@@ -59,7 +60,9 @@ def _count(x: Any, axes: tuple) -> int:
     return int(np.prod([shape[a] for a in axes], dtype=np.int64))
 
 
-def sum(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
+def sum(
+    x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False, where: Any = None
+) -> Any:
     """Sum of elements over ``axis``.
 
     Args:
@@ -67,6 +70,8 @@ def sum(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) 
         axis: int, tuple of ints, or None (all axes); negative axes count from the end.
         dtype: optional dtype to cast ``x`` to before summing.
         keepdims: keep reduced axes with size 1.
+        where: optional bool Tensor broadcastable to ``x``: only elements where it is True
+            are summed (the others get a zero derivative, even if they are NaN or inf).
 
     Returns:
         Tensor of the reduced shape; bools and small ints sum into the default int.
@@ -77,8 +82,13 @@ def sum(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) 
     Example:
         >>> fnp.sum(fnp.array([[1.0, 2.0], [3.0, 4.0]]), axis=1)
         Tensor([3., 7.], dtype=float64)
+        >>> x = fnp.array([1.0, fnp.nan, 3.0])
+        >>> fnp.sum(x, where=~fnp.isnan(x))
+        Tensor(4., dtype=float64)
     """
     x = _cast(x, dtype)
+    if where is not None:
+        x = _e.where(where, x, 0)
     return _r.sum(x, axes=norm_axes("sum", axis, _ndim(x)), keepdims=keepdims)
 
 
@@ -292,31 +302,72 @@ def std(
     return _e.sqrt(var(x, axis, dtype, ddof=ddof, keepdims=keepdims, correction=correction))
 
 
-def logsumexp(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
-    """``log(sum(exp(x)))`` over ``axis``, stable for large inputs and ``-inf`` safe.
+def logsumexp(
+    x: Any,
+    axis: Any = None,
+    *,
+    keepdims: bool = False,
+    b: Any = None,
+    return_sign: bool = False,
+) -> Any:
+    """``log(sum(b * exp(x)))`` over ``axis``, stable for large inputs and ``-inf`` safe.
 
-    As ``scipy.special.logsumexp`` and ``jax.nn.logsumexp`` (without ``b`` weights). Its
-    derivative is ``softmax(x)`` along ``axis``; a slice that is all ``-inf`` gives ``-inf``
-    and a zero derivative.
+    As ``scipy.special.logsumexp`` and ``jax.nn.logsumexp``. Its derivative is
+    ``softmax(x)`` along ``axis`` (``b * exp(x - out)`` with weights); a slice that is all
+    ``-inf`` gives ``-inf`` and a zero derivative.
 
     Args:
         x: real Tensor of any shape.
         axis: int, tuple of ints, or None (all axes).
         keepdims: keep reduced axes with size 1.
+        b: optional weights broadcastable to ``x`` (may be negative or zero; a zero weight
+            drops its element, even an infinite one). Differentiable.
+        return_sign: also return the sign of the sum; the result is then
+            ``log|sum(b * exp(x))|``. Without it, a negative sum gives NaN.
 
     Returns:
-        Tensor of the reduced shape; floating dtype of ``x`` (ints give float64).
+        Tensor of the reduced shape; floating dtype of ``x`` (ints give float64); with
+        ``return_sign``, a pair ``(result, sign)``.
 
     Raises:
-        ShapeError: an axis is out of range or repeated.
+        ShapeError: an axis is out of range or repeated, or ``b`` does not broadcast.
 
     Example:
         >>> fnp.logsumexp(fnp.array([[0.0, 0.0], [100.0, -fnp.inf]]), axis=1)
         Tensor([  0.69314718, 100.        ], dtype=float64)
         >>> fgrad.grad(fnp.logsumexp)(fnp.array([-fnp.inf, -fnp.inf]))
         Tensor([0., 0.], dtype=float64)
+        >>> fnp.logsumexp(fnp.array([1000.0, 1000.0]), b=fnp.array([0.5, 1.5]))
+        Tensor(1000.69314718, dtype=float64)
+        >>> fnp.logsumexp(fnp.array([0.0, 0.0]), b=fnp.array([1.0, -3.0]), return_sign=True)
+        (Tensor(0.69314718, dtype=float64), Tensor(-1., dtype=float64))
     """
-    return _r.logsumexp(x, axes=norm_axes("logsumexp", axis, _ndim(x)), keepdims=keepdims)
+    if b is None and not return_sign:
+        return _r.logsumexp(x, axes=norm_axes("logsumexp", axis, _ndim(x)), keepdims=keepdims)
+    if b is None:
+        b = 1.0
+    x = x if isinstance(x, Tensor) else asarray(x)
+    shape = tuple(np.broadcast_shapes(_shape(x), _shape(b)))
+    if shape != _shape(x):
+        x = _s.broadcast_to(x, shape=shape)
+    dtype = np.dtype(dtypes.result_type(x, b))
+    if not dtypes.is_inexact(dtype):
+        x = _e.astype(x, dtype=dtypes.float64)
+    axes = norm_axes("logsumexp", axis, _ndim(x))
+    # Shift by the largest x with a non-zero weight (a constant: the result does not
+    # depend on the shift); an all -inf (or all zero-weight) slice is shifted by 0.
+    live = _e.where(_e.not_equal(b, 0), x, -np.inf)
+    shift = _e.stop_gradient(_r.max(live, axes=axes, keepdims=True))
+    shift = _e.where(_e.isfinite(shift), shift, 0)
+    terms = _e.multiply(b, _e.exp(_e.subtract(live, shift)))
+    total = _r.sum(terms, axes=axes, keepdims=keepdims)
+    shift = shift if keepdims else _s.reshape(shift, shape=_shape(total))
+    # A sum of zero (all -inf, or weights cancelling) gives -inf with a zero derivative,
+    # not 0 * inf = NaN: log a safe stand-in and select -inf.
+    empty = _e.equal(total, 0)
+    magnitude = _e.where(empty, 1.0, total if not return_sign else _e.abs(total))
+    out = _e.where(empty, -np.inf, _e.add(_e.log(magnitude), shift))
+    return (out, _e.sign(total)) if return_sign else out
 
 
 def _one_axis(name: str, axis: Any, ndim: int) -> int | None:

@@ -11,7 +11,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from fgrad.errors import ShapeError
+from fgrad.core.trace import concrete_value
+from fgrad.errors import ConcretizationError, ShapeError
 from fgrad.numpy._linalg_top import _arr, _norm_axis, _shape, matmul, tensordot, vecdot
 from fgrad.numpy._shape import matrix_transpose
 from fgrad.ops import linalg as _la
@@ -22,13 +23,18 @@ from fgrad.ops.linalg import eigvalsh as _eigvalsh
 from fgrad.ops.reduction import max as _max
 from fgrad.ops.reduction import min as _min
 from fgrad.ops.reduction import sum as _sum
+from fgrad.ops.elementwise import greater as _gt
+from fgrad.ops.elementwise import multiply as _mul
+from fgrad.ops.elementwise import subtract as _sub
+from fgrad.ops.shape import broadcast_to as _broadcast_to
 from fgrad.ops.shape import permute_dims as _permute_dims
 from fgrad.ops.shape import reshape as _reshape
-from fgrad.tensor import Tensor
+from fgrad.tensor import Tensor, asarray
 
 __all__ = [
     "EighResult",
     "LinAlgError",
+    "LstsqResult",
     "QRResult",
     "SVDResult",
     "SlogdetResult",
@@ -38,8 +44,10 @@ __all__ = [
     "eigh",
     "eigvalsh",
     "inv",
+    "lstsq",
     "matmul",
     "matrix_norm",
+    "matrix_power",
     "matrix_transpose",
     "norm",
     "outer",
@@ -470,3 +478,125 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     if len(axes) == 2:
         return _matrix_norm(x, ord, axes, bool(keepdims))
     raise ShapeError(f"norm: axis must name one or two axes; got {axis}")
+
+
+# ------------------------------------------------------------------------ lstsq, matrix_power
+
+
+class LstsqResult(NamedTuple):
+    """``lstsq``'s result (numpy's order)."""
+
+    x: Tensor
+    residuals: Tensor
+    rank: Tensor
+    s: Tensor
+
+
+def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> LstsqResult:
+    """Least-squares solution ``x`` minimising ``||b - a x||_2`` (numpy's ``lstsq``).
+
+    ``x = pinv(a) @ b``: the minimum-norm solution, also for rank-deficient ``a``;
+    differentiable in ``a`` and ``b`` (through :func:`pinv`'s derivative, which assumes the
+    rank does not change nearby).
+
+    Args:
+        a: ``(M, N)`` real floating Tensor.
+        b: ``(M,)`` or ``(M, K)`` Tensor.
+        rcond: singular values below ``rcond`` times the largest count as zero; None is
+            ``max(M, N) * eps``, numpy's default.
+        numpy_resid: return residuals exactly as numpy does: empty when the rank is
+            below ``N`` or ``M <= N`` (needs concrete values). By default (as JAX) the
+            residuals are always computed.
+
+    Returns:
+        ``LstsqResult(x, residuals, rank, s)``: ``x`` of shape ``(N,)`` or ``(N, K)``;
+        the sums of squared residuals, ``(1,)`` or ``(K,)``; the rank (0-d int64, no
+        derivative); the singular values of ``a``, ``(min(M, N),)``.
+
+    Raises:
+        ShapeError: ``a`` is not 2-D, or ``b`` does not have ``M`` rows.
+
+    Example:
+        >>> a = fnp.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+        >>> x, residuals, rank, s = fnp.linalg.lstsq(a, fnp.array([1.0, 2.0, 2.0]))
+        >>> fnp.round(x, 4), fnp.round(residuals, 4), rank
+        (Tensor([1.1667, 0.5   ], dtype=float64), Tensor([0.1667], dtype=float64), Tensor(2, dtype=int64))
+    """
+    a, b = _arr(a), _arr(b)
+    sa, sb = _shape(a), _shape(b)
+    if len(sa) != 2 or len(sb) not in (1, 2) or sb[0] != sa[0]:
+        raise ShapeError(
+            f"lstsq: a must be (M, N) and b (M,) or (M, K); got a {sa} and b {sb}"
+        )
+    m, n = sa
+    tol = None if rcond is None or rcond < 0 else float(rcond)
+    x = matmul(_la.pinv(a, rtol=tol), b)
+    s = svdvals(a)
+    rel = max(m, n) * np.finfo(np.dtype(s.dtype)).eps if tol is None else tol
+    cut = _mul(rel, _max(s, axes=(0,), keepdims=False)) if min(m, n) else 0
+    rank = _sum(_astype(_gt(s, cut), dtype=np.dtype(np.int64)), axes=(0,), keepdims=False)
+    r = _sub(b, matmul(a, x))
+    resid = _sum(_mul(r, r), axes=(0,), keepdims=False)
+    if len(sb) == 1:
+        resid = _reshape(resid, shape=(1,))
+    if numpy_resid:
+        try:
+            full = int(concrete_value(rank)) == n and m > n
+        except ConcretizationError:
+            raise ConcretizationError(
+                "lstsq: numpy_resid=True decides the residuals' shape from the rank, which "
+                "is traced abstractly here (jit or make_graph); use numpy_resid=False"
+            ) from None
+        if not full:
+            resid = _reshape(resid, shape=(resid.shape[0],))[:0]
+    return LstsqResult(x, resid, rank, s)
+
+
+def matrix_power(a: Any, n: int) -> Any:
+    """``a`` raised to the integer power ``n`` by repeated squaring (numpy's ``matrix_power``).
+
+    ``n = 0`` gives identity matrices, negative ``n`` powers of ``inv(a)``. Differentiable
+    in ``a`` (a product of matmuls).
+
+    Args:
+        a: ``(..., M, M)`` Tensor.
+        n: a Python int (static).
+
+    Returns:
+        ``(..., M, M)`` Tensor, dtype of ``a`` (float64 for negative ``n`` with integer
+        ``a``).
+
+    Raises:
+        ShapeError: the matrices are not square.
+        TypeError: ``n`` is not an int.
+
+    Example:
+        >>> fnp.linalg.matrix_power(fnp.array([[1.0, 1.0], [0.0, 1.0]]), 3)
+        Tensor([[1., 3.],
+                [0., 1.]], dtype=float64)
+        >>> fgrad.grad(lambda t: fnp.linalg.matrix_power(fnp.array([[t]]), -2)[0, 0])(2.0)
+        Tensor(-0.25, dtype=float64)
+    """
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"matrix_power: exponent must be an integer, got {n!r}")
+    a = _arr(a)
+    if not isinstance(a, Tensor):
+        a = asarray(a)
+    sa = _shape(a)
+    if len(sa) < 2 or sa[-1] != sa[-2]:
+        raise ShapeError(f"matrix_power: needs (..., M, M) square matrices, got shape {sa}")
+    n = int(n)
+    if n == 0:
+        eye = asarray(np.eye(sa[-1], dtype=np.dtype(a.dtype)), device=a.device)
+        return _broadcast_to(eye, shape=sa)
+    if n < 0:
+        a, n = inv(a), -n
+    result = None
+    base = a
+    while True:
+        if n & 1:
+            result = base if result is None else matmul(result, base)
+        n >>= 1
+        if not n:
+            return result
+        base = matmul(base, base)

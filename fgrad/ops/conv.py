@@ -130,10 +130,15 @@ def _col2im(xp, cols, n, c, h, w, kh, kw, stride, padding, dilation):
 
 
 def _conv_kernel(xp, x, w, *, stride, padding, dilation, groups):
-    n, _, h, wd = x.shape
+    n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh = conv_out_size(h, kh, stride[0], padding[0], dilation[0])
     ow = conv_out_size(wd, kw, stride[1], padding[1], dilation[1])
+    # Checked here, not only in the shape rule (which eager calls skip): a channel mismatch
+    # with an empty output would otherwise reshape without complaint. The ValueError is
+    # replaced by the shape rule's ShapeError (fgrad.core.op._explain).
+    if c != cg * groups or o % groups or oh < 1 or ow < 1:
+        raise ValueError("conv2d: inconsistent shapes")
     cols = _im2col(xp, x, kh, kw, oh, ow, stride, padding, dilation)
     cols = xp.reshape(cols, (groups, cg * kh * kw, n * oh * ow))
     wm = xp.reshape(w, (groups, o // groups, cg * kh * kw))
@@ -199,17 +204,26 @@ def _conv_out_shape(name, x_shape, w_shape, stride, padding, dilation, groups, w
         )
     n, c, h, wd = x_shape
     o, cg, kh, kw = w_shape
+    # A channels-last (NHWC) image is the likeliest cause of both errors below.
+    nhwc = (
+        f" {what} is read as NCHW (batch, channels, height, width); a channels-last (NHWC) "
+        f"{what} needs {what}.transpose(0, 3, 1, 2) first"
+    )
     if c != cg * groups or o % groups:
         raise ShapeError(
-            f"{name}: {what} has {c} channels and the filter {w_shape} with groups={groups} "
-            f"expects {cg * groups}; out_channels ({o}) must also be divisible by groups"
+            f"{name}: {what} {tuple(x_shape)} has {c} channels but the filter {w_shape} with "
+            f"groups={groups} expects {cg * groups}; out_channels ({o}) must also be "
+            f"divisible by groups.{nhwc}"
         )
     oh = conv_out_size(h, kh, stride[0], padding[0], dilation[0])
     ow = conv_out_size(wd, kw, stride[1], padding[1], dilation[1])
     if oh < 1 or ow < 1:
+        eh, ew = dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1
+        hp, wp = h + sum(padding[0]), wd + sum(padding[1])
         raise ShapeError(
-            f"{name}: the dilated {kh}x{kw} filter (dilation {dilation}) does not fit in the "
-            f"padded {h}x{wd} image (padding {padding}); pad more or use a smaller kernel"
+            f"{name}: the {kh}x{kw} filter (dilation {tuple(dilation)}, spanning {eh}x{ew}) "
+            f"does not fit in the {h}x{wd} image padded to {hp}x{wp} (padding "
+            f"{tuple(padding)}); pad more or use a smaller kernel.{nhwc}"
         )
     return (n, o, oh, ow)
 

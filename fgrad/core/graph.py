@@ -268,7 +268,8 @@ class GraphTracer(Tracer):
             + (f" (at {where})" if where else "")
             + ": Python control flow (if/while/bool/float) on it cannot be recorded in a "
             "graph. Mark the argument static (jit's static_argnums / static_argnames), or "
-            "use fgrad.numpy.where and friends so the choice is part of the graph"
+            "use fgrad.numpy.where or fgrad.lax.cond / while_loop / fori_loop / scan so the "
+            "choice is part of the graph"
         )
 
 

@@ -52,8 +52,9 @@ def same(dtype: np.dtype) -> np.dtype:
 
 
 def floating(dtype: np.dtype) -> np.dtype:
-    """dtype rule of transcendental functions: ints and bools become float64, as numpy."""
-    return dtype if dtypes.is_inexact(dtype) else dtypes.float64
+    """dtype rule of transcendental functions, as numpy's: the smallest float that holds
+    the input (bool and 8-bit ints give float16, 16-bit ints float32, wider ints float64)."""
+    return dtype if dtypes.is_inexact(dtype) else np.result_type(dtype, np.float16)
 
 
 def to_bool(dtype: np.dtype) -> np.dtype:

@@ -738,6 +738,8 @@ def _avg_pool_aval(x, *, window, stride, padding, count_include_pad):
 
 def _avg_pool_transpose_aval(ct, *, input_size, window, stride, padding, count_include_pad):
     cs = shape_of(ct)
+    if np.dtype(ct.dtype).kind not in "fc":
+        raise DTypeError(f"avg_pool2d_transpose: needs a floating cotangent, got {ShapeDtype(cs, ct.dtype)}")
     x_shape = (*cs[:2], *input_size) if len(cs) == 4 else cs
     want = _pool_out_shape(
         "avg_pool2d_transpose", ShapeDtype(x_shape, ct.dtype), window, stride, padding

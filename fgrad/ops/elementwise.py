@@ -57,6 +57,17 @@ def _is_complex(xp, x) -> bool:
     return x.dtype.kind == "c"
 
 
+
+
+def _bool_as_int8(dtype: np.dtype) -> np.dtype:
+    # numpy computes these on bools as int8 (np.conj(True), True // True)
+    return np.dtype(np.int8) if dtype == np.bool_ else dtype
+
+
+def _float64_unless_inexact(dtype: np.dtype) -> np.dtype:
+    # erf/erfc kernels evaluate non-float inputs in float64 (numpy has no erf to follow)
+    return dtype if np.dtype(dtype).kind in "fc" else np.dtype(np.float64)
+
 # ---------------------------------------------------------------- arithmetic
 
 neg = defop(
@@ -229,7 +240,7 @@ remainder = defop(
 floor_divide = defop(
     "floor_divide",
     kernel=lambda xp, x, y: xp.floor_divide(x, y),
-    aval=binary("floor_divide"),
+    aval=binary("floor_divide", _bool_as_int8),
     nondiff=True,
     check=Check(shapes=_BINARY_SHAPES, domain=(0.5, 4.0)),
     doc=binary_doc(
@@ -848,7 +859,7 @@ def _gauss(x):
 erf = defop(
     "erf",
     kernel=_erf_kernel,
-    aval=unary(floating, name="erf", real_only=True),
+    aval=unary(_float64_unless_inexact, name="erf", real_only=True),
     jvp=(lambda t, out, x: multiply(t, _gauss(x)),),
     vjp=(lambda ct, out, x: multiply(ct, _gauss(x)),),
     check=Check(domain=(-5.0, 5.0)),
@@ -880,7 +891,7 @@ erf = defop(
 erfc = defop(
     "erfc",
     kernel=_erfc_kernel,
-    aval=unary(floating, name="erfc", real_only=True),
+    aval=unary(_float64_unless_inexact, name="erfc", real_only=True),
     jvp=(lambda t, out, x: negative(multiply(t, _gauss(x))),),
     vjp=(lambda ct, out, x: negative(multiply(ct, _gauss(x))),),
     check=Check(domain=(-5.0, 5.0)),
@@ -1058,7 +1069,7 @@ imag = defop(
 conj = defop(
     "conj",
     kernel=lambda xp, x: xp.conj(x),
-    aval=unary(same),
+    aval=unary(_bool_as_int8),
     jvp=LINEAR,
     vjp=(lambda ct, out, x: conj(ct),),
     check=Check(),

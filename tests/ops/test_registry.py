@@ -128,3 +128,29 @@ def test_kernel_uses_only_xp(name, shapes, params):
     got = op.kernel(xps, *strict_args, **strict_params)
     for g, w in zip(got if op.multiple_results else (got,), want if op.multiple_results else (want,)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int32"])
+def test_shape_rules_follow_numpy_on_integer_and_bool_inputs(dtype):
+    """jit and make_graph trust the shape rule: it must give numpy's dtype for non-floats too."""
+    wrong = []
+    for name, op in sorted(REGISTRY.items()):
+        if op.check is None or op.check.make_args is not None:
+            continue
+        shapes, params = op_cases(op, 1)[0]
+        args = [fgrad.asarray(np.ones(s, dtype=dtype)) for s in shapes]
+        try:
+            with np.errstate(all="ignore"):
+                out = op(*args, **params)
+        except (TypeError, ValueError):
+            continue  # the op refuses this dtype eagerly; its rule is checked elsewhere
+        try:
+            want = op.abstract_eval(*[a.aval for a in args], **params)
+        except (TypeError, ValueError):
+            continue  # a rule may refuse what numpy accepts (conv on bools): stricter is fine
+        outs = out if op.multiple_results else (out,)
+        wants = want if op.multiple_results else (want,)
+        for o, w in zip(outs, wants):
+            if ShapeDtype(tuple(o.shape), o.dtype) != w:
+                wrong.append(f"{name}: rule {w}, kernel {o.aval}")
+    assert not wrong, "\n".join(wrong)

@@ -1375,6 +1375,34 @@ invert = _bitwise(
     nargs=1,
 )
 
+optimization_barrier = defop(
+    "optimization_barrier",
+    # A copy, not the input itself: jit's buffer planner may write in place into this
+    # output once it is dead, which must never touch the (still live) input.
+    kernel=lambda xp, x: xp.asarray(x, copy=True),
+    aval=unary(same),
+    jvp=LINEAR,
+    vjp=(lambda ct, out, x: ct,),
+    check=Check(),
+    doc="""The identity, as a value graph passes may not see through.
+
+    ``jit``'s common-subexpression elimination would merge the recomputation that
+    ``fgrad.checkpoint`` schedules for the backward pass with the forward pass (undoing the
+    memory saving); routing the recomputation's inputs through this op keeps them apart, as
+    ``jax.lax.optimization_barrier`` does.
+
+    Args:
+        x: Tensor of any shape and dtype.
+
+    Returns:
+        A copy of ``x``; derivatives pass through unchanged.
+
+    Example:
+        >>> fgrad.grad(lambda x: fnp.sum(fgrad.numpy.optimization_barrier(x) ** 2))(fnp.array([1.0, 2.0]))
+        Tensor([2., 4.], dtype=float64)
+    """,
+)
+
 stop_gradient = defop(
     "stop_gradient",
     kernel=lambda xp, x: x,

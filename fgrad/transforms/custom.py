@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fgrad import tree
-from fgrad.core.trace import top_trace
+from fgrad.core.trace import Tracer, top_trace
 from fgrad.errors import ShapeError
-from fgrad.ops.elementwise import full_like
+from fgrad.ops.elementwise import full_like, optimization_barrier
 from fgrad.transforms.ad import (
     JVPTrace,
     JVPTracer,
@@ -274,7 +274,13 @@ def checkpoint(f: Callable) -> Callable:
             def flat_f(*xs):
                 return tree.leaves(f(*tree.unflatten(in_tree, xs)))
 
-            return list(vjp(flat_f, *primals)[1](cts))
+            # Under jit the recomputation must stay a recomputation: a barrier keeps CSE
+            # from merging it back into the forward pass.
+            fresh = [
+                optimization_barrier(p) if isinstance(p, Tracer) and _is_inexact(p) else p
+                for p in primals
+            ]
+            return list(vjp(flat_f, *fresh)[1](cts))
 
         name = f"checkpoint({getattr(f, '__name__', 'f')})"
         return tree.unflatten(out_tree, _record(trace, name, leaves, out_leaves, leaf_cts))

@@ -132,3 +132,24 @@ def test_issue_3_rules_returning_wrong_shapes_are_named():
     g.defjvp(lambda p, t: (2.0 * p[0], fnp.ones(2)))
     with pytest.raises(fgrad.ShapeError, match="custom_jvp g"):
         fgrad.jvp(g, (fnp.ones(3),), (fnp.ones(3),))
+
+
+def test_checkpoint_recomputes_under_jit():
+    """CSE must not merge the backward recomputation into the forward pass (barrier)."""
+    w = fnp.asarray(np.random.default_rng(0).standard_normal((16, 16)) * 0.2)
+
+    def make(layer):
+        def f(x):
+            for _ in range(6):
+                x = layer(x)
+            return fnp.sum(x)
+
+        return f
+
+    plain = lambda x: fnp.tanh(x @ w)  # noqa: E731
+    x = fnp.ones((4, 16))
+    g_plain = fgrad.jit(fgrad.grad(make(plain)))
+    g_ckpt = fgrad.jit(fgrad.grad(make(fgrad.checkpoint(plain))))
+    n_tanh = lambda g: sum(n.op.name == "tanh" for n in g.graph(x).nodes)  # noqa: E731
+    assert n_tanh(g_plain) == 6 and n_tanh(g_ckpt) == 12  # each layer runs again backward
+    np.testing.assert_allclose(np.asarray(g_ckpt(x)), np.asarray(g_plain(x)), rtol=1e-12)

@@ -32,7 +32,7 @@ from fgrad.numpy import linalg  # noqa: F401,E402
 from fgrad.tensor import Tensor as ndarray  # noqa: F401
 
 # numpy's dtype names beyond fgrad.dtypes' (``bool`` is numpy 2's alias of ``bool_``).
-bool = bool_  # noqa: A001
+bool = bool_
 int8 = _np.dtype("int8")
 int16 = _np.dtype("int16")
 uint8 = _np.dtype("uint8")

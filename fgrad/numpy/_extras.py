@@ -227,7 +227,9 @@ def triu(m: Any, k: int = 0) -> Any:
 # ------------------------------------------------------------------------ comparisons
 
 
-def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
+def isclose(
+    a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> Any:
     """Elementwise ``|a - b| <= atol + rtol * |b|`` (numpy's ``isclose``; not symmetric).
 
     Infinities are close only to themselves; NaNs only when ``equal_nan``.
@@ -254,14 +256,18 @@ def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan:
         a, b = _floating(a), _floating(b)
     finite = _e.logical_and(_e.isfinite(a), _e.isfinite(b))
     a_f, b_f = _e.where(finite, a, 0), _e.where(finite, b, 0)  # no inf - inf warnings
-    near = _e.less_equal(_e.abs(_e.subtract(a_f, b_f)), _e.add(atol, _e.multiply(rtol, _e.abs(b_f))))
+    near = _e.less_equal(
+        _e.abs(_e.subtract(a_f, b_f)), _e.add(atol, _e.multiply(rtol, _e.abs(b_f)))
+    )
     out = _e.where(finite, near, _e.equal(a, b))
     if equal_nan:
         out = _e.logical_or(out, _e.logical_and(_e.isnan(a), _e.isnan(b)))
     return out
 
 
-def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
+def allclose(
+    a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> Any:
     """True when every element of ``a`` is close to ``b`` (``all(isclose(...))``).
 
     Returns a 0-d bool Tensor (as JAX; numpy returns a Python bool), so it can be traced;
@@ -308,6 +314,8 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
     if n < 0:
         raise ValueError(f"diff: order n must be non-negative, got {n}")
     a = _tensor(a)
+    if n == 0:
+        return a  # numpy returns the input itself, without prepend or append
     if a.ndim == 0:
         raise ShapeError("diff: needs an input of at least one dimension")
     axis = norm_axes("diff", axis, a.ndim)[0]
@@ -332,7 +340,9 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
     return a
 
 
-def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: Any = None) -> Any:
+def cross(
+    a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: Any = None
+) -> Any:
     """Cross product of 3-vectors (or 2-vectors) along ``axisa``/``axisb`` (numpy's ``cross``).
 
     Leading axes broadcast. For two 2-vectors the result is the scalar ``z`` component;
@@ -386,7 +396,9 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axi
     return moveaxis(out, -1, norm_axes("cross", axisc, out.ndim)[0])
 
 
-def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None) -> Any:
+def interp(
+    x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None
+) -> Any:
     """Piecewise-linear interpolation of the points ``(xp, fp)`` at ``x`` (numpy's ``interp``).
 
     Differentiable in ``x`` (the slope of the segment ``x`` falls in; at a knot, the

@@ -71,7 +71,8 @@ def sum(
         dtype: optional dtype to cast ``x`` to before summing.
         keepdims: keep reduced axes with size 1.
         where: optional bool Tensor broadcastable to ``x``: only elements where it is True
-            are summed (the others get a zero derivative, even if they are NaN or inf).
+            are summed; the others get a zero cotangent (as with ``fnp.where``), so NaN or
+            inf entries of ``x`` left out do not reach the sum or its gradient.
 
     Returns:
         Tensor of the reduced shape; bools and small ints sum into the default int.

@@ -456,7 +456,9 @@ def _nonzero_sized(a: Any, size: int, fill_value: Any) -> tuple:
         raise ShapeError(f"nonzero: fill_value {fill_value} needs one entry per axis of {shape}")
     flat = ravel(_e.not_equal(a, 0))
     n = flat.shape[0]
-    perm = _so.argsort(_e.astype(_e.logical_not(flat), dtype=np.dtype(np.int8)), axis=0, descending=False)
+    perm = _so.argsort(
+        _e.astype(_e.logical_not(flat), dtype=np.dtype(np.int8)), axis=0, descending=False
+    )
     if size > n:
         perm = concatenate([perm, asarray(np.zeros(size - n, np.int64), device=a.device)])
     perm = perm[:size]
@@ -568,7 +570,11 @@ def _unique_eager(ar: Any, axis: Any, equal_nan: bool) -> tuple:
             raise ShapeError("unique: a 0-d Tensor has no axis; pass axis=None")
         axis = norm_axes("unique", axis, ar.ndim)[0]
     _, index, inverse, counts = np.unique(
-        host, return_index=True, return_inverse=True, return_counts=True, axis=axis,
+        host,
+        return_index=True,
+        return_inverse=True,
+        return_counts=True,
+        axis=axis,
         equal_nan=equal_nan,
     )
     device = ar.device

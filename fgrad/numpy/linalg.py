@@ -18,14 +18,14 @@ from fgrad.numpy._shape import matrix_transpose
 from fgrad.ops import linalg as _la
 from fgrad.ops.elementwise import abs as _abs
 from fgrad.ops.elementwise import astype as _astype
+from fgrad.ops.elementwise import greater as _gt
+from fgrad.ops.elementwise import multiply as _mul
+from fgrad.ops.elementwise import subtract as _sub
 from fgrad.ops.linalg import det, inv, solve, svdvals
 from fgrad.ops.linalg import eigvalsh as _eigvalsh
 from fgrad.ops.reduction import max as _max
 from fgrad.ops.reduction import min as _min
 from fgrad.ops.reduction import sum as _sum
-from fgrad.ops.elementwise import greater as _gt
-from fgrad.ops.elementwise import multiply as _mul
-from fgrad.ops.elementwise import subtract as _sub
 from fgrad.ops.shape import broadcast_to as _broadcast_to
 from fgrad.ops.shape import permute_dims as _permute_dims
 from fgrad.ops.shape import reshape as _reshape

@@ -79,7 +79,11 @@ def _sort_aval(name):
         if not 0 <= axis < len(shape):
             raise ShapeError(
                 f"{name}: axis {axis} is out of range for {ShapeDtype(shape, x.dtype)}"
-                + ("; a 0-d value has nothing to sort along (fnp's axis=None flattens)" if not shape else "")
+                + (
+                    "; a 0-d value has nothing to sort along (fnp's axis=None flattens)"
+                    if not shape
+                    else ""
+                )
             )
         dtype = np.dtype(x.dtype)
         if dtype.kind not in "biufc":

@@ -501,6 +501,8 @@ def _pool_geometry(x_shape, window, stride, padding):
 def _pool_windows(xp, x, fill, window, stride, padding):
     """``(n, c, kh*kw, oh, ow)`` windows of ``x`` with padding ``fill``."""
     kh, kw, oh, ow = _pool_geometry(x.shape, window, stride, padding)
+    if oh < 1 or ow < 1:  # replaced by the shape rule's ShapeError (as in _conv_kernel)
+        raise ValueError("pooling window does not fit")
     return _windows(xp, _pad(xp, x, padding, fill), kh, kw, oh, ow, stride, (1, 1), axis=2)
 
 
@@ -543,7 +545,11 @@ def _pool_out_shape(name, x, window, stride, padding):
         )
     _, _, oh, ow = _pool_geometry(xs, window, stride, padding)
     if oh < 1 or ow < 1:
-        raise ShapeError(f"{name}: window {window} does not fit the {xs[2]}x{xs[3]} input")
+        raise ShapeError(
+            f"{name}: window {window} does not fit the {xs[2]}x{xs[3]} input (padding "
+            f"{tuple(padding)}); the input is read as NCHW (batch, channels, height, width), "
+            "so a channels-last (NHWC) input needs x.transpose(0, 3, 1, 2) first"
+        )
     return (xs[0], xs[1], oh, ow)
 
 

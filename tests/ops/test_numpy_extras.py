@@ -364,3 +364,12 @@ def test_traced_slice_bound_points_to_dynamic_slice():
     np.testing.assert_array_equal(np.asarray(g), [0, 0, 0, 1, 1, 0, 0, 0, 0, 0])
     got = fgrad.jit(lambda x, i: fnp.dynamic_slice(x, (i,), (2,)))(x, fnp.array(3))
     np.testing.assert_array_equal(np.asarray(got), [3.0, 4.0])
+
+
+@pytest.mark.parametrize("pool", [nn.max_pool2d, nn.avg_pool2d])
+def test_pool_window_larger_than_image_raises(pool):
+    # Used to return an empty (1, 1, 0, 0) result.
+    with pytest.raises(ShapeError, match="does not fit the 2x2 input.*NCHW"):
+        pool(fnp.ones((1, 1, 2, 2)), 3)
+    with pytest.raises(ShapeError, match="does not fit"):
+        fgrad.jit(lambda x: pool(x, 3))(fnp.ones((1, 1, 2, 2)))

@@ -36,7 +36,7 @@ from fgrad.tensor import ShapeDtype, Tensor, _wrap, asarray
 from fgrad.transforms.ad import jvp, vjp
 from fgrad.transforms.passes import cse, dce, simplify
 
-__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan"]
+__all__ = ["cond", "fori_loop", "scan", "switch", "while_loop"]
 
 
 def _optimize(graph):
@@ -77,11 +77,15 @@ def _scalar_operand(name: str, what: str, x: Any, kinds: str) -> ShapeDtype:
             "fnp.any / fnp.all for a predicate)"
         )
     if np.dtype(aval.dtype).kind not in kinds:
-        raise DTypeError(f"{name}: {what} must be {'a bool or an integer' if 'b' in kinds else 'an integer'}, got {aval}")
+        raise DTypeError(
+            f"{name}: {what} must be {'a bool or an integer' if 'b' in kinds else 'an integer'}, got {aval}"
+        )
     return aval
 
 
-def _coerce(traced: control.Traced, want: Sequence[ShapeDtype], name: str, what: str, ref: str) -> None:
+def _coerce(
+    traced: control.Traced, want: Sequence[ShapeDtype], name: str, what: str, ref: str
+) -> None:
     """Make ``traced``'s outputs have the avals ``want``: Python numbers take the wanted
     dtype (weak, as in JAX); any other mismatch raises naming both avals."""
     for k, w in enumerate(want):
@@ -225,7 +229,7 @@ def _switch_traced(name, index, branches, operands, names):
             target = ShapeDtype((), np.result_type(*[t.outvars[j] for t in traced]))
         want.append(target)
     for k, t in enumerate(traced):
-        _coerce(t, want, name, f"{names[k]}'s output", f"another branch's output")
+        _coerce(t, want, name, f"{names[k]}'s output", "another branch's output")
     consts: list = []
     seen: set[int] = set()
     for t in traced:
@@ -361,7 +365,9 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
     """
     lo_aval = _scalar_operand("fori_loop", "lower", lower, "iu")
     hi_aval = _scalar_operand("fori_loop", "upper", upper, "iu")
-    dtype = np.result_type(lo_aval.dtype, hi_aval.dtype)
+    # Python ints are weak (as in JAX): the index takes a Tensor bound's dtype.
+    strong = [a.dtype for b, a in ((lower, lo_aval), (upper, hi_aval)) if isinstance(b, Tensor)]
+    dtype = np.result_type(*strong) if strong else np.dtype(np.int64)
     lo_known, lo = _concrete(lower)
     hi_known, hi = _concrete(upper)
     if lo_known and hi_known:
@@ -490,9 +496,7 @@ def scan(
 
 def _pair(out: Any) -> tuple[Any, Any]:
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise TypeError(
-            f"scan: f must return a pair (carry, y); it returned {type(out).__name__}"
-        )
+        raise TypeError(f"scan: f must return a pair (carry, y); it returned {type(out).__name__}")
     return out[0], out[1]
 
 

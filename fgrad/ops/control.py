@@ -29,13 +29,13 @@ import numpy as np
 
 from fgrad import tree
 from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
-from fgrad.core.op import Check, Op, defop
+from fgrad.core.op import Check, defop
 from fgrad.core.trace import Tracer, new_trace
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops.elementwise import add, cos, exp, full_like, less, multiply, sin, subtract
 from fgrad.tensor import ShapeDtype, Tensor, _wrap
 
-__all__ = ["SubGraph", "Traced", "trace_function", "close", "cond", "while_loop", "scan"]
+__all__ = ["SubGraph", "Traced", "close", "cond", "scan", "trace_function", "while_loop"]
 
 # The rules differentiate sub-graphs, which takes ``fgrad.transforms.ad`` (a later layer).
 # ``fgrad.lax`` installs its ``jvp``, ``vjp`` and a graph optimiser here when it is imported
@@ -74,7 +74,7 @@ class Traced:
     constants (Tensors, Python scalars); ``out_tree`` the structure of the function's output.
     """
 
-    __slots__ = ("invars", "nodes", "outvars", "consts", "const_vars", "out_tree")
+    __slots__ = ("const_vars", "consts", "invars", "nodes", "out_tree", "outvars")
 
     def __init__(self, invars, nodes, outvars, consts, const_vars, out_tree):
         self.invars = invars
@@ -135,7 +135,7 @@ class SubGraph:
     transforms record it). ``derived`` memoises the graphs the rules derive from it.
     """
 
-    __slots__ = ("graph", "name", "in_avals", "out_avals", "derived", "_steps", "_outs", "_slots")
+    __slots__ = ("_outs", "_slots", "_steps", "derived", "graph", "in_avals", "name", "out_avals")
 
     def __init__(self, graph: Graph, name: str):
         self.graph = graph
@@ -159,7 +159,9 @@ class SubGraph:
             steps.append((node.op.kernel, ins, node.params, tuple(outs), node.op.multiple_results))
         self._steps = steps
         self._outs = tuple(
-            (True, slot[id(o)]) if isinstance(o, Var) else (False, o._data if isinstance(o, Tensor) else o)
+            (True, slot[id(o)])
+            if isinstance(o, Var)
+            else (False, o._data if isinstance(o, Tensor) else o)
             for o in graph.outvars
         )
         self._slots = len(slot)
@@ -174,7 +176,8 @@ class SubGraph:
                     env[k] = o
             else:
                 env[outs[0]] = out
-        return [env[k] if var else k for var, k in self._outs]
+        # A constant output joins the inputs' namespace (cupy, a strict Array API one).
+        return [env[k] if var else xp.asarray(k) for var, k in self._outs]
 
     def call(self, args: Sequence[Any]) -> list:
         """The outputs for Tensors or tracers ``args``, op by op through the dispatch."""
@@ -272,7 +275,9 @@ def _match(name: str, what: str, got: Sequence[ShapeDtype], want: Sequence[Shape
     """Raise naming ``name`` and both avals when ``got`` differs from ``want``."""
     got, want = [_aval(a) if not isinstance(a, ShapeDtype) else a for a in got], list(want)
     if len(got) != len(want):
-        raise TypeError(f"{name}: {what} has {len(got)} values {_show(got)}, expected {_show(want)}")
+        raise TypeError(
+            f"{name}: {what} has {len(got)} values {_show(got)}, expected {_show(want)}"
+        )
     for k, (g, w) in enumerate(zip(got, want)):
         if tuple(g.shape) != tuple(w.shape):
             raise ShapeError(f"{name}: {what} {k} has aval {g}, expected {w}: shapes differ")
@@ -355,7 +360,9 @@ def _cond_vjp(cts, out, index, *operands, branches):
 
         return _derive(b, ("vjp",), (*b.in_avals, *[b.out_avals[k] for k in diff_out]), fun)
 
-    in_cts = cond(index, *operands, *[cts[k] for k in diff_out], branches=tuple(make(b) for b in branches))
+    in_cts = cond(
+        index, *operands, *[cts[k] for k in diff_out], branches=tuple(make(b) for b in branches)
+    )
     res: list = [None] * (1 + n)
     for k, c in zip(diff_in, in_cts):
         res[1 + k] = c
@@ -479,7 +486,10 @@ def _while_jvp(i: int) -> Callable:
         extra_avals = (b_avals[const_pos],) if n_extra else ()
         t_avals = tuple(carry_avals[k] for k in diff)
         new_body = _derive(
-            body, ("jvp", const_pos), (*b_avals[:n_bc], *extra_avals, *b_avals[n_bc:], *t_avals), body_fun
+            body,
+            ("jvp", const_pos),
+            (*b_avals[:n_bc], *extra_avals, *b_avals[n_bc:], *t_avals),
+            body_fun,
         )
         n_cc = n_cond_consts
         new_cond = _derive(
@@ -522,7 +532,9 @@ def _while_vjp(cts, out, *args, **params):
 
 
 _WHILE_COND = _example_graph(lambda i, x: less(i, 4), (_I0, _I3), "cond_fun")
-_WHILE_BODY = _example_graph(lambda i, x: (add(i, 1), add(multiply(x, 2), i)), (_I0, _I3), "body_fun")
+_WHILE_BODY = _example_graph(
+    lambda i, x: (add(i, 1), add(multiply(x, 2), i)), (_I0, _I3), "body_fun"
+)
 
 while_loop = defop(
     "while_loop",
@@ -630,9 +642,14 @@ def _scan_jvp(p: int) -> Callable:
 
         def fun(leaves):
             it = iter(leaves)
-            take = lambda n: [next(it) for _ in range(n)]  # noqa: E731
+            take = lambda n: [next(it) for _ in range(n)]
             c, tc, carry, tcarry, x, tx = (
-                take(n_consts), take(n_tc), take(n_carry), take(len(t_carry)), take(n_x), take(n_tx)
+                take(n_consts),
+                take(n_tc),
+                take(n_carry),
+                take(len(t_carry)),
+                take(n_x),
+                take(n_tx),
             )
             tangents: list = [None] * len(avals)
             if tc:
@@ -659,7 +676,9 @@ def _scan_jvp(p: int) -> Callable:
         )
         new_body = _derive(body, ("jvp", kind, p), in_avals, fun)
         t_init = [
-            t if kind == "carry" and n_consts + k == p else full_like(init[k], fill_value=0, dtype=None)
+            t
+            if kind == "carry" and n_consts + k == p
+            else full_like(init[k], fill_value=0, dtype=None)
             for k in t_carry
         ]
         res = scan(
@@ -687,7 +706,7 @@ def _scan_jvp(p: int) -> Callable:
 
 
 def _scan_vjp(cts, out, *args, body, n_consts, n_carry, length, reverse):
-    consts, init, xs = _split_scan(args, n_consts, n_carry)
+    consts, _, xs = _split_scan(args, n_consts, n_carry)
     n_x, n_y = _scan_layout(body, n_consts, n_carry)
     avals = body.in_avals
     d_consts = [k for k in range(n_consts) if _inexact(avals[k])]
@@ -720,15 +739,18 @@ def _scan_vjp(cts, out, *args, body, n_consts, n_carry, length, reverse):
 
     # 2. Walk back: carry the cotangents of the consts (summed over steps) and of the
     #    carry; each step's x gets its cotangent as a stacked output.
-    pos = (
-        d_consts + [n_consts + k for k in d_carry] + [n_consts + n_carry + k for k in d_xs]
-    )
+    pos = d_consts + [n_consts + k for k in d_carry] + [n_consts + n_carry + k for k in d_xs]
 
     def fun(leaves):
         it = iter(leaves)
-        take = lambda n: [next(it) for _ in range(n)]  # noqa: E731
+        take = lambda n: [next(it) for _ in range(n)]
         c, acc, ct_carry, carry, x, ct_y = (
-            take(n_consts), take(len(d_consts)), take(len(d_carry)), take(n_carry), take(n_x), take(len(d_ys))
+            take(n_consts),
+            take(len(d_consts)),
+            take(len(d_carry)),
+            take(n_carry),
+            take(n_x),
+            take(len(d_ys)),
         )
         out_cts: list = [None] * (n_carry + n_y)
         for k, ct in zip(d_carry, ct_carry):
@@ -737,7 +759,11 @@ def _scan_vjp(cts, out, *args, body, n_consts, n_carry, length, reverse):
             out_cts[n_carry + k] = ct
         in_cts = _vjp_call(body, c + carry + x, pos, out_cts)
         nc, ncar = len(d_consts), len(d_carry)
-        return [add(a, d) for a, d in zip(acc, in_cts[:nc])] + in_cts[nc : nc + ncar] + in_cts[nc + ncar :]
+        return (
+            [add(a, d) for a, d in zip(acc, in_cts[:nc])]
+            + in_cts[nc : nc + ncar]
+            + in_cts[nc + ncar :]
+        )
 
     back_avals = (
         *avals[:n_consts],

@@ -65,7 +65,7 @@ def _bool_as_int8(dtype: np.dtype) -> np.dtype:
 
 
 def _float64_unless_inexact(dtype: np.dtype) -> np.dtype:
-    # erf/erfc kernels evaluate non-float inputs in float64 (numpy has no erf to follow)
+    # true division of ints and bools is float64 in numpy; erf/erfc kernels do the same
     return dtype if np.dtype(dtype).kind in "fc" else np.dtype(np.float64)
 
 # ---------------------------------------------------------------- arithmetic
@@ -125,7 +125,7 @@ multiply = defop(
 divide = defop(
     "divide",
     kernel=lambda xp, x, y: xp.divide(x, y),
-    aval=binary("divide", floating),
+    aval=binary("divide", _float64_unless_inexact),  # numpy: ints and bools divide in float64,
     jvp=(
         lambda t, out, x, y: divide(t, y),
         lambda t, out, x, y: negative(multiply(t, divide(out, y))),

@@ -29,7 +29,7 @@ import numpy as np
 from fgrad import numpy as fnp
 from fgrad import tree
 from fgrad.core.graph import GraphTrace
-from fgrad.core.trace import _STACK, concrete_value
+from fgrad.core.trace import active_traces, concrete_value
 from fgrad.errors import ConcretizationError, DTypeError, ShapeError
 from fgrad.ops import control
 from fgrad.tensor import ShapeDtype, Tensor, _wrap, asarray
@@ -51,7 +51,7 @@ control._TRANSFORMS.update(jvp=jvp, vjp=vjp, optimize=_optimize)
 
 def _staging() -> bool:
     """A transform that traces abstractly (jit, make_graph) is running."""
-    return any(isinstance(t, GraphTrace) for t in _STACK)
+    return any(isinstance(t, GraphTrace) for t in active_traces())
 
 
 def _concrete(x: Any) -> tuple[bool, Any]:

@@ -18,7 +18,7 @@ from fgrad import backend
 from fgrad.errors import ConcretizationError, TracerLeakError
 from fgrad.tensor import ShapeDtype, Tensor
 
-__all__ = ["Trace", "Tracer", "bind", "top_trace", "new_trace", "concrete_value", "current_level"]
+__all__ = ["Trace", "Tracer", "bind", "top_trace", "new_trace", "concrete_value", "current_level", "active_traces"]
 
 _STACK: list[Trace] = []
 
@@ -35,6 +35,11 @@ class Trace:
     def process(self, op: Any, args: tuple, params: dict) -> Any:
         """Apply ``op`` to ``args`` (some of them this trace's tracers)."""
         raise NotImplementedError
+
+
+def active_traces() -> tuple[Trace, ...]:
+    """The running traces, outermost first."""
+    return tuple(_STACK)
 
 
 def current_level() -> int:

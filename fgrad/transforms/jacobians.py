@@ -14,6 +14,7 @@ import numpy as np
 
 from fgrad import tree
 from fgrad.ops import shape as _shape_ops
+from fgrad.ops.elementwise import full_like
 from fgrad.tensor import Tensor, asarray
 from fgrad.transforms.ad import (
     _check_diff_inputs,
@@ -53,10 +54,10 @@ def _stack_rows(rows: list, lead_shape: tuple, trail_shape: tuple, trailing: boo
     return _shape_ops.reshape(stacked, shape=tuple(lead_shape) + tuple(trail_shape))
 
 
-def _setup(f, argnums, args, kwargs, name, allow_int):
+def _setup(f, argnums, args, kwargs, name, allow_int, holomorphic):
     nums = _normalize_argnums(argnums, len(args), name)
-    if not allow_int:
-        _check_diff_inputs([args[n] for n in nums], nums, name)
+    if not allow_int or holomorphic:
+        _check_diff_inputs([args[n] for n in nums], nums, name, holomorphic)
     diff_args = tuple(
         tree.map(lambda x: x if isinstance(x, Tensor) else asarray(x), args[n]) for n in nums
     )
@@ -94,7 +95,7 @@ def jacrev(
     """
 
     def jac_f(*args: Any, **kwargs: Any) -> Any:
-        nums, diff_args, f_diff = _setup(f, argnums, args, kwargs, "jacrev", allow_int)
+        nums, diff_args, f_diff = _setup(f, argnums, args, kwargs, "jacrev", allow_int, holomorphic)
         res = vjp(f_diff, *diff_args, has_aux=has_aux)
         out, f_vjp = res[0], res[1]
         out_leaves, out_tree = tree.flatten(out)
@@ -125,8 +126,6 @@ def jacrev(
 
 
 def _zeros_like(x: Any) -> Any:
-    from fgrad.ops.elementwise import full_like
-
     return full_like(x, fill_value=0, dtype=None)
 
 
@@ -155,7 +154,7 @@ def jacfwd(
     """
 
     def jac_f(*args: Any, **kwargs: Any) -> Any:
-        nums, diff_args, f_diff = _setup(f, argnums, args, kwargs, "jacfwd", allow_int)
+        nums, diff_args, f_diff = _setup(f, argnums, args, kwargs, "jacfwd", allow_int, holomorphic)
         in_leaves, in_tree = tree.flatten(diff_args)
         per_input_cols: list[list] = []
         out_tree = aux = out_leaves = None

@@ -264,9 +264,10 @@ def _backprop_filter_aval(x, ct, *, kernel_size, stride, padding, dilation, grou
 # ------------------------------------------------------------------------ the conv family
 
 
-def _cp(params):
-    """The parameters every member of the conv family shares."""
-    return {k: params[k] for k in ("stride", "padding", "dilation", "groups")}
+def _case(stride, padding, dilation, groups=2, **size):
+    """One ``Check`` parameter case of the conv family (``size``: its ``input_size`` or
+    ``kernel_size``); written once so each case fits on one line."""
+    return {**size, "stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
 
 
 def _conv_vjp_x(ct, out, x, w, **p):
@@ -289,9 +290,9 @@ conv2d = defop(
     check=Check(
         shapes=(((2, 4, 5, 6), (6, 2, 3, 2)),),
         params=(
-            {"stride": (1, 1), "padding": ((1, 1), (0, 1)), "dilation": (1, 1), "groups": 2},
-            {"stride": (2, 1), "padding": ((0, 0), (0, 0)), "dilation": (1, 2), "groups": 2},
-            {"stride": (1, 2), "padding": ((2, 1), (1, 0)), "dilation": (2, 1), "groups": 2},
+            _case(stride=(1, 1), padding=((1, 1), (0, 1)), dilation=(1, 1)),
+            _case(stride=(2, 1), padding=((0, 0), (0, 0)), dilation=(1, 2)),
+            _case(stride=(1, 2), padding=((2, 1), (1, 0)), dilation=(2, 1)),
         ),
     ),
     doc="""2-D cross-correlation of NCHW images with OIHW filters (a convolution layer).
@@ -348,34 +349,10 @@ conv2d_backprop_input = defop(
     check=Check(
         shapes=(((2, 4, 3, 3), (4, 2, 3, 3)),),
         params=(
-            {
-                "input_size": (5, 5),
-                "stride": (1, 1),
-                "padding": ((0, 0), (0, 0)),
-                "dilation": (1, 1),
-                "groups": 2,
-            },
-            {
-                "input_size": (6, 6),
-                "stride": (2, 2),
-                "padding": ((1, 0), (0, 1)),
-                "dilation": (1, 1),
-                "groups": 2,
-            },
-            {
-                "input_size": (7, 5),
-                "stride": (1, 1),
-                "padding": ((0, 0), (0, 0)),
-                "dilation": (2, 1),
-                "groups": 2,
-            },
-            {
-                "input_size": (7, 9),
-                "stride": (2, 3),
-                "padding": ((0, 0), (1, 0)),
-                "dilation": (1, 1),
-                "groups": 2,
-            },
+            _case(input_size=(5, 5), stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1)),
+            _case(input_size=(6, 6), stride=(2, 2), padding=((1, 0), (0, 1)), dilation=(1, 1)),
+            _case(input_size=(7, 5), stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(2, 1)),
+            _case(input_size=(7, 9), stride=(2, 3), padding=((0, 0), (1, 0)), dilation=(1, 1)),
         ),
     ),
     doc="""Transposed convolution: the adjoint of ``x -> conv2d(x, w)`` (the gradient w.r.t. ``x``).
@@ -428,27 +405,9 @@ conv2d_backprop_filter = defop(
     check=Check(
         shapes=(((2, 4, 6, 5), (2, 4, 4, 3)),),
         params=(
-            {
-                "kernel_size": (3, 3),
-                "stride": (1, 1),
-                "padding": ((0, 0), (0, 0)),
-                "dilation": (1, 1),
-                "groups": 2,
-            },
-            {
-                "kernel_size": (2, 3),
-                "stride": (2, 2),
-                "padding": ((1, 1), (1, 1)),
-                "dilation": (1, 1),
-                "groups": 2,
-            },
-            {
-                "kernel_size": (2, 2),
-                "stride": (1, 1),
-                "padding": ((0, 0), (0, 0)),
-                "dilation": (2, 2),
-                "groups": 2,
-            },
+            _case(kernel_size=(3, 3), stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1)),
+            _case(kernel_size=(2, 3), stride=(2, 2), padding=((1, 1), (1, 1)), dilation=(1, 1)),
+            _case(kernel_size=(2, 2), stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(2, 2)),
         ),
     ),
     doc="""The adjoint of ``w -> conv2d(x, w)`` (the gradient of a convolution w.r.t. its filter).

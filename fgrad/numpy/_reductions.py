@@ -564,9 +564,7 @@ def _scan(name: str, op: Any, x: Any, axis: Any, dtype: Any) -> Any:
     if axis is None:  # numpy scans the flattened array
         x = _s.reshape(x, shape=(int(np.prod(_shape(x), dtype=np.int64)),))
         axis = 0
-    elif not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"{name}: axis must be an int or None, got {axis!r}")
-    return op(x, axis=norm_axes(name, int(axis), _ndim(x))[0], reverse=False)
+    return op(x, axis=_one_axis(name, axis, _ndim(x)), reverse=False)
 
 
 def cumsum(x: Any, axis: Any = None, dtype: Any = None) -> Any:

@@ -266,6 +266,32 @@ def _no_derivative(sampler: str, name: str):
     return rule
 
 
+def _refused(sampler: str, *bounds: str) -> tuple:
+    """The jvp (and vjp) rules of a sampler whose ``bounds`` follow the key: all refuse."""
+    return (None, *(_no_derivative(sampler, name) for name in bounds))
+
+
+def _sampler_aval(op: str, *bounds: str):
+    """The shape rule of a sampler of ``shape`` and ``dtype`` whose inputs after the key are
+    the real ``bounds``, each broadcasting to ``shape``."""
+
+    def aval(key, *values, shape, dtype):
+        _key_aval(op, key)
+        for name, x in zip(bounds, values):
+            _real_input(op, name, x)
+        _fits(op, shape, **dict(zip(bounds, values)))
+        return ShapeDtype(shape, np.dtype(dtype))
+
+    return aval
+
+
+# Check cases shared by the samplers with two real bounds (uniform, truncated_normal).
+_BOUNDED_SHAPES = (((2,), (), ()), ((2,), (3,), ()))
+_FLOAT_PARAMS = (
+    {"shape": (3,), "dtype": np.dtype(np.float64)},
+    {"shape": (2, 3), "dtype": np.dtype(np.float32)},
+)
+
 _KEY_DOC = "key: ``(2,)`` uint32 key array."
 
 # --------------------------------------------------------------------------- keys
@@ -373,15 +399,10 @@ def _bits_kernel(xp, key, *, shape, dtype):
     return xp.reshape(flat, shape)
 
 
-def _bits_aval(key, *, shape, dtype):
-    _key_aval("random_bits", key)
-    return ShapeDtype(shape, np.dtype(dtype))
-
-
 random_bits = defop(
     "random_bits",
     kernel=_bits_kernel,
-    aval=_bits_aval,
+    aval=_sampler_aval("random_bits"),
     nondiff=True,
     check=Check(
         shapes=(((2,),),),
@@ -423,14 +444,6 @@ def _uniform_kernel(xp, key, minval, maxval, *, shape, dtype):
     return xp.where(out < hi, out, xp.nextafter(hi, lo))  # rounding may reach maxval
 
 
-def _uniform_aval(key, minval, maxval, *, shape, dtype):
-    _key_aval("random_uniform", key)
-    _real_input("random_uniform", "minval", minval)
-    _real_input("random_uniform", "maxval", maxval)
-    _fits("random_uniform", shape, minval=minval, maxval=maxval)
-    return ShapeDtype(shape, np.dtype(dtype))
-
-
 def _bound_args(lo: int, hi: int):
     # Integer bounds: the sweep checks derivatives of floating inputs, and these rules
     # refuse on purpose (the kernel casts the bounds to the sample dtype).
@@ -440,17 +453,10 @@ def _bound_args(lo: int, hi: int):
 random_uniform = defop(
     "random_uniform",
     kernel=_uniform_kernel,
-    aval=_uniform_aval,
-    jvp=(None, _no_derivative("uniform", "minval"), _no_derivative("uniform", "maxval")),
-    vjp=(None, _no_derivative("uniform", "minval"), _no_derivative("uniform", "maxval")),
-    check=Check(
-        shapes=(((2,), (), ()), ((2,), (3,), ())),
-        params=(
-            {"shape": (3,), "dtype": np.dtype(np.float64)},
-            {"shape": (2, 3), "dtype": np.dtype(np.float32)},
-        ),
-        make_args=_bound_args(-1, 2),
-    ),
+    aval=_sampler_aval("random_uniform", "minval", "maxval"),
+    jvp=_refused("uniform", "minval", "maxval"),
+    vjp=_refused("uniform", "minval", "maxval"),
+    check=Check(shapes=_BOUNDED_SHAPES, params=_FLOAT_PARAMS, make_args=_bound_args(-1, 2)),
     doc=f"""Uniform floats ``minval + (maxval - minval) * u`` with ``u = m * 2**-p`` in ``[0, 1)``.
 
     The op behind :func:`fgrad.random.uniform`: ``p`` is 52 for float64 (64-bit draws),
@@ -495,15 +501,10 @@ def _normal_kernel(xp, key, *, shape, dtype):
     return xp.reshape(flat, shape)
 
 
-def _normal_aval(key, *, shape, dtype):
-    _key_aval("random_normal", key)
-    return ShapeDtype(shape, np.dtype(dtype))
-
-
 random_normal = defop(
     "random_normal",
     kernel=_normal_kernel,
-    aval=_normal_aval,
+    aval=_sampler_aval("random_normal"),
     nondiff=True,
     check=Check(
         shapes=(((2,),),),
@@ -837,34 +838,15 @@ def _truncated_normal_kernel(xp, key, lower, upper, *, shape, dtype):
     return xp.reshape(xp.astype(z, _xdt(xp, dtype)), shape)
 
 
-def _truncated_normal_aval(key, lower, upper, *, shape, dtype):
-    _key_aval("random_truncated_normal", key)
-    _real_input("random_truncated_normal", "lower", lower)
-    _real_input("random_truncated_normal", "upper", upper)
-    _fits("random_truncated_normal", shape, lower=lower, upper=upper)
-    return ShapeDtype(shape, np.dtype(dtype))
-
-
 random_truncated_normal = defop(
     "random_truncated_normal",
     kernel=_truncated_normal_kernel,
-    aval=_truncated_normal_aval,
-    jvp=(
-        None,
-        _no_derivative("truncated_normal", "lower"),
-        _no_derivative("truncated_normal", "upper"),
-    ),
-    vjp=(
-        None,
-        _no_derivative("truncated_normal", "lower"),
-        _no_derivative("truncated_normal", "upper"),
-    ),
+    aval=_sampler_aval("random_truncated_normal", "lower", "upper"),
+    jvp=_refused("truncated_normal", "lower", "upper"),
+    vjp=_refused("truncated_normal", "lower", "upper"),
     check=Check(
-        shapes=(((2,), (), ()), ((2,), (3,), ())),
-        params=(
-            {"shape": (3,), "dtype": np.dtype(np.float64)},
-            {"shape": (2, 3), "dtype": np.dtype(np.float32)},
-        ),
+        shapes=_BOUNDED_SHAPES,
+        params=_FLOAT_PARAMS,
         make_args=_bound_args(-1, 2),
         strict=False,  # rejection rounds write accepted values back by integer-array assignment
     ),

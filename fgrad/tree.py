@@ -137,7 +137,7 @@ class TreeDef:
     how many leaves ``unflatten`` expects.
     """
 
-    __slots__ = ("_cls", "_node", "_aux", "_children", "num_leaves")
+    __slots__ = ("_cls", "_node", "_aux", "_children", "num_leaves", "_key_cache")
 
     def __init__(self, cls, node, aux, children):
         self._cls = cls
@@ -145,9 +145,13 @@ class TreeDef:
         self._aux = aux
         self._children = children
         self.num_leaves = 1 if cls is None else sum(c.num_leaves for c in children)
+        self._key_cache = None
 
     def _key(self):
-        return (self._cls, self._aux, tuple(c._key() for c in self._children))
+        # Transforms compare treedefs on every call: build the nested key once.
+        if self._key_cache is None:
+            self._key_cache = (self._cls, self._aux, tuple(c._key() for c in self._children))
+        return self._key_cache
 
     def __eq__(self, other):
         return isinstance(other, TreeDef) and self._key() == other._key()

@@ -286,19 +286,38 @@ def _scatter_aval(name):
     return rule
 
 
-def _scatter_add_kernel(xp, x, v, *arrays, index):
-    out = _copy(xp, x)
-    key = index_key(index, arrays)
-    if arrays:
-        xp.add.at(out, key, v)  # numpy's name; accumulates repeated indices
-    else:
-        out[key] = out[key] + v  # basic indices never repeat a position
-    return out
+def _scatter_ufunc_kernel(ufunc: str):
+    """The kernel of ``scatter_<ufunc>``: ``x`` with ``x[index]`` combined with ``v``."""
+
+    def kernel(xp, x, v, *arrays, index):
+        out = _copy(xp, x)
+        key = index_key(index, arrays)
+        if arrays:
+            # numpy's name (not the Array API's); repeated indices apply in turn, so
+            # add accumulates and multiply multiplies every value written there
+            getattr(xp, ufunc).at(out, key, v)
+        else:
+            out[key] = getattr(xp, ufunc)(out[key], v)  # basic indices never repeat
+        return out
+
+    return kernel
+
+
+# The end of the Args section and the Returns and Raises sections of every scatter op.
+_SCATTER_DOC = """*arrays: integer index arrays, one per ``"array"`` entry of ``index``.
+        index: the static index structure (see :func:`getitem`).
+
+    Returns:
+        A new Tensor of ``x.shape`` and ``x.dtype``.
+
+    Raises:
+        ShapeError: ``v`` does not broadcast to the indexed shape.
+        IndexError: as :func:`getitem`."""
 
 
 scatter_add = defop(
     "scatter_add",
-    kernel=_scatter_add_kernel,
+    kernel=_scatter_ufunc_kernel("add"),
     aval=_scatter_aval("scatter_add"),
     jvp=(
         lambda t, out, x, v, *arrays, index: t,
@@ -311,20 +330,12 @@ scatter_add = defop(
         make_args=_scatter_args,
         strict=False,  # xp.add.at is numpy's, not the Array API's
     ),
-    doc="""``x`` with ``v`` added at ``x[index]`` (``x.at[idx].add(v)``); repeats accumulate.
+    doc=f"""``x`` with ``v`` added at ``x[index]`` (``x.at[idx].add(v)``); repeats accumulate.
 
     Args:
         x: Tensor of any shape.
         v: values, broadcastable to the shape of ``x[index]``.
-        *arrays: integer index arrays, one per ``"array"`` entry of ``index``.
-        index: the static index structure (see :func:`getitem`).
-
-    Returns:
-        A new Tensor of ``x.shape`` and ``x.dtype``.
-
-    Raises:
-        ShapeError: ``v`` does not broadcast to the indexed shape.
-        IndexError: as :func:`getitem`.
+        {_SCATTER_DOC}
 
     Example:
         >>> fnp.zeros(3).at[fnp.array([0, 0, 2])].add(1.0)
@@ -371,7 +382,7 @@ scatter_set = defop(
         make_args=_scatter_args,
         strict=False,  # integer arrays mixed with slices: beyond the Array API's indexing
     ),
-    doc="""``x`` with ``x[index]`` replaced by ``v`` (``x.at[idx].set(v)``).
+    doc=f"""``x`` with ``x[index]`` replaced by ``v`` (``x.at[idx].set(v)``).
 
     When an index repeats, the last write wins (numpy's order) and only that value gets a
     derivative; the derivative in ``x`` is zero at every written position.
@@ -379,15 +390,7 @@ scatter_set = defop(
     Args:
         x: Tensor of any shape.
         v: values, broadcastable to the shape of ``x[index]``; cast to ``x.dtype``.
-        *arrays: integer index arrays, one per ``"array"`` entry of ``index``.
-        index: the static index structure (see :func:`getitem`).
-
-    Returns:
-        A new Tensor of ``x.shape`` and ``x.dtype``.
-
-    Raises:
-        ShapeError: ``v`` does not broadcast to the indexed shape.
-        IndexError: as :func:`getitem`.
+        {_SCATTER_DOC}
 
     Example:
         >>> fnp.zeros(4).at[1:3].set(fnp.array([5.0, 6.0]))
@@ -396,19 +399,9 @@ scatter_set = defop(
 )
 
 
-def _scatter_multiply_kernel(xp, x, v, *arrays, index):
-    out = _copy(xp, x)
-    key = index_key(index, arrays)
-    if arrays:
-        xp.multiply.at(out, key, v)  # numpy's name; repeated indices multiply in turn
-    else:
-        out[key] = out[key] * v
-    return out
-
-
 scatter_multiply = defop(
     "scatter_multiply",
-    kernel=_scatter_multiply_kernel,
+    kernel=_scatter_ufunc_kernel("multiply"),
     aval=_scatter_aval("scatter_multiply"),
     jvp=(
         lambda t, out, x, v, *arrays, index: scatter_multiply(t, v, *arrays, index=index),
@@ -430,7 +423,7 @@ scatter_multiply = defop(
         ],
         strict=False,  # xp.multiply.at is numpy's, not the Array API's
     ),
-    doc="""``x`` with ``x[index]`` multiplied by ``v`` (``x.at[idx].multiply(v)``).
+    doc=f"""``x`` with ``x[index]`` multiplied by ``v`` (``x.at[idx].multiply(v)``).
 
     The derivative in ``x`` is exact for any index. The derivative in ``v`` assumes that
     each position of ``x`` is written at most once, or that all but one of the values
@@ -440,15 +433,7 @@ scatter_multiply = defop(
     Args:
         x: Tensor of any shape.
         v: values, broadcastable to the shape of ``x[index]``.
-        *arrays: integer index arrays, one per ``"array"`` entry of ``index``.
-        index: the static index structure (see :func:`getitem`).
-
-    Returns:
-        A new Tensor of ``x.shape`` and ``x.dtype``.
-
-    Raises:
-        ShapeError: ``v`` does not broadcast to the indexed shape.
-        IndexError: as :func:`getitem`.
+        {_SCATTER_DOC}
 
     Example:
         >>> fnp.ones(3).at[fnp.array([0, 2, 2])].multiply(fnp.array([2.0, 3.0, 4.0]))

@@ -30,7 +30,7 @@ from fgrad.core import debug as _debug  # noqa: F401  (makes config.debug_nans w
 from fgrad import numpy  # noqa: E402  (installs Tensor's operators)
 from fgrad import lax  # noqa: E402  (also installs the control-flow ops' derivative rules)
 from fgrad import random  # noqa: E402
-from fgrad import io, optim  # noqa: E402
+from fgrad import io, nn, optim  # noqa: E402
 from fgrad import test_util  # noqa: E402
 
 __version__ = "0.1.0"
@@ -64,6 +64,7 @@ __all__ = [
     "lax",
     "make_graph",
     "numpy",
+    "nn",
     "optim",
     "random",
     "stop_gradient",

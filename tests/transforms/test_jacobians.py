@@ -84,3 +84,50 @@ def test_linearize(x):
 def test_int_inputs_need_allow_int():
     with pytest.raises(TypeError, match="floating"):
         fgrad.jacrev(lambda x: x * 2.0)(fnp.array([1, 2]))
+
+
+def test_softmax_jacobian_closed_form():
+    """d softmax(x)_i / d x_j = s_i (delta_ij - s_j)."""
+    x = fnp.array([0.5, -1.0, 2.0, 0.1])
+    s = np.exp(np.asarray(x)) / np.exp(np.asarray(x)).sum()
+    want = np.diag(s) - np.outer(s, s)
+    for jac in (fgrad.jacrev, fgrad.jacfwd):
+        np.testing.assert_allclose(np.asarray(jac(fgrad.nn.softmax)(x)), want, atol=1e-14)
+
+
+def test_mlp_jacobians_agree_and_match_finite_differences():
+    rng = np.random.default_rng(0)
+    params = {
+        "w1": fnp.asarray(rng.standard_normal((3, 5))),
+        "b1": fnp.asarray(rng.standard_normal(5)),
+        "w2": fnp.asarray(rng.standard_normal((5, 2))),
+    }
+
+    def mlp(p, x):
+        return fnp.tanh(x @ p["w1"] + p["b1"]) @ p["w2"]
+
+    x = fnp.asarray(rng.standard_normal((4, 3)))
+    jr = fgrad.jacrev(mlp)(params, x)
+    jf = fgrad.jacfwd(mlp)(params, x)
+    for k in params:
+        assert jr[k].shape == (4, 2) + params[k].shape
+        np.testing.assert_allclose(np.asarray(jr[k]), np.asarray(jf[k]), atol=1e-12)
+    # one entry against a central difference
+    eps = 1e-6
+    w1 = np.asarray(params["w1"]).copy()
+    w1[1, 2] += eps
+    plus = np.asarray(mlp({**params, "w1": fnp.asarray(w1)}, x))
+    w1[1, 2] -= 2 * eps
+    minus = np.asarray(mlp({**params, "w1": fnp.asarray(w1)}, x))
+    np.testing.assert_allclose(np.asarray(jr["w1"])[:, :, 1, 2], (plus - minus) / (2 * eps), atol=1e-8)
+    h = fgrad.hessian(lambda p: fnp.sum(mlp(p, x) ** 2))(params)
+    assert h["w2"]["w2"].shape == (5, 2, 5, 2)
+    hm = np.asarray(h["w2"]["w2"]).reshape(10, 10)
+    np.testing.assert_allclose(hm, hm.T, atol=1e-10)  # a Hessian is symmetric
+
+
+def test_make_graph_shows_jvp_and_vjp_graphs():
+    jvp_graph = fgrad.make_graph(lambda x, t: fgrad.jvp(fnp.sin, (x,), (t,)))(fnp.ones(3), fnp.ones(3))
+    assert [n.op.name for n in jvp_graph.nodes] == ["sin", "cos", "multiply"]
+    vjp_graph = fgrad.make_graph(fgrad.grad(lambda x: fnp.sum(fnp.exp(x))))(fnp.ones(3))
+    assert "exp" in str(vjp_graph) and "multiply" in str(vjp_graph)

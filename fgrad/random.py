@@ -57,6 +57,7 @@ from fgrad import backend
 from fgrad import numpy as fnp
 from fgrad.core.trace import Tracer, concrete_value
 from fgrad.errors import ConcretizationError, DTypeError, ShapeError
+from fgrad.ops._rules import shape_of
 from fgrad.ops.random import (
     MANTISSA,
     no_derivative_message,
@@ -195,10 +196,6 @@ def _param(value: Any, device: Any, fn: str, name: str, *, traced: str) -> Any:
     if _name(dtype)[:3] not in ("boo", "int", "uin", "flo"):
         raise DTypeError(f"random.{fn}: {name} must be real numbers, got dtype {dtype}")
     return value
-
-
-def _shape_of(x: Any) -> tuple[int, ...]:
-    return tuple(getattr(x, "shape", ()))
 
 
 def _concrete(value: Any, dtype: Any) -> Any:
@@ -451,7 +448,7 @@ def uniform(
     dt = _float_dtype(dtype, "uniform")
     lo = _param(minval, device, "uniform", "minval", traced="error")
     hi = _param(maxval, device, "uniform", "maxval", traced="error")
-    shape = _broadcast_shape("uniform", shape, False, minval=_shape_of(lo), maxval=_shape_of(hi))
+    shape = _broadcast_shape("uniform", shape, False, minval=shape_of(lo), maxval=shape_of(hi))
     clo, chi = _concrete(lo, dt), _concrete(hi, dt)
     if clo is not None and chi is not None:
         xp = backend.namespace_of(clo)
@@ -527,7 +524,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Any = None) -> Tensor:
     """
     key, device = _key_data(key, "bernoulli")
     prob = _param(p, device, "bernoulli", "p", traced="read")
-    shape = _broadcast_shape("bernoulli", shape, p=_shape_of(prob))
+    shape = _broadcast_shape("bernoulli", shape, p=shape_of(prob))
     return random_bernoulli(key, prob, shape=shape)
 
 
@@ -567,7 +564,7 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None) -> Ten
     """
     key, device = _key_data(key, "categorical")
     lg = _param(logits, device, "categorical", "logits", traced="read")
-    lshape = _shape_of(lg)
+    lshape = shape_of(lg)
     axis = operator.index(axis)
     if not -len(lshape) <= axis < len(lshape):
         raise ShapeError(f"random.categorical: logits of shape {lshape} have no axis {axis}")
@@ -634,7 +631,7 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = np.int6
         bounds.append(_param(value, device, "randint", name, traced="read"))
     lo, hi = bounds
     shape = _broadcast_shape(
-        "randint", _shape(shape, "randint"), False, minval=_shape_of(lo), maxval=_shape_of(hi)
+        "randint", _shape(shape, "randint"), False, minval=shape_of(lo), maxval=shape_of(hi)
     )
     clo, chi = _concrete(lo, np.int64), _concrete(hi, np.int64)
     if clo is not None and chi is not None:
@@ -764,7 +761,7 @@ def truncated_normal(
     dt = _float_dtype(dtype, "truncated_normal")
     lo = _param(lower, device, "truncated_normal", "lower", traced="error")
     hi = _param(upper, device, "truncated_normal", "upper", traced="error")
-    shape = _broadcast_shape("truncated_normal", shape, lower=_shape_of(lo), upper=_shape_of(hi))
+    shape = _broadcast_shape("truncated_normal", shape, lower=shape_of(lo), upper=shape_of(hi))
     clo, chi = _concrete(lo, np.float64), _concrete(hi, np.float64)
     if clo is not None and chi is not None and not _all(clo < chi):
         raise ValueError("random.truncated_normal: needs lower < upper everywhere (and no NaN)")

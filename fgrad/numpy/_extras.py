@@ -17,6 +17,7 @@ from fgrad.errors import ShapeError
 from fgrad.numpy._creation import zeros
 from fgrad.numpy._indexing import take
 from fgrad.numpy._shape import (
+    _tensor,
     broadcast_arrays,
     broadcast_to,
     concatenate,
@@ -46,10 +47,6 @@ __all__ = [
     "tril",
     "triu",
 ]
-
-
-def _tensor(x: Any) -> Any:
-    return x if isinstance(x, Tensor) else asarray(x)
 
 
 def _floating(x: Any) -> Any:

@@ -14,6 +14,7 @@ import numpy as np
 from fgrad import dtypes
 from fgrad.errors import ShapeError
 from fgrad.ops import linalg as _la
+from fgrad.ops._rules import shape_of
 from fgrad.ops.elementwise import astype as _astype
 from fgrad.ops.elementwise import conj as _conj
 from fgrad.ops.elementwise import multiply as _multiply
@@ -48,16 +49,12 @@ def _arr(x: Any) -> Any:
     return asarray(x)
 
 
-def _shape(x: Any) -> tuple:
-    return tuple(getattr(x, "shape", ()))
-
-
 def _is_complex(x: Any) -> bool:
     return dtypes.is_complex(dtypes.result_type(x))
 
 
 def _ravel(x: Any) -> Any:
-    return _reshape(x, shape=(int(np.prod(_shape(x), dtype=np.int64)),))
+    return _reshape(x, shape=(int(np.prod(shape_of(x), dtype=np.int64)),))
 
 
 def _norm_axis(name: str, axis: Any, ndim: int) -> int:
@@ -161,7 +158,7 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = None) -> Any:
             "form is not supported)"
         )
     operands = tuple(_arr(x) for x in operands)
-    spec = _parse_einsum(subscripts, [_shape(x) for x in operands])
+    spec = _parse_einsum(subscripts, [shape_of(x) for x in operands])
     return _la.einsum(*operands, subscripts=spec)
 
 
@@ -191,7 +188,7 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
         (3,)
     """
     a, b = _arr(a), _arr(b)
-    sa, sb = _shape(a), _shape(b)
+    sa, sb = shape_of(a), shape_of(b)
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
         if n < 0 or n > min(len(sa), len(sb)):
@@ -247,7 +244,7 @@ def dot(a: Any, b: Any) -> Any:
         Tensor([[11.]], dtype=float64)
     """
     a, b = _arr(a), _arr(b)
-    na, nb = len(_shape(a)), len(_shape(b))
+    na, nb = len(shape_of(a)), len(shape_of(b))
     if na == 0 or nb == 0:
         return _multiply(a, b)
     if na <= 2 and nb <= 2:
@@ -273,7 +270,7 @@ def inner(a: Any, b: Any) -> Any:
         Tensor([3., 7.], dtype=float64)
     """
     a, b = _arr(a), _arr(b)
-    na, nb = len(_shape(a)), len(_shape(b))
+    na, nb = len(shape_of(a)), len(shape_of(b))
     if na == 0 or nb == 0:
         return _multiply(a, b)
     return tensordot(a, b, axes=([na - 1], [nb - 1]))
@@ -342,7 +339,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     if _is_complex(x1):
         x1 = _conj(x1)
     prod = _multiply(x1, x2)
-    ax = _norm_axis("vecdot", axis, len(_shape(prod)))
+    ax = _norm_axis("vecdot", axis, len(shape_of(prod)))
     return _sum(prod, axes=(ax,), keepdims=False)
 
 
@@ -362,7 +359,7 @@ def kron(a: Any, b: Any) -> Any:
                 [0., 0., 1., 2.]], dtype=float64)
     """
     a, b = _arr(a), _arr(b)
-    sa, sb = _shape(a), _shape(b)
+    sa, sb = shape_of(a), shape_of(b)
     nd = max(len(sa), len(sb))
     if 2 * nd > len(_LETTERS):
         raise ShapeError("kron: too many dimensions")
@@ -398,9 +395,9 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
         (Tensor([1., 4.], dtype=float64), Tensor([3.], dtype=float64))
     """
     a = _arr(a)
-    nd = len(_shape(a))
+    nd = len(shape_of(a))
     if nd < 2:
-        raise ShapeError(f"diagonal: needs at least two dimensions; got shape {_shape(a)}")
+        raise ShapeError(f"diagonal: needs at least two dimensions; got shape {shape_of(a)}")
     ax1, ax2 = _norm_axis("diagonal", axis1, nd), _norm_axis("diagonal", axis2, nd)
     if ax1 == ax2:
         raise ShapeError(f"diagonal: axis1 and axis2 are the same axis ({axis1}, {axis2})")
@@ -433,5 +430,5 @@ def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
                 [0., 1.]], dtype=float64))
     """
     d = diagonal(a, offset, axis1, axis2)
-    out = _sum(d, axes=(len(_shape(d)) - 1,), keepdims=False)
+    out = _sum(d, axes=(len(shape_of(d)) - 1,), keepdims=False)
     return out if dtype is None else _astype(out, dtype=np.dtype(dtype))

@@ -17,7 +17,7 @@ from fgrad.errors import ShapeError
 from fgrad.ops import elementwise as _e
 from fgrad.ops import reduction as _r
 from fgrad.ops import shape as _s
-from fgrad.ops._rules import norm_axes
+from fgrad.ops._rules import norm_axes, shape_of
 from fgrad.tensor import Tensor, asarray
 
 __all__ = [
@@ -43,10 +43,6 @@ __all__ = [
 ]
 
 
-def _shape(x: Any) -> tuple:
-    return tuple(getattr(x, "shape", ()))
-
-
 def _ndim(x: Any) -> int:
     return len(getattr(x, "shape", ()))
 
@@ -56,7 +52,7 @@ def _cast(x: Any, dtype: Any) -> Any:
 
 
 def _count(x: Any, axes: tuple) -> int:
-    shape = _shape(x)
+    shape = shape_of(x)
     return int(np.prod([shape[a] for a in axes], dtype=np.int64))
 
 
@@ -149,7 +145,7 @@ def mean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False)
 
 def _extremum(name: str, op: Any, x: Any, axis: Any, keepdims: bool) -> Any:
     axes = norm_axes(name, axis, _ndim(x))
-    shape = _shape(x)
+    shape = shape_of(x)
     if builtins.any(shape[a] == 0 for a in axes):
         raise ShapeError(
             f"{name}: cannot reduce a zero-size axis of shape {shape} (axes {axes}); there is "
@@ -348,8 +344,8 @@ def logsumexp(
     if b is None:
         b = 1.0
     x = x if isinstance(x, Tensor) else asarray(x)
-    shape = tuple(np.broadcast_shapes(_shape(x), _shape(b)))
-    if shape != _shape(x):
+    shape = tuple(np.broadcast_shapes(shape_of(x), shape_of(b)))
+    if shape != shape_of(x):
         x = _s.broadcast_to(x, shape=shape)
     dtype = np.dtype(dtypes.result_type(x, b))
     if not dtypes.is_inexact(dtype):
@@ -362,7 +358,7 @@ def logsumexp(
     shift = _e.where(_e.isfinite(shift), shift, 0)
     terms = _e.multiply(b, _e.exp(_e.subtract(live, shift)))
     total = _r.sum(terms, axes=axes, keepdims=keepdims)
-    shift = shift if keepdims else _s.reshape(shift, shape=_shape(total))
+    shift = shift if keepdims else _s.reshape(shift, shape=shape_of(total))
     # A sum of zero (all -inf, or weights cancelling) gives -inf with a zero derivative,
     # not 0 * inf = NaN: log a safe stand-in and select -inf.
     empty = _e.equal(total, 0)
@@ -380,7 +376,7 @@ def _one_axis(name: str, axis: Any, ndim: int) -> int | None:
 
 
 def _arg(name: str, op: Any, x: Any, axis: Any, keepdims: bool) -> Any:
-    shape = _shape(x)
+    shape = shape_of(x)
     ax = _one_axis(name, axis, len(shape))
     if (ax is None and 0 in shape) or (ax is not None and shape[ax] == 0):
         raise ShapeError(f"{name}: attempt to get {name} of an empty sequence (shape {shape})")
@@ -562,7 +558,7 @@ def nanmean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = Fal
 def _scan(name: str, op: Any, x: Any, axis: Any, dtype: Any) -> Any:
     x = _cast(x, dtype)
     if axis is None:  # numpy scans the flattened array
-        x = _s.reshape(x, shape=(int(np.prod(_shape(x), dtype=np.int64)),))
+        x = _s.reshape(x, shape=(int(np.prod(shape_of(x), dtype=np.int64)),))
         axis = 0
     return op(x, axis=_one_axis(name, axis, _ndim(x)), reverse=False)
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from fgrad.errors import ShapeError
 from fgrad.ops import shape as _s
-from fgrad.ops._rules import norm_axes
+from fgrad.ops._rules import norm_axes, shape_of
 from fgrad.tensor import Tensor, asarray
 
 __all__ = [
@@ -50,10 +50,6 @@ __all__ = [
 ]
 
 
-def _shape(x: Any) -> tuple:
-    return tuple(getattr(x, "shape", ()))
-
-
 def _tensor(x: Any) -> Any:
     return x if isinstance(x, Tensor) else asarray(x)
 
@@ -76,10 +72,10 @@ def reshape(x: Any, shape: Any, /, *more: int) -> Any:
         shape = (shape, *more)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
     if -1 in shape:
-        size = int(np.prod(_shape(x), dtype=np.int64))
+        size = int(np.prod(shape_of(x), dtype=np.int64))
         rest = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
         if shape.count(-1) > 1 or rest == 0 or size % rest:
-            raise ShapeError(f"reshape: cannot reshape shape {_shape(x)} into {shape}")
+            raise ShapeError(f"reshape: cannot reshape shape {shape_of(x)} into {shape}")
         shape = tuple(size // rest if d == -1 else d for d in shape)
     return _s.reshape(x, shape=shape)
 
@@ -105,7 +101,7 @@ def permute_dims(x: Any, axes: Any) -> Any:
         >>> fnp.permute_dims(fnp.ones((2, 3, 4)), (2, 0, 1)).shape
         (4, 2, 3)
     """
-    n = len(_shape(x))
+    n = len(shape_of(x))
     return _s.permute_dims(x, axes=tuple(int(a) % n if n else 0 for a in axes))
 
 
@@ -125,7 +121,7 @@ def transpose(x: Any, axes: Any = None, *more: int) -> Any:
     """
     if more:
         axes = (axes, *more)
-    n = len(_shape(x))
+    n = len(shape_of(x))
     return permute_dims(x, tuple(reversed(range(n))) if axes is None else axes)
 
 
@@ -149,10 +145,10 @@ def matrix_transpose(x: Any) -> Any:
         >>> fnp.ones((5, 2, 3)).mT.shape
         (5, 3, 2)
     """
-    n = len(_shape(x))
+    n = len(shape_of(x))
     if n < 2:
         raise ShapeError(
-            f"matrix_transpose: needs at least 2 dimensions, got shape {_shape(x)}; use x.T "
+            f"matrix_transpose: needs at least 2 dimensions, got shape {shape_of(x)}; use x.T "
             "or reshape for vectors"
         )
     return _s.permute_dims(x, axes=tuple(range(n - 2)) + (n - 1, n - 2))
@@ -171,7 +167,7 @@ def moveaxis(x: Any, source: Any, destination: Any) -> Any:
         >>> fnp.moveaxis(fnp.ones((2, 3, 4)), 0, -1).shape
         (3, 4, 2)
     """
-    n = len(_shape(x))
+    n = len(shape_of(x))
     src = _axes_in_order("moveaxis", source, n)
     dst = _axes_in_order("moveaxis", destination, n)
     if len(src) != len(dst):
@@ -198,7 +194,7 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
         >>> fnp.swapaxes(fnp.ones((2, 3, 4)), 0, 2).shape
         (4, 3, 2)
     """
-    n = len(_shape(x))
+    n = len(shape_of(x))
     a, b = (_axes_in_order("swapaxes", ax, n)[0] for ax in (axis1, axis2))
     order = list(range(n))
     order[a], order[b] = order[b], order[a]
@@ -215,7 +211,7 @@ def expand_dims(x: Any, axis: Any) -> Any:
         >>> fnp.expand_dims(fnp.ones((2, 3)), (0, -1)).shape
         (1, 2, 3, 1)
     """
-    shape = _shape(x)
+    shape = shape_of(x)
     n_new = 1 if isinstance(axis, (int, np.integer)) else len(tuple(axis))
     axes = norm_axes("expand_dims", axis, len(shape) + n_new)
     it = iter(shape)
@@ -234,7 +230,7 @@ def squeeze(x: Any, axis: Any = None) -> Any:
         >>> fnp.squeeze(fnp.ones((1, 2, 1))).shape
         (2,)
     """
-    shape = _shape(x)
+    shape = shape_of(x)
     if axis is None:
         axes = tuple(d for d, n in enumerate(shape) if n == 1)
     else:
@@ -255,7 +251,7 @@ def ravel(x: Any) -> Any:
         >>> fnp.ravel(fnp.ones((2, 3))).shape
         (6,)
     """
-    return _s.reshape(x, shape=(int(np.prod(_shape(x), dtype=np.int64)),))
+    return _s.reshape(x, shape=(int(np.prod(shape_of(x), dtype=np.int64)),))
 
 
 def flatten(x: Any) -> Any:
@@ -376,7 +372,7 @@ def vstack(arrays: Any) -> Any:
 
 
 def _split_axis(x: Any, axis: int, name: str) -> tuple:
-    shape = _shape(x)
+    shape = shape_of(x)
     if not shape:
         raise ShapeError(f"{name}: cannot split a 0-d Tensor")
     return norm_axes(name, axis, len(shape))[0], shape
@@ -463,7 +459,7 @@ def flip(x: Any, axis: Any = None) -> Any:
         Tensor([3., 2., 1.], dtype=float64)
     """
     x = _tensor(x)
-    axes = norm_axes("flip", axis, len(_shape(x)))
+    axes = norm_axes("flip", axis, len(shape_of(x)))
     return _s.flip(x, axes=axes) if axes else x
 
 
@@ -502,7 +498,7 @@ def roll(x: Any, shift: Any, axis: Any = None) -> Any:
                 [1., 2.]], dtype=float64)
     """
     x = _tensor(x)
-    shape = _shape(x)
+    shape = shape_of(x)
     if axis is None:
         flat = ravel(x)
         total = int(np.sum(shift))
@@ -580,7 +576,7 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
         Tensor([3., 2., 1., 2., 3., 2., 1.], dtype=float64)
     """
     x = _tensor(x)
-    shape = _shape(x)
+    shape = shape_of(x)
     widths = _pad_widths(pad_width, len(shape))
     if mode == "constant":
         if not isinstance(constant_values, (int, float, complex, bool, np.generic)):
@@ -622,7 +618,7 @@ def tile(x: Any, reps: Any) -> Any:
     """
     x = _tensor(x)
     reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
-    shape = _shape(x)
+    shape = shape_of(x)
     n = max(len(shape), len(reps))
     shape = (1,) * (n - len(shape)) + shape
     reps = (1,) * (n - len(reps)) + reps
@@ -655,7 +651,7 @@ def repeat(x: Any, repeats: Any, axis: int | None = None) -> Any:
     if axis is None:
         x = ravel(x)
         axis = 0
-    shape = _shape(x)
+    shape = shape_of(x)
     axis = norm_axes("repeat", axis, len(shape))[0]
     counts = np.asarray(repeats)
     if counts.ndim == 0 or counts.size == 1:
@@ -682,7 +678,7 @@ def atleast_1d(*xs: Any) -> Any:
         >>> fnp.atleast_1d(1.0)
         Tensor([1.], dtype=float64)
     """
-    out = tuple(_s.reshape(x, shape=(1,)) if not _shape(x) else x for x in map(_tensor, xs))
+    out = tuple(_s.reshape(x, shape=(1,)) if not shape_of(x) else x for x in map(_tensor, xs))
     return out[0] if len(out) == 1 else out
 
 
@@ -694,7 +690,7 @@ def atleast_2d(*xs: Any) -> Any:
         (1, 3)
     """
     out = tuple(
-        _s.reshape(x, shape=(1,) * (2 - len(_shape(x))) + _shape(x)) if len(_shape(x)) < 2 else x
+        _s.reshape(x, shape=(1,) * (2 - x.ndim) + shape_of(x)) if x.ndim < 2 else x
         for x in map(_tensor, xs)
     )
     return out[0] if len(out) == 1 else out
@@ -710,7 +706,7 @@ def atleast_3d(*xs: Any) -> Any:
     """
 
     def lift(x):
-        s = _shape(x)
+        s = shape_of(x)
         new = {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}.get(len(s))
         return x if new is None else _s.reshape(x, shape=new)
 

@@ -20,7 +20,7 @@ from fgrad import backend, dtypes
 from fgrad.core.trace import concrete_value
 from fgrad.errors import ConcretizationError, DTypeError, ShapeError
 from fgrad.numpy._indexing import take, take_along_axis
-from fgrad.numpy._shape import concatenate, moveaxis, ravel, reshape, stack
+from fgrad.numpy._shape import _tensor, concatenate, moveaxis, ravel, reshape, stack
 from fgrad.ops import elementwise as _e
 from fgrad.ops import reduction as _r
 from fgrad.ops import sorting as _so
@@ -40,10 +40,6 @@ __all__ = [
     "top_k",
     "unique",
 ]
-
-
-def _tensor(x: Any) -> Any:
-    return x if isinstance(x, Tensor) else asarray(x)
 
 
 def _prepare(name: str, a: Any, axis: Any, kind: Any, order: Any) -> tuple:

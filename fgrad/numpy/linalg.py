@@ -13,9 +13,10 @@ import numpy as np
 
 from fgrad.core.trace import concrete_value
 from fgrad.errors import ConcretizationError, ShapeError
-from fgrad.numpy._linalg_top import _arr, _norm_axis, _shape, matmul, tensordot, vecdot
+from fgrad.numpy._linalg_top import _arr, _norm_axis, matmul, tensordot, vecdot
 from fgrad.numpy._shape import matrix_transpose
 from fgrad.ops import linalg as _la
+from fgrad.ops._rules import shape_of
 from fgrad.ops.elementwise import abs as _abs
 from fgrad.ops.elementwise import astype as _astype
 from fgrad.ops.elementwise import greater as _gt
@@ -289,7 +290,7 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
         Tensor([3., 3.], dtype=float64)
     """
     d = diagonal(x, offset=offset)
-    out = _sum(d, axes=(len(_shape(d)) - 1,), keepdims=False)
+    out = _sum(d, axes=(len(shape_of(d)) - 1,), keepdims=False)
     return out if dtype is None else _astype(out, dtype=np.dtype(dtype))
 
 
@@ -305,9 +306,9 @@ def outer(x1: Any, x2: Any, /) -> Any:
                 [6.]], dtype=float64)
     """
     x1, x2 = _arr(x1), _arr(x2)
-    if len(_shape(x1)) != 1 or len(_shape(x2)) != 1:
+    if len(shape_of(x1)) != 1 or len(shape_of(x2)) != 1:
         raise ShapeError(
-            f"linalg.outer: needs 1-D inputs; got shapes {_shape(x1)} and {_shape(x2)} "
+            f"linalg.outer: needs 1-D inputs; got shapes {shape_of(x1)} and {shape_of(x2)} "
             "(fnp.outer flattens its inputs)"
         )
     return _la.einsum(x1, x2, subscripts="a,b->ab")
@@ -355,13 +356,13 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any
         Tensor([4., 1.], dtype=float64)
     """
     x = _arr(x)
-    axes = tuple(sorted(_axes("vector_norm", axis, len(_shape(x)))))
+    axes = tuple(sorted(_axes("vector_norm", axis, len(shape_of(x)))))
     return _la.vector_norm(x, ord=_vector_ord(ord), axes=axes, keepdims=bool(keepdims))
 
 
 def _matrix_norm_last2(x: Any, ord: Any) -> Any:
     """Matrix norm over the last two axes, no kept dimensions."""
-    nd = len(_shape(x))
+    nd = len(shape_of(x))
     last = (nd - 2,)
     if ord in (None, "fro"):
         return _la.vector_norm(x, ord=2.0, axes=(nd - 2, nd - 1), keepdims=False)
@@ -380,13 +381,13 @@ def _matrix_norm_last2(x: Any, ord: Any) -> Any:
 
 
 def _matrix_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool) -> Any:
-    nd = len(_shape(x))
+    nd = len(shape_of(x))
     r, c = axes
     if (r, c) != (nd - 2, nd - 1):
         x = _permute_dims(x, axes=tuple(i for i in range(nd) if i not in axes) + (r, c))
     out = _matrix_norm_last2(x, ord)
     if keepdims:  # the reduced axes back in their places, with size 1
-        full = list(_shape(out))
+        full = list(shape_of(out))
         for i in sorted(axes):
             full.insert(i, 1)
         out = _reshape(out, shape=tuple(full))
@@ -419,9 +420,9 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
         (Tensor(6., dtype=float64), Tensor(7., dtype=float64))
     """
     x = _arr(x)
-    nd = len(_shape(x))
+    nd = len(shape_of(x))
     if nd < 2:
-        raise ShapeError(f"matrix_norm: needs at least two dimensions; got shape {_shape(x)}")
+        raise ShapeError(f"matrix_norm: needs at least two dimensions; got shape {shape_of(x)}")
     return _matrix_norm(x, ord, (nd - 2, nd - 1), bool(keepdims))
 
 
@@ -462,14 +463,14 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
                 [0., 0.]], dtype=float64)
     """
     x = _arr(x)
-    nd = len(_shape(x))
+    nd = len(shape_of(x))
     if axis is None:
         if ord is None:
             return _la.vector_norm(x, ord=2.0, axes=tuple(range(nd)), keepdims=bool(keepdims))
         if nd not in (1, 2):
             raise ShapeError(
                 f"norm: with ord={ord!r} and axis=None the input must be 1-D or 2-D; got "
-                f"shape {_shape(x)}. Pass axis"
+                f"shape {shape_of(x)}. Pass axis"
             )
         axis = tuple(range(nd))
     axes = _axes("norm", axis, nd)
@@ -523,7 +524,7 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> Ls
         (Tensor([1.1667, 0.5   ], dtype=float64), Tensor([0.1667], dtype=float64), Tensor(2, dtype=int64))
     """
     a, b = _arr(a), _arr(b)
-    sa, sb = _shape(a), _shape(b)
+    sa, sb = shape_of(a), shape_of(b)
     if len(sa) != 2 or len(sb) not in (1, 2) or sb[0] != sa[0]:
         raise ShapeError(
             f"lstsq: a must be (M, N) and b (M,) or (M, K); got a {sa} and b {sb}"
@@ -582,7 +583,7 @@ def matrix_power(a: Any, n: int) -> Any:
     a = _arr(a)
     if not isinstance(a, Tensor):
         a = asarray(a)
-    sa = _shape(a)
+    sa = shape_of(a)
     if len(sa) < 2 or sa[-1] != sa[-2]:
         raise ShapeError(f"matrix_power: needs (..., M, M) square matrices, got shape {sa}")
     n = int(n)

@@ -8,80 +8,12 @@ Example:
     Tensor([0., 2.], dtype=float64)
 """
 
-from fgrad.nn._activations import (
-    gelu,
-    log_softmax,
-    relu,
-    sigmoid,
-    silu,
-    softmax,
-    softplus,
-    swish,
-)
+from fgrad.nn import _activations, attention, initializers, layers, losses
+from fgrad.nn._activations import *
+from fgrad.nn.attention import *
+from fgrad.nn.layers import *
+from fgrad.nn.losses import *
 
-__all__ = ["gelu", "log_softmax", "relu", "sigmoid", "silu", "softmax", "softplus", "swish"]
-
-# Layers, attention, losses and initialisers (imported after the activations they use).
-from fgrad.nn import initializers
-from fgrad.nn.attention import (
-    MultiHeadAttention,
-    TransformerBlock,
-    causal_mask,
-    dot_product_attention,
-    gelu_tanh,
-    padding_mask,
-)
-from fgrad.nn.layers import (
-    MLP,
-    AvgPool2d,
-    Conv2d,
-    Dropout,
-    Embedding,
-    Flatten,
-    LayerNorm,
-    Linear,
-    MaxPool2d,
-    RMSNorm,
-    Sequential,
-    avg_pool2d,
-    conv2d,
-    dropout,
-    layer_norm,
-    max_pool2d,
-    rms_norm,
-)
-from fgrad.nn.losses import (
-    binary_cross_entropy_with_logits,
-    mse,
-    softmax_cross_entropy,
-)
-
-__all__ += [
-    "MLP",
-    "AvgPool2d",
-    "Conv2d",
-    "Dropout",
-    "Embedding",
-    "Flatten",
-    "LayerNorm",
-    "Linear",
-    "MaxPool2d",
-    "MultiHeadAttention",
-    "RMSNorm",
-    "Sequential",
-    "TransformerBlock",
-    "avg_pool2d",
-    "binary_cross_entropy_with_logits",
-    "causal_mask",
-    "conv2d",
-    "dot_product_attention",
-    "dropout",
-    "gelu_tanh",
-    "initializers",
-    "layer_norm",
-    "max_pool2d",
-    "mse",
-    "padding_mask",
-    "rms_norm",
-    "softmax_cross_entropy",
-]
+# Each submodule's own list, so a public name is listed once, where it is defined.
+__all__ = _activations.__all__ + attention.__all__ + layers.__all__ + losses.__all__
+__all__ += ["initializers"]

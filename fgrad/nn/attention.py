@@ -28,6 +28,7 @@ __all__ = [
     "TransformerBlock",
     "causal_mask",
     "dot_product_attention",
+    "gelu_tanh",
     "padding_mask",
 ]
 

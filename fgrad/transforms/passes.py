@@ -16,12 +16,27 @@ from fgrad.tensor import ShapeDtype, Tensor, _wrap
 
 __all__ = ["concat_scatters", "cse", "dce", "fold_constants", "optimize", "simplify"]
 
-# Elementwise ops whose inputs broadcast against each other (numpy rules).
-_BROADCASTING = frozenset(
+# Ops whose result is the same, bit for bit, with their two inputs swapped (IEEE addition
+# and multiplication commute; maximum/minimum do not for signed zeros and NaN payloads).
+_COMMUTATIVE = frozenset(
     {
         "add",
-        "subtract",
         "multiply",
+        "equal",
+        "not_equal",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+    }
+)
+# Elementwise ops whose inputs broadcast against each other (numpy rules): the commutative
+# ones and these.
+_BROADCASTING = _COMMUTATIVE | frozenset(
+    {
+        "subtract",
         "divide",
         "maximum",
         "minimum",
@@ -38,30 +53,6 @@ _BROADCASTING = frozenset(
         "less_equal",
         "greater",
         "greater_equal",
-        "equal",
-        "not_equal",
-        "logical_and",
-        "logical_or",
-        "logical_xor",
-        "bitwise_and",
-        "bitwise_or",
-        "bitwise_xor",
-    }
-)
-# Ops whose result is the same, bit for bit, with their two inputs swapped (IEEE addition
-# and multiplication commute; maximum/minimum do not for signed zeros and NaN payloads).
-_COMMUTATIVE = frozenset(
-    {
-        "add",
-        "multiply",
-        "equal",
-        "not_equal",
-        "logical_and",
-        "logical_or",
-        "logical_xor",
-        "bitwise_and",
-        "bitwise_or",
-        "bitwise_xor",
     }
 )
 _SCALAR_TYPES = (bool, int, float, complex)

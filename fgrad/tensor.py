@@ -18,6 +18,16 @@ from fgrad.errors import MutationError
 __all__ = ["Tensor", "ShapeDtype", "asarray", "device_put"]
 
 
+def _ndim(self) -> int:
+    """The number of dimensions."""
+    return len(self.shape)
+
+
+def _size(self) -> int:
+    """The number of elements."""
+    return math.prod(self.shape)
+
+
 class ShapeDtype(NamedTuple):
     """The abstract value (``aval``) of an array: its shape and dtype, no data."""
 
@@ -27,13 +37,8 @@ class ShapeDtype(NamedTuple):
     def __str__(self) -> str:
         return f"{_short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
 
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
+    ndim = property(_ndim)  # shared with Tensor
+    size = property(_size)
 
 
 _new_aval = tuple.__new__
@@ -84,15 +89,8 @@ class Tensor:
         data = self._data
         return _new_aval(ShapeDtype, (data.shape, data.dtype))  # skips NamedTuple's __new__
 
-    @property
-    def ndim(self) -> int:
-        """The number of dimensions."""
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        """The number of elements."""
-        return math.prod(self.shape)
+    ndim = property(_ndim)
+    size = property(_size)
 
     @property
     def device(self) -> backend.Device:

@@ -46,10 +46,10 @@ _SCALARS = (bool, int, float, complex)
 
 
 def _aval(x: Any) -> ShapeDtype:
-    if isinstance(x, Var):
+    if isinstance(x, (Var, Tensor)):
         return x.aval
-    if isinstance(x, Tensor):
-        return x.aval
+    if isinstance(x, ShapeDtype):
+        return x
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return ShapeDtype(tuple(x.shape), np.dtype(x.dtype))
     return ShapeDtype((), np.result_type(x))  # a Python scalar
@@ -144,26 +144,22 @@ class SubGraph:
         self.out_avals = tuple(_aval(o) for o in graph.outvars)
         self.derived: dict[Any, SubGraph] = {}
         slot = {id(v): k for k, v in enumerate(graph.invars)}
+
+        def ref(v: Any) -> tuple:  # (True, slot) of a Var, (False, value) of a constant
+            if isinstance(v, Var):
+                return True, slot[id(v)]
+            return False, v._data if isinstance(v, Tensor) else v
+
         steps = []
         for node in graph.nodes:
-            ins = tuple(
-                (True, slot[id(v)])
-                if isinstance(v, Var)
-                else (False, v._data if isinstance(v, Tensor) else v)
-                for v in node.inputs
-            )
+            ins = tuple(ref(v) for v in node.inputs)
             outs = []
             for v in node.outputs:
                 slot[id(v)] = len(slot)
                 outs.append(slot[id(v)])
             steps.append((node.op.kernel, ins, node.params, tuple(outs), node.op.multiple_results))
         self._steps = steps
-        self._outs = tuple(
-            (True, slot[id(o)])
-            if isinstance(o, Var)
-            else (False, o._data if isinstance(o, Tensor) else o)
-            for o in graph.outvars
-        )
+        self._outs = tuple(ref(o) for o in graph.outvars)
         self._slots = len(slot)
 
     def run(self, xp: Any, args: Sequence[Any]) -> list:
@@ -223,9 +219,8 @@ def _derive(sub: SubGraph, key: Any, in_avals: Sequence[ShapeDtype], fun: Callab
     return derived
 
 
-def _jvp_call(sub: SubGraph, primals: list, tangents: list) -> tuple[list, list]:
-    """``sub``'s outputs and their tangents; ``tangents[k]`` None: input ``k`` held fixed."""
-    pos = [k for k, t in enumerate(tangents) if t is not None]
+def _call_at(sub: SubGraph, primals: list, pos: list) -> Callable:
+    """``sub.call`` as a function of its inputs at ``pos``, the others fixed to ``primals``."""
 
     def f(*diff):
         full = list(primals)
@@ -233,20 +228,20 @@ def _jvp_call(sub: SubGraph, primals: list, tangents: list) -> tuple[list, list]
             full[k] = x
         return sub.call(full)
 
+    return f
+
+
+def _jvp_call(sub: SubGraph, primals: list, tangents: list) -> tuple[list, list]:
+    """``sub``'s outputs and their tangents; ``tangents[k]`` None: input ``k`` held fixed."""
+    pos = [k for k, t in enumerate(tangents) if t is not None]
+    f = _call_at(sub, primals, pos)
     outs, t_outs = _TRANSFORMS["jvp"](f, [primals[k] for k in pos], [tangents[k] for k in pos])
     return list(outs), list(t_outs)
 
 
 def _vjp_call(sub: SubGraph, primals: list, pos: list, cts: list) -> list:
     """Cotangents of ``sub``'s inputs at ``pos`` for output cotangents ``cts`` (None: zero)."""
-
-    def f(*diff):
-        full = list(primals)
-        for k, x in zip(pos, diff):
-            full[k] = x
-        return sub.call(full)
-
-    outs, f_vjp = _TRANSFORMS["vjp"](f, *[primals[k] for k in pos])
+    outs, f_vjp = _TRANSFORMS["vjp"](_call_at(sub, primals, pos), *[primals[k] for k in pos])
     cts = [full_like(o, fill_value=0, dtype=None) if c is None else c for c, o in zip(cts, outs)]
     return list(f_vjp(cts))
 
@@ -273,7 +268,7 @@ def _check_arrays(name: str, args: Sequence[Any]) -> None:
 
 def _match(name: str, what: str, got: Sequence[ShapeDtype], want: Sequence[ShapeDtype]) -> None:
     """Raise naming ``name`` and both avals when ``got`` differs from ``want``."""
-    got, want = [_aval(a) if not isinstance(a, ShapeDtype) else a for a in got], list(want)
+    got, want = [_aval(a) for a in got], list(want)
     if len(got) != len(want):
         raise TypeError(
             f"{name}: {what} has {len(got)} values {_show(got)}, expected {_show(want)}"
@@ -283,6 +278,20 @@ def _match(name: str, what: str, got: Sequence[ShapeDtype], want: Sequence[Shape
             raise ShapeError(f"{name}: {what} {k} has aval {g}, expected {w}: shapes differ")
         if np.dtype(g.dtype) != np.dtype(w.dtype):
             raise DTypeError(f"{name}: {what} {k} has aval {g}, expected {w}: dtypes differ")
+
+
+def _chunks(values: Sequence[Any], *sizes: int) -> list[list]:
+    """``values`` cut into consecutive lists of the given ``sizes``."""
+    out, start = [], 0
+    for n in sizes:
+        out.append(list(values[start : start + n]))
+        start += n
+    return out
+
+
+def _split(args: Sequence[Any], n_first: int, n_second: int) -> list[list]:
+    """``args`` as three lists: the first ``n_first``, the next ``n_second``, the rest."""
+    return _chunks(args, n_first, n_second, len(args) - n_first - n_second)
 
 
 def _xp_dtype(xp: Any, dtype: Any) -> Any:
@@ -306,7 +315,7 @@ def _cond_kernel(xp, index, *operands, branches):
 
 
 def _cond_aval(index, *operands, branches):
-    index = _aval(index) if not isinstance(index, ShapeDtype) else index
+    index = _aval(index)
     if index.shape != () or np.dtype(index.dtype).kind not in "biu":
         raise TypeError(
             f"cond: the branch index (or predicate) must be a scalar integer or bool, got "
@@ -433,25 +442,20 @@ cond = defop(
 # ------------------------------------------------------------------------ while_loop
 
 
-def _split_while(args, n_cond_consts, n_body_consts):
-    a, b = n_cond_consts, n_cond_consts + n_body_consts
-    return list(args[:a]), list(args[a:b]), list(args[b:])
-
-
 def _truth(x: Any) -> bool:
     return bool(x)
 
 
 def _while_kernel(xp, *args, cond, body, n_cond_consts, n_body_consts):
     _check_arrays("while_loop", args)
-    cond_consts, body_consts, carry = _split_while(args, n_cond_consts, n_body_consts)
+    cond_consts, body_consts, carry = _split(args, n_cond_consts, n_body_consts)
     while _truth(cond.run(xp, cond_consts + carry)[0]):
         carry = body.run(xp, body_consts + carry)
     return tuple(carry)
 
 
 def _while_aval(*args, cond, body, n_cond_consts, n_body_consts):
-    cond_consts, body_consts, carry = _split_while(args, n_cond_consts, n_body_consts)
+    cond_consts, body_consts, carry = _split(args, n_cond_consts, n_body_consts)
     _match("while_loop", "cond_fun input", cond_consts + carry, cond.in_avals)
     _match("while_loop", "body_fun input", body_consts + carry, body.in_avals)
     return body.out_avals
@@ -462,7 +466,7 @@ def _while_jvp(i: int) -> Callable:
         n_carry = len(out)
         if i < n_cond_consts:  # the predicate's inputs change only the trip count
             return (None,) * n_carry
-        cond_consts, body_consts, init = _split_while(args, n_cond_consts, n_body_consts)
+        cond_consts, body_consts, init = _split(args, n_cond_consts, n_body_consts)
         n_bc = n_body_consts
         carry_avals = body.out_avals
         diff = [k for k, a in enumerate(carry_avals) if _inexact(a)]
@@ -585,14 +589,9 @@ while_loop = defop(
 # ------------------------------------------------------------------------ scan
 
 
-def _split_scan(args, n_consts, n_carry):
-    a, b = n_consts, n_consts + n_carry
-    return list(args[:a]), list(args[a:b]), list(args[b:])
-
-
 def _scan_kernel(xp, *args, body, n_consts, n_carry, length, reverse):
     _check_arrays("scan", args)
-    consts, carry, xs = _split_scan(args, n_consts, n_carry)
+    consts, carry, xs = _split(args, n_consts, n_carry)
     n_ys = len(body.out_avals) - n_carry
     ys: list = [None] * length
     for i in range(length - 1, -1, -1) if reverse else range(length):
@@ -608,8 +607,8 @@ def _scan_kernel(xp, *args, body, n_consts, n_carry, length, reverse):
 
 
 def _scan_aval(*args, body, n_consts, n_carry, length, reverse):
-    consts, carry, xs = _split_scan(args, n_consts, n_carry)
-    avals = [_aval(a) if not isinstance(a, ShapeDtype) else a for a in xs]
+    consts, carry, xs = _split(args, n_consts, n_carry)
+    avals = [_aval(a) for a in xs]
     for a in avals:
         if not a.shape or a.shape[0] != length:
             raise ShapeError(
@@ -630,7 +629,7 @@ def _scan_layout(body, n_consts, n_carry):
 
 def _scan_jvp(p: int) -> Callable:
     def rule(t, out, *args, body, n_consts, n_carry, length, reverse):
-        consts, init, xs = _split_scan(args, n_consts, n_carry)
+        consts, init, xs = _split(args, n_consts, n_carry)
         n_x, n_y = _scan_layout(body, n_consts, n_carry)
         avals = body.in_avals
         t_carry = [k for k in range(n_carry) if _inexact(avals[n_consts + k])]
@@ -641,15 +640,8 @@ def _scan_jvp(p: int) -> Callable:
         x_pos = p - n_consts - n_carry
 
         def fun(leaves):
-            it = iter(leaves)
-            take = lambda n: [next(it) for _ in range(n)]
-            c, tc, carry, tcarry, x, tx = (
-                take(n_consts),
-                take(n_tc),
-                take(n_carry),
-                take(len(t_carry)),
-                take(n_x),
-                take(n_tx),
+            c, tc, carry, tcarry, x, tx = _chunks(
+                leaves, n_consts, n_tc, n_carry, len(t_carry), n_x, n_tx
             )
             tangents: list = [None] * len(avals)
             if tc:
@@ -706,7 +698,7 @@ def _scan_jvp(p: int) -> Callable:
 
 
 def _scan_vjp(cts, out, *args, body, n_consts, n_carry, length, reverse):
-    consts, _, xs = _split_scan(args, n_consts, n_carry)
+    consts, _, xs = _split(args, n_consts, n_carry)
     n_x, n_y = _scan_layout(body, n_consts, n_carry)
     avals = body.in_avals
     d_consts = [k for k in range(n_consts) if _inexact(avals[k])]
@@ -742,15 +734,8 @@ def _scan_vjp(cts, out, *args, body, n_consts, n_carry, length, reverse):
     pos = d_consts + [n_consts + k for k in d_carry] + [n_consts + n_carry + k for k in d_xs]
 
     def fun(leaves):
-        it = iter(leaves)
-        take = lambda n: [next(it) for _ in range(n)]
-        c, acc, ct_carry, carry, x, ct_y = (
-            take(n_consts),
-            take(len(d_consts)),
-            take(len(d_carry)),
-            take(n_carry),
-            take(n_x),
-            take(len(d_ys)),
+        c, acc, ct_carry, carry, x, ct_y = _chunks(
+            leaves, n_consts, len(d_consts), len(d_carry), n_carry, n_x, len(d_ys)
         )
         out_cts: list = [None] * (n_carry + n_y)
         for k, ct in zip(d_carry, ct_carry):

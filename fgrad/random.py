@@ -57,7 +57,7 @@ from fgrad import backend
 from fgrad import numpy as fnp
 from fgrad.core.trace import Tracer, concrete_value
 from fgrad.errors import ConcretizationError, DTypeError, ShapeError
-from fgrad.ops._rules import shape_of
+from fgrad.ops._rules import broadcasts_to, shape_of
 from fgrad.ops.random import (
     MANTISSA,
     no_derivative_message,
@@ -231,11 +231,7 @@ def _broadcast_shape(
     if shape is None:
         return tuple(joint)
     shape = _shape(shape, fn)
-    try:
-        ok = np.broadcast_shapes(shape, joint) == shape
-    except ValueError:
-        ok = False
-    if not ok:
+    if not broadcasts_to(joint, shape):
         raise ShapeError(
             f"random.{fn}: shape={shape} cannot hold "
             + ", ".join(f"{n}.shape={s}" for n, s in shapes.items())

@@ -21,6 +21,7 @@ import fgrad.numpy as fnp
 from fgrad.errors import ConcretizationError, ShapeError
 from fgrad.nn._activations import gelu, softmax
 from fgrad.nn.layers import Dropout, LayerNorm, Linear, _param, _split, dropout
+from fgrad.ops._rules import broadcasts_to
 from fgrad.tensor import Tensor
 
 __all__ = [
@@ -215,11 +216,7 @@ class MultiHeadAttention:
 
 
 def _check_mask(shape: tuple, scores: tuple) -> None:
-    try:
-        ok = np.broadcast_shapes(shape, scores) == scores
-    except ValueError:
-        ok = False
-    if not ok:
+    if not broadcasts_to(shape, scores):
         raise ShapeError(
             f"MultiHeadAttention: mask of shape {shape} does not broadcast to the attention "
             f"scores (batch, n_heads, seq, seq) = {scores}; for a (batch, seq) 'is a real "

@@ -14,6 +14,7 @@ __all__ = [
     "shape_of",
     "dtype_of",
     "broadcast_shapes",
+    "broadcasts_to",
     "unary",
     "binary",
     "same",
@@ -44,6 +45,14 @@ def broadcast_shapes(name: str, *xs: Any) -> tuple[int, ...]:
             f"{name}: input shapes do not broadcast: {described}. Trailing dimensions must be "
             "equal or 1; use reshape or expand_dims to line them up"
         ) from None
+
+
+def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether ``shape`` broadcasts to exactly ``target`` (numpy's rules)."""
+    try:
+        return np.broadcast_shapes(tuple(shape), tuple(target)) == tuple(target)
+    except ValueError:
+        return False
 
 
 def same(dtype: np.dtype) -> np.dtype:

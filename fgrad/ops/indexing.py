@@ -34,7 +34,7 @@ import numpy as np
 from fgrad import dtypes
 from fgrad.core.op import LINEAR, Check, defop
 from fgrad.errors import DTypeError, ShapeError
-from fgrad.ops._rules import shape_of
+from fgrad.ops._rules import broadcasts_to, shape_of
 from fgrad.ops.elementwise import astype, full_like, multiply
 from fgrad.tensor import ShapeDtype
 
@@ -268,10 +268,7 @@ def _scatter_aval(name):
     def rule(x, v, *arrays, index):
         target = _check_index(name, x, arrays, index)[0]
         vs = shape_of(v)
-        ok = len(vs) <= len(target) and all(
-            a == b or a == 1 for a, b in zip(reversed(vs), reversed(target))
-        )
-        if not ok:
+        if not broadcasts_to(vs, target):
             raise ShapeError(
                 f"{name}: values of shape {vs} do not broadcast to the indexed shape {target} "
                 f"of x{list(shape_of(x))}; give values that shape (or one that broadcasts to it)"

@@ -26,7 +26,7 @@ import numpy as np  # dtype metadata and limits only; arrays go through xp
 from fgrad import dtypes
 from fgrad.core.op import Check, defop
 from fgrad.errors import DTypeError, ShapeError
-from fgrad.ops._rules import shape_of
+from fgrad.ops._rules import broadcasts_to, shape_of
 from fgrad.tensor import ShapeDtype
 
 __all__ = [
@@ -213,11 +213,7 @@ def _fits(op: str, shape: tuple[int, ...], **inputs: Any) -> None:
     """Check that each input's shape broadcasts to ``shape``."""
     for name, x in inputs.items():
         s = shape_of(x)
-        try:
-            ok = np.broadcast_shapes(s, shape) == tuple(shape)
-        except ValueError:
-            ok = False
-        if not ok:
+        if not broadcasts_to(s, shape):
             raise ShapeError(f"{op}: {name} of shape {s} does not broadcast to shape {shape}")
 
 

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from fgrad.ops import nn as _nn
-from fgrad.ops._rules import norm_axes
+from fgrad.ops._rules import ndim_of, norm_axes
 from fgrad.ops.elementwise import add, erfc, logaddexp, multiply, sigmoid, tanh
 from fgrad.ops.nn import relu
 
@@ -19,10 +19,6 @@ __all__ = ["gelu", "log_softmax", "relu", "sigmoid", "silu", "softmax", "softplu
 
 _SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-
-
-def _ndim(x: Any) -> int:
-    return len(getattr(x, "shape", ()))
 
 
 def softmax(x: Any, axis: Any = -1) -> Any:
@@ -47,7 +43,7 @@ def softmax(x: Any, axis: Any = -1) -> Any:
         Tensor([[0.09003057, 0.24472847, 0.66524096],
                 [0.33333333, 0.33333333, 0.33333333]], dtype=float64)
     """
-    return _nn.softmax(x, axes=norm_axes("softmax", axis, _ndim(x)))
+    return _nn.softmax(x, axes=norm_axes("softmax", axis, ndim_of(x)))
 
 
 def log_softmax(x: Any, axis: Any = -1) -> Any:
@@ -70,7 +66,7 @@ def log_softmax(x: Any, axis: Any = -1) -> Any:
         >>> log_softmax(fnp.array([0.0, 1000.0]))
         Tensor([-1000.,     0.], dtype=float64)
     """
-    return _nn.log_softmax(x, axes=norm_axes("log_softmax", axis, _ndim(x)))
+    return _nn.log_softmax(x, axes=norm_axes("log_softmax", axis, ndim_of(x)))
 
 
 def softplus(x: Any) -> Any:

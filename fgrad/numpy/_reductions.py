@@ -17,7 +17,7 @@ from fgrad.errors import ShapeError
 from fgrad.ops import elementwise as _e
 from fgrad.ops import reduction as _r
 from fgrad.ops import shape as _s
-from fgrad.ops._rules import norm_axes, shape_of
+from fgrad.ops._rules import ndim_of, norm_axes, shape_of
 from fgrad.tensor import Tensor, asarray
 
 __all__ = [
@@ -41,10 +41,6 @@ __all__ = [
     "sum",
     "var",
 ]
-
-
-def _ndim(x: Any) -> int:
-    return len(getattr(x, "shape", ()))
 
 
 def _cast(x: Any, dtype: Any) -> Any:
@@ -86,7 +82,7 @@ def sum(
     x = _cast(x, dtype)
     if where is not None:
         x = _e.where(where, x, 0)
-    return _r.sum(x, axes=norm_axes("sum", axis, _ndim(x)), keepdims=keepdims)
+    return _r.sum(x, axes=norm_axes("sum", axis, ndim_of(x)), keepdims=keepdims)
 
 
 def prod(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
@@ -111,7 +107,7 @@ def prod(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False)
         Tensor([0., 0., 0.], dtype=float64)
     """
     x = _cast(x, dtype)
-    return _r.prod(x, axes=norm_axes("prod", axis, _ndim(x)), keepdims=keepdims)
+    return _r.prod(x, axes=norm_axes("prod", axis, ndim_of(x)), keepdims=keepdims)
 
 
 def mean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
@@ -135,7 +131,7 @@ def mean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False)
         Tensor([2. , 3.5], dtype=float64)
     """
     x = _cast(x, dtype)
-    axes = norm_axes("mean", axis, _ndim(x))
+    axes = norm_axes("mean", axis, ndim_of(x))
     total = _r.sum(x, axes=axes, keepdims=keepdims)
     n = _count(x, axes)
     if n == 0:
@@ -144,7 +140,7 @@ def mean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False)
 
 
 def _extremum(name: str, op: Any, x: Any, axis: Any, keepdims: bool) -> Any:
-    axes = norm_axes(name, axis, _ndim(x))
+    axes = norm_axes(name, axis, ndim_of(x))
     shape = shape_of(x)
     if builtins.any(shape[a] == 0 for a in axes):
         raise ShapeError(
@@ -245,7 +241,7 @@ def var(
             raise ValueError("var: give ddof or correction, not both")
         ddof = correction
     x = _cast(x, dtype)
-    axes = norm_axes("var", axis, _ndim(x))
+    axes = norm_axes("var", axis, ndim_of(x))
     if not dtypes.is_inexact(dtypes.result_type(x)):
         x = _e.astype(x, dtype=dtypes.float64)
     centred = _e.subtract(x, mean(x, axes, keepdims=True))
@@ -340,7 +336,7 @@ def logsumexp(
         (Tensor(0.69314718, dtype=float64), Tensor(-1., dtype=float64))
     """
     if b is None and not return_sign:
-        return _r.logsumexp(x, axes=norm_axes("logsumexp", axis, _ndim(x)), keepdims=keepdims)
+        return _r.logsumexp(x, axes=norm_axes("logsumexp", axis, ndim_of(x)), keepdims=keepdims)
     if b is None:
         b = 1.0
     x = x if isinstance(x, Tensor) else asarray(x)
@@ -350,7 +346,7 @@ def logsumexp(
     dtype = np.dtype(dtypes.result_type(x, b))
     if not dtypes.is_inexact(dtype):
         x = _e.astype(x, dtype=dtypes.float64)
-    axes = norm_axes("logsumexp", axis, _ndim(x))
+    axes = norm_axes("logsumexp", axis, ndim_of(x))
     # Shift by the largest x with a non-zero weight (a constant: the result does not
     # depend on the shift); an all -inf (or all zero-weight) slice is shifted by 0.
     live = _e.where(_e.not_equal(b, 0), x, -np.inf)
@@ -446,7 +442,7 @@ def all(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
         >>> fnp.all(fnp.array([1.0, 0.0]))
         Tensor(False, dtype=bool)
     """
-    return _r.all(x, axes=norm_axes("all", axis, _ndim(x)), keepdims=keepdims)
+    return _r.all(x, axes=norm_axes("all", axis, ndim_of(x)), keepdims=keepdims)
 
 
 def any(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
@@ -467,7 +463,7 @@ def any(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
         >>> fnp.any(fnp.array([[0.0, 0.0], [0.0, 2.0]]), axis=1)
         Tensor([False,  True], dtype=bool)
     """
-    return _r.any(x, axes=norm_axes("any", axis, _ndim(x)), keepdims=keepdims)
+    return _r.any(x, axes=norm_axes("any", axis, ndim_of(x)), keepdims=keepdims)
 
 
 def count_nonzero(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
@@ -489,7 +485,7 @@ def count_nonzero(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
         Tensor([1, 2], dtype=int64)
     """
     nonzero = _e.astype(x, dtype=dtypes.bool_)
-    return _r.sum(nonzero, axes=norm_axes("count_nonzero", axis, _ndim(x)), keepdims=keepdims)
+    return _r.sum(nonzero, axes=norm_axes("count_nonzero", axis, ndim_of(x)), keepdims=keepdims)
 
 
 def _without_nans(x: Any) -> tuple[Any, Any]:
@@ -522,7 +518,7 @@ def nansum(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = Fals
         Tensor([1., 0.], dtype=float64)
     """
     x, _ = _without_nans(_cast(x, dtype))
-    return _r.sum(x, axes=norm_axes("nansum", axis, _ndim(x)), keepdims=keepdims)
+    return _r.sum(x, axes=norm_axes("nansum", axis, ndim_of(x)), keepdims=keepdims)
 
 
 def nanmean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
@@ -548,7 +544,7 @@ def nanmean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = Fal
     clean, nan = _without_nans(x)
     if nan is None:
         return mean(x, axis, keepdims=keepdims)
-    axes = norm_axes("nanmean", axis, _ndim(x))
+    axes = norm_axes("nanmean", axis, ndim_of(x))
     total = _r.sum(clean, axes=axes, keepdims=keepdims)
     count = _r.sum(_e.logical_not(nan), axes=axes, keepdims=keepdims)
     with np.errstate(invalid="ignore"):  # an all-NaN slice: 0 / 0 = NaN, as numpy
@@ -560,7 +556,7 @@ def _scan(name: str, op: Any, x: Any, axis: Any, dtype: Any) -> Any:
     if axis is None:  # numpy scans the flattened array
         x = _s.reshape(x, shape=(int(np.prod(shape_of(x), dtype=np.int64)),))
         axis = 0
-    return op(x, axis=_one_axis(name, axis, _ndim(x)), reverse=False)
+    return op(x, axis=_one_axis(name, axis, ndim_of(x)), reverse=False)
 
 
 def cumsum(x: Any, axis: Any = None, dtype: Any = None) -> Any:

@@ -12,6 +12,7 @@ from fgrad.tensor import ShapeDtype
 
 __all__ = [
     "shape_of",
+    "ndim_of",
     "dtype_of",
     "broadcast_shapes",
     "broadcasts_to",
@@ -27,6 +28,11 @@ __all__ = [
 def shape_of(x: Any) -> tuple[int, ...]:
     """Shape of a Tensor, aval, array or Python scalar (``()``)."""
     return tuple(getattr(x, "shape", ()))
+
+
+def ndim_of(x: Any) -> int:
+    """Number of dimensions of a Tensor, aval, array or Python scalar (0)."""
+    return len(shape_of(x))
 
 
 def dtype_of(x: Any) -> Any:

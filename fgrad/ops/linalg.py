@@ -24,7 +24,7 @@ import numpy as np
 from fgrad import dtypes
 from fgrad.core.op import LINEAR, Check, defop
 from fgrad.errors import DTypeError, ShapeError
-from fgrad.ops._rules import shape_of
+from fgrad.ops._rules import ndim_of, shape_of
 from fgrad.ops.elementwise import (
     abs,
     add,
@@ -106,17 +106,13 @@ def _batch(name: str, *shapes_and_xs) -> tuple[int, ...]:
         ) from None
 
 
-def _ndim(x) -> int:
-    return len(shape_of(x))
-
-
 def _size(shape: tuple) -> int:
     return int(np.prod(shape, dtype=np.int64))
 
 
 def _mT(x):
     """Swap the last two axes (matrix transpose of each matrix in a stack)."""
-    n = _ndim(x)
+    n = ndim_of(x)
     return permute_dims(x, axes=tuple(range(n - 2)) + (n - 1, n - 2))
 
 
@@ -159,7 +155,7 @@ def _safe_div(num, den):
 
 
 def _trace_last2(x):
-    return _sum(diagonal(x, offset=0), axes=(_ndim(x) - 2,), keepdims=False)
+    return _sum(diagonal(x, offset=0), axes=(ndim_of(x) - 2,), keepdims=False)
 
 
 def _real_only(name: str, x) -> None:
@@ -205,16 +201,16 @@ def _matmul_aval(x, y):
 
 
 def _matmul_vjp_x(ct, out, x, y):
-    if _ndim(y) == 1:
-        if _ndim(x) == 1:
+    if ndim_of(y) == 1:
+        if ndim_of(x) == 1:
             return multiply(ct, y)  # vector . vector: ct is a scalar
         return multiply(_expand(ct, -1), y)  # (..., n, m) @ (m,): outer(ct, y)
-    if _ndim(x) == 1:
+    if ndim_of(x) == 1:
         return _squeeze(matmul(y, _expand(ct, -1)), -1)  # (n,) @ (..., n, m)
-    if _ndim(x) == 2 and _ndim(y) > 2:
+    if ndim_of(x) == 2 and ndim_of(y) > 2:
         # A matrix times a batch: contract the batch inside one matmul instead of forming
         # (batch, n, k) products and summing them.
-        nd, (n, m), k = _ndim(ct), shape_of(ct)[-2:], shape_of(y)[-2]
+        nd, (n, m), k = ndim_of(ct), shape_of(ct)[-2:], shape_of(y)[-2]
         rows = _size(shape_of(ct)[:-2]) * m  # batch * m
         ct2 = reshape(permute_dims(ct, axes=(nd - 2, *range(nd - 2), nd - 1)), shape=(n, rows))
         y2 = reshape(permute_dims(y, axes=(*range(nd - 2), nd - 1, nd - 2)), shape=(rows, k))
@@ -223,13 +219,13 @@ def _matmul_vjp_x(ct, out, x, y):
 
 
 def _matmul_vjp_y(ct, out, x, y):
-    if _ndim(x) == 1:
-        if _ndim(y) == 1:
+    if ndim_of(x) == 1:
+        if ndim_of(y) == 1:
             return multiply(ct, x)
         return multiply(_expand(x, -1), _expand(ct, -2))  # (n,) @ (..., n, m): outer(x, ct)
-    if _ndim(y) == 1:
+    if ndim_of(y) == 1:
         return _squeeze(matmul(_expand(ct, -2), x), -2)  # (..., n, m) @ (m,)
-    if _ndim(y) == 2 and _ndim(x) > 2:
+    if ndim_of(y) == 2 and ndim_of(x) > 2:
         # A batch times a matrix (x @ W in a layer): one (k, N) @ (N, m) product over the
         # flattened batch, not (batch, k, m) products summed afterwards.
         k, m = shape_of(x)[-1], shape_of(ct)[-1]
@@ -662,7 +658,7 @@ def _solve_vec(a, v):
 
 
 def _solve_jvp_a(t, out, a, b):
-    if _ndim(b) == 1:
+    if ndim_of(b) == 1:
         return negative(_solve_vec(a, _squeeze(matmul(t, _expand(out, -1)), -1)))
     return negative(solve(a, matmul(t, out)))
 
@@ -672,7 +668,7 @@ def _solve_jvp_b(t, out, a, b):
 
 
 def _solve_vjp(ct, out, a, b):
-    if _ndim(b) == 1:
+    if ndim_of(b) == 1:
         ct_b = _solve_vec(_mT(a), ct)
         ct_a = negative(multiply(_expand(ct_b, -1), _expand(out, -2)))
     else:
@@ -1089,7 +1085,7 @@ def _eigvalsh_aval(x):
 def _eigvalsh_jvp(t, out, x):
     _real_only("eigvalsh", x)
     v = eigh(x)[1]
-    return _sum(multiply(v, matmul(_sym(t), v)), axes=(_ndim(x) - 2,), keepdims=False)
+    return _sum(multiply(v, matmul(_sym(t), v)), axes=(ndim_of(x) - 2,), keepdims=False)
 
 
 def _eigvalsh_vjp(ct, out, x):
@@ -1284,7 +1280,7 @@ def _svdvals_kernel(xp, x):
 def _svdvals_jvp(t, out, x):
     _real_only("svdvals", x)
     u, _, vh = svd(x, full_matrices=False)
-    ds = _sum(multiply(u, matmul(t, _mT(vh))), axes=(_ndim(x) - 2,), keepdims=False)
+    ds = _sum(multiply(u, matmul(t, _mT(vh))), axes=(ndim_of(x) - 2,), keepdims=False)
     return where(equal(out, 0), 0, ds)  # a zero singular value is a kink, like |x| at 0
 
 

@@ -147,20 +147,25 @@ def _try_import(name):
         return None
 
 
+def _numpy_like(mod):
+    """The benchmark's ops from a numpy-like namespace (torch, autograd.numpy, jax.numpy)."""
+    return {
+        "add": mod.add,
+        "multiply": mod.multiply,
+        "exp": lambda x, y: mod.exp(x),
+        "tanh": lambda x, y: mod.tanh(x),
+        "sum": lambda x, y: mod.sum(x),
+        "matmul": mod.matmul,
+    }
+
+
 def _peers():
     """Columns for the libraries that import: name -> (eager(case), grad(case), convert)."""
     peers = {}
     torch = _try_import("torch")
     if torch is not None:
         torch.set_num_threads(os.cpu_count() or 1)
-        t_ops = {
-            "add": torch.add,
-            "multiply": torch.mul,
-            "exp": lambda x, y: torch.exp(x),
-            "tanh": lambda x, y: torch.tanh(x),
-            "sum": lambda x, y: torch.sum(x),
-            "matmul": torch.matmul,
-        }
+        t_ops = _numpy_like(torch)  # torch.multiply is torch.mul
 
         def torch_grad(name):
             op = t_ops[name]
@@ -176,14 +181,7 @@ def _peers():
     ag = _try_import("autograd")
     if ag is not None:
         anp = importlib.import_module("autograd.numpy")
-        a_ops = {
-            "add": anp.add,
-            "multiply": anp.multiply,
-            "exp": lambda x, y: anp.exp(x),
-            "tanh": lambda x, y: anp.tanh(x),
-            "sum": lambda x, y: anp.sum(x),
-            "matmul": anp.matmul,
-        }
+        a_ops = _numpy_like(anp)
 
         def autograd_grad(name):
             op = a_ops[name]
@@ -193,14 +191,7 @@ def _peers():
     jax = _try_import("jax")
     if jax is not None:
         jnp = importlib.import_module("jax.numpy")
-        j_ops = {
-            "add": jnp.add,
-            "multiply": jnp.multiply,
-            "exp": lambda x, y: jnp.exp(x),
-            "tanh": lambda x, y: jnp.tanh(x),
-            "sum": lambda x, y: jnp.sum(x),
-            "matmul": jnp.matmul,
-        }
+        j_ops = _numpy_like(jnp)
 
         def jax_eager(name):
             op = j_ops[name]

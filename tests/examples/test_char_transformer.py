@@ -1,28 +1,15 @@
 """The character-level transformer example at reduced size: it learns, samples and saves."""
 
-import importlib.util
 import math
-import pathlib
-import sys
 
 import numpy as np
 import pytest
 
 pytest.importorskip("safetensors")
 
-EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "char_transformer.py"
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("char_transformer_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being created
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_char_transformer_learns_and_samples(tmp_path):
-    ct = _load()
+def test_char_transformer_learns_and_samples(tmp_path, load_example):
+    ct = load_example("char_transformer")
     out = tmp_path / "char.safetensors"
     # Reduced size: one block instead of two, 150 steps of 16 x 64 characters, a higher
     # learning rate; the full run (README) reaches ~2.3 bits/char held out.
@@ -46,8 +33,8 @@ def test_char_transformer_learns_and_samples(tmp_path):
     assert params["tokens"]["embedding"].shape == (len(result["vocab"]), 64)
 
 
-def test_dataset_split_and_unigram_baseline():
-    ct = _load()
+def test_dataset_split_and_unigram_baseline(load_example):
+    ct = load_example("char_transformer")
     data = ct.make_dataset("abcab" * 20, held_out_fraction=0.1)
     assert data.vocab == "abc"
     assert len(data.train) == 90 and len(data.held_out) == 10
@@ -61,8 +48,8 @@ def test_dataset_split_and_unigram_baseline():
     assert len(ct.load_corpus(5000)) == 5000
 
 
-def test_batches_are_shifted_windows():
-    ct = _load()
+def test_batches_are_shifted_windows(load_example):
+    ct = load_example("char_transformer")
     ids = np.arange(100)
     inputs, targets = ct.batch_windows(ids, np.array([0, 10]), 8)
     assert inputs.shape == targets.shape == (2, 8)
@@ -70,8 +57,8 @@ def test_batches_are_shifted_windows():
     np.testing.assert_array_equal(targets[1], np.arange(11, 19))
 
 
-def test_sampling_is_reproducible_and_respects_top_k():
-    ct = _load()
+def test_sampling_is_reproducible_and_respects_top_k(load_example):
+    ct = load_example("char_transformer")
     from fgrad import random
 
     data = ct.make_dataset(ct.load_corpus(20_000))

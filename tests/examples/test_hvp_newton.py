@@ -1,28 +1,14 @@
 """The Newton-CG example at reduced size: exact Hessian-vector products, and it wins."""
 
-import importlib.util
-import pathlib
-import sys
-
 import numpy as np
 import pytest
 
 pytest.importorskip("sklearn")
 
-EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "hvp_newton.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("hvp_newton_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being created
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture(scope="module")
-def hn():
-    return _load()
+def hn(load_example):
+    return load_example("hvp_newton")
 
 
 @pytest.fixture(scope="module")

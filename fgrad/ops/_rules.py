@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ __all__ = [
     "floating",
     "to_bool",
     "norm_axes",
+    "PerInput",
 ]
 
 
@@ -97,6 +99,19 @@ def binary(name: str, dtype_rule=same):
         return ShapeDtype(shape, np.dtype(dtype_rule(dtypes.result_type(*xs))))
 
     return rule
+
+
+class PerInput:
+    """The ``jvp`` or ``vjp`` rules of an op with any number of inputs: ``rules[i]`` is
+    ``make(i)``, the rule for input ``i`` (None: not differentiable in it), made when asked."""
+
+    __slots__ = ("_make",)
+
+    def __init__(self, make: Callable[[int], Any]):
+        self._make = make
+
+    def __getitem__(self, i: int) -> Any:
+        return self._make(i)
 
 
 def norm_axes(name: str, axis: Any, ndim: int) -> tuple[int, ...]:

@@ -32,6 +32,7 @@ from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
 from fgrad.core.op import Check, defop
 from fgrad.core.trace import Tracer, new_trace
 from fgrad.errors import DTypeError, ShapeError
+from fgrad.ops._rules import PerInput
 from fgrad.ops.elementwise import add, cos, exp, full_like, less, multiply, sin, subtract
 from fgrad.tensor import ShapeDtype, Tensor, _wrap
 
@@ -246,18 +247,6 @@ def _vjp_call(sub: SubGraph, primals: list, pos: list, cts: list) -> list:
     return list(f_vjp(cts))
 
 
-class _PerInput:
-    """``rules[i]`` for every input position ``i``: these ops take any number of inputs."""
-
-    __slots__ = ("_rule",)
-
-    def __init__(self, rule: Callable[[int], Any]):
-        self._rule = rule
-
-    def __getitem__(self, i: int) -> Any:
-        return self._rule(i)
-
-
 def _check_arrays(name: str, args: Sequence[Any]) -> None:
     # jit asks each kernel whether it is one ufunc call by running it on placeholders;
     # a loop kernel must refuse those at once rather than iterate on them.
@@ -399,7 +388,7 @@ cond = defop(
     "cond",
     kernel=_cond_kernel,
     aval=_cond_aval,
-    jvp=_PerInput(_cond_jvp),
+    jvp=PerInput(_cond_jvp),
     vjp=_cond_vjp,
     multiple_results=True,
     # Index 1 runs the second branch; the two params cases swap the branches, so both are
@@ -544,7 +533,7 @@ while_loop = defop(
     "while_loop",
     kernel=_while_kernel,
     aval=_while_aval,
-    jvp=_PerInput(_while_jvp),
+    jvp=PerInput(_while_jvp),
     vjp=_while_vjp,
     multiple_results=True,
     # Integer carries only: reverse mode raises by design, and the sweep checks both modes
@@ -796,7 +785,7 @@ scan = defop(
     "scan",
     kernel=_scan_kernel,
     aval=_scan_aval,
-    jvp=_PerInput(_scan_jvp),
+    jvp=PerInput(_scan_jvp),
     vjp=_scan_vjp,
     multiple_results=True,
     # The body is a fixed graph on f64[3] values (params cannot be sampled); xs has 4 steps.

@@ -24,7 +24,7 @@ import numpy as np
 from fgrad import dtypes
 from fgrad.core.op import LINEAR, Check, defop
 from fgrad.errors import DTypeError, ShapeError
-from fgrad.ops._rules import ndim_of, shape_of
+from fgrad.ops._rules import PerInput, ndim_of, shape_of
 from fgrad.ops.elementwise import (
     abs,
     add,
@@ -384,25 +384,13 @@ def _einsum_vjp(k, ct, out, *operands, subscripts):
     return einsum(*args, subscripts=f"{','.join(terms)}->{target}")
 
 
-class _PerOperand:
-    """``vjp[i]`` for a variadic op: the rule for operand ``i``, made when first asked."""
-
-    __slots__ = ("rule",)
-
-    def __init__(self, rule):
-        self.rule = rule
-
-    def __getitem__(self, i):
-        return partial(self.rule, i)
-
-
 einsum = defop(
     "einsum",
     # array_api_strict has no einsum; numpy and cupy do.
     kernel=_einsum_kernel,
     aval=_einsum_aval,
     jvp=LINEAR,  # multilinear: the tangent replaces one operand at a time
-    vjp=_PerOperand(_einsum_vjp),
+    vjp=PerInput(lambda i: partial(_einsum_vjp, i)),
     check=Check(
         shapes=(((3, 3, 2), (2, 4)),),
         params=({"subscripts": "aab,bc->ca"},),

@@ -10,7 +10,7 @@ import numpy as np
 from fgrad import dtypes
 from fgrad.core.op import LINEAR, Check, defop
 from fgrad.errors import ShapeError
-from fgrad.ops._rules import shape_of
+from fgrad.ops._rules import PerInput, shape_of
 from fgrad.tensor import ShapeDtype
 
 
@@ -145,18 +145,6 @@ permute_dims = defop(
 # ------------------------------------------------------------------------ joining, splitting
 
 
-class _EachInput:
-    """JVP rules of an op with any number of inputs: ``rule(i, t, out, *primals, **params)``."""
-
-    __slots__ = ("rule",)
-
-    def __init__(self, rule):
-        self.rule = rule
-
-    def __getitem__(self, i):
-        return functools.partial(self.rule, i)
-
-
 def _concatenate_aval(*xs, axis):
     if not xs:
         raise ShapeError("concatenate: needs at least one array")
@@ -202,7 +190,7 @@ concatenate = defop(
     # Array API name; cupy before v14 only has ``concatenate``.
     kernel=lambda xp, *xs, axis: (getattr(xp, "concat", None) or xp.concatenate)(xs, axis=axis),
     aval=_concatenate_aval,
-    jvp=_EachInput(_concatenate_jvp),
+    jvp=PerInput(lambda i: functools.partial(_concatenate_jvp, i)),
     vjp=_concatenate_vjp,
     check=Check(
         shapes=(((2, 3), (2, 3)), ((3, 2), (3, 2), (3, 2))),

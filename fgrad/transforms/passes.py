@@ -58,12 +58,20 @@ _BROADCASTING = _COMMUTATIVE | frozenset(
 _SCALAR_TYPES = (bool, int, float, complex)
 
 
-def _rebuild(graph: Graph, nodes: list[Node], outvars: list[Any]) -> Graph:
+def _rebuild(graph: Graph, nodes: list[Node], env: dict | None = None) -> Graph:
+    """``graph`` with ``nodes``, its outputs renamed by ``env`` (a pass's replacements)."""
+    outvars = graph.outvars if env is None else [_sub(v, env) for v in graph.outvars]
     return Graph(graph.invars, nodes, outvars, graph.in_tree, graph.out_tree)
 
 
 def _sub(x: Any, env: dict) -> Any:
     return env.get(id(x), x) if isinstance(x, Var) else x
+
+
+def _renamed(node: Node, env: dict) -> Node:
+    """``node`` reading the replacements in ``env`` for its inputs."""
+    inputs = [_sub(v, env) for v in node.inputs]
+    return Node(node.op, inputs, node.params, node.outputs, node.source)
 
 
 def dce(graph: Graph) -> Graph:
@@ -75,7 +83,7 @@ def dce(graph: Graph) -> Graph:
             kept.append(node)
             live.update(id(v) for v in node.inputs if isinstance(v, Var))
     kept.reverse()
-    return _rebuild(graph, kept, graph.outvars)
+    return _rebuild(graph, kept)
 
 
 def _const_key(x: Any) -> Any:
@@ -115,7 +123,7 @@ def cse(graph: Graph) -> Graph:
         if key is not None:
             seen[key] = new_node
         nodes.append(new_node)
-    return _rebuild(graph, nodes, [_sub(v, env) for v in graph.outvars])
+    return _rebuild(graph, nodes, env)
 
 
 def simplify(graph: Graph) -> Graph:
@@ -147,9 +155,7 @@ def simplify(graph: Graph) -> Graph:
     reshaped: dict[int, Var] = {}  # input -> the first reshape of it
     nodes = []
     for node in graph.nodes:
-        node = Node(
-            node.op, [_sub(v, env) for v in node.inputs], node.params, node.outputs, node.source
-        )
+        node = _renamed(node, env)
         fused = _fuse(node, producer, readers)
         node = _share_reshape(node, reshaped) if fused is node else fused
         node = _skip_broadcasts(node, producer)
@@ -162,7 +168,7 @@ def simplify(graph: Graph) -> Graph:
         if node.op.name == "reshape" and isinstance(node.inputs[0], Var):
             reshaped.setdefault(id(node.inputs[0]), node.outputs[0])
         nodes.append(node)
-    return dce(_rebuild(graph, nodes, [_sub(v, env) for v in graph.outvars]))
+    return dce(_rebuild(graph, nodes, env))
 
 
 def _fuse(node: Node, producer: dict, readers: dict) -> Node:
@@ -294,8 +300,7 @@ def fold_constants(graph: Graph) -> Graph:
     outputs = {id(v) for v in graph.outvars if isinstance(v, Var)}
     nodes = []
     for node in graph.nodes:
-        inputs = [_sub(v, env) for v in node.inputs]
-        node = Node(node.op, inputs, node.params, node.outputs, node.source)
+        node = _renamed(node, env)
         folded = None
         if not node.op.multiple_results and id(node.outputs[0]) not in outputs:
             folded = _fold(node)
@@ -303,7 +308,7 @@ def fold_constants(graph: Graph) -> Graph:
             env[id(node.outputs[0])] = folded
             continue
         nodes.append(node)
-    return _rebuild(graph, nodes, [_sub(v, env) for v in graph.outvars])
+    return _rebuild(graph, nodes, env)
 
 
 def _fold(node: Node) -> Any:
@@ -348,9 +353,7 @@ def concat_scatters(graph: Graph) -> Graph:
     env: dict[int, Any] = {}
     nodes = []
     for node in graph.nodes:
-        node = Node(
-            node.op, [_sub(v, env) for v in node.inputs], node.params, node.outputs, node.source
-        )
+        node = _renamed(node, env)
         nodes.append(node)
         name, out = node.op.name, node.outputs[0]
         if name == "scatter_set" and len(node.inputs) == 2 and _all_equal(node.inputs[0], 0.0):
@@ -389,7 +392,7 @@ def concat_scatters(graph: Graph) -> Graph:
                     nodes.append(
                         Node(ops.REGISTRY["concatenate"], rows, {"axis": 0}, [out], node.source)
                     )
-    return dce(_rebuild(graph, nodes, [_sub(v, env) for v in graph.outvars]))
+    return dce(_rebuild(graph, nodes, env))
 
 
 def optimize(graph: Graph) -> Graph:

@@ -184,8 +184,8 @@ def _node_flops(node: Node) -> int:
     in_avals = [v.aval if isinstance(v, Var) else _aval_of(v) for v in node.inputs]
     out = node.outputs[0].aval
     if name == "matmul" and len(in_avals) == 2:
-        a, b = (tuple(getattr(x, "shape", ())) for x in in_avals)
-        k = a[-1] if a else 1
+        a = tuple(getattr(in_avals[0], "shape", ()))
+        k = a[-1] if a else 1  # the contracted dimension
         return 2 * _size(out) * k
     if name in ("sum", "prod", "max", "min", "logsumexp", "argmax", "argmin", "all", "any"):
         return _size(in_avals[0]) if in_avals else 0

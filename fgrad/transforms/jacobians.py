@@ -17,6 +17,7 @@ from fgrad.ops import shape as _shape_ops
 from fgrad.ops.elementwise import full_like
 from fgrad.tensor import Tensor, asarray
 from fgrad.transforms.ad import (
+    _as_input,
     _check_diff_inputs,
     _normalize_argnums,
     _split_aux,
@@ -58,9 +59,7 @@ def _setup(f, argnums, args, kwargs, name, allow_int, holomorphic):
     nums = _normalize_argnums(argnums, len(args), name)
     if not allow_int or holomorphic:
         _check_diff_inputs([args[n] for n in nums], nums, name, holomorphic)
-    diff_args = tuple(
-        tree.map(lambda x: x if isinstance(x, Tensor) else asarray(x), args[n]) for n in nums
-    )
+    diff_args = tuple(tree.map(lambda x: _as_input(x, name), args[n]) for n in nums)
     return nums, diff_args, partial_args(f, args, nums, kwargs)
 
 

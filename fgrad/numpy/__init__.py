@@ -20,6 +20,11 @@ from fgrad.numpy import _methods
 from fgrad.numpy._creation import *  # noqa: F401,F403
 from fgrad.numpy._creation import __dict__ as _c
 from fgrad.numpy._elementwise import *  # noqa: F401,F403
+from fgrad.numpy._elementwise import (  # noqa: F401  (x & y, x | y, x ^ y)
+    _logical_and_or_bitwise_and,
+    _logical_or_or_bitwise_or,
+    _logical_xor_or_bitwise_xor,
+)
 from fgrad.numpy._reductions import *  # noqa: F401,F403
 from fgrad.numpy._indexing import *  # noqa: F401,F403
 from fgrad.numpy._indexing import _at, _getitem  # noqa: F401  (x.at, x[idx])

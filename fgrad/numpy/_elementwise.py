@@ -138,12 +138,9 @@ __all__ = [
     "log10",
     "logaddexp",
     "logical_and",
-    "logical_and_or_bitwise_and",
     "logical_not",
     "logical_or",
-    "logical_or_or_bitwise_or",
     "logical_xor",
-    "logical_xor_or_bitwise_xor",
     "maximum",
     "minimum",
     "mod",
@@ -473,22 +470,22 @@ def _logic_or_bits(name: str, op: str, logical, bitwise, example: str):
     return fn
 
 
-logical_and_or_bitwise_and = _logic_or_bits(
-    "logical_and_or_bitwise_and",
+_logical_and_or_bitwise_and = _logic_or_bits(
+    "_logical_and_or_bitwise_and",
     "&",
     logical_and,
     bitwise_and,
     "Tensor([ True, False, False], dtype=bool)",
 )
-logical_or_or_bitwise_or = _logic_or_bits(
-    "logical_or_or_bitwise_or",
+_logical_or_or_bitwise_or = _logic_or_bits(
+    "_logical_or_or_bitwise_or",
     "|",
     logical_or,
     bitwise_or,
     "Tensor([ True,  True, False], dtype=bool)",
 )
-logical_xor_or_bitwise_xor = _logic_or_bits(
-    "logical_xor_or_bitwise_xor",
+_logical_xor_or_bitwise_xor = _logic_or_bits(
+    "_logical_xor_or_bitwise_xor",
     "^",
     logical_xor,
     bitwise_xor,

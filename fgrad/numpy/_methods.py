@@ -26,9 +26,9 @@ _BINARY = {
     "__ge__": "greater_equal",
     "__eq__": "equal",
     "__ne__": "not_equal",
-    "__and__": "logical_and_or_bitwise_and",
-    "__or__": "logical_or_or_bitwise_or",
-    "__xor__": "logical_xor_or_bitwise_xor",
+    "__and__": "_logical_and_or_bitwise_and",
+    "__or__": "_logical_or_or_bitwise_or",
+    "__xor__": "_logical_xor_or_bitwise_xor",
 }
 _REFLECTED = {
     "__radd__": "add",

@@ -105,6 +105,7 @@ class Op:
             raise TypeError(f"op {self.name!r} takes no keyword parameters, got {sorted(params)}")
         datas = []
         kernel = None
+        foreign = False  # a raw (caller-owned, mutable) array among the inputs
         for a in args:
             t = type(a)
             if t is Tensor:
@@ -116,6 +117,8 @@ class Op:
                 return bind(self, args, params)
             elif isinstance(a, Tensor):
                 a = a._data
+            else:
+                foreign = True
             if kernel is None:
                 kernel = self._kernels.get(type(a)) or _bind_kernel(self, a)
             datas.append(a)
@@ -124,9 +127,9 @@ class Op:
         except Exception as err:  # try is free until it raises (CPython 3.11)
             raise _explain(self, args, params, err) from err
         if self.multiple_results:
-            return tuple(_wrap(o) for o in out)
+            return tuple(_wrap(_owned(o, datas) if foreign else o) for o in out)
         t = _new(Tensor)
-        t._data = out
+        t._data = _owned(out, datas) if foreign else out
         return t
 
     def eval_arrays(self, *datas: Any, **params: Any) -> Any:
@@ -172,6 +175,17 @@ def _explain(op: Op, args: tuple, params: dict, err: Exception) -> Exception:
     if isinstance(err, ValueError) and not isinstance(err, np.linalg.LinAlgError):
         return ShapeError(msg)
     return type(err)(msg) if isinstance(err, (ArithmeticError, np.linalg.LinAlgError)) else err
+
+
+def _owned(out: Any, inputs: list) -> Any:
+    """``out``, copied if it may share memory with a caller's array (a view or the input).
+
+    A Tensor must not change when the numpy array it came from does, so view-producing
+    kernels (reshape, transpose, slicing, identity) on raw arrays get a copy.
+    """
+    if getattr(out, "base", None) is not None or any(out is d for d in inputs):
+        return out.copy()
+    return out
 
 
 def _wrap(data: Any) -> Tensor:
@@ -287,10 +301,24 @@ def _unary_entry(op: Op) -> Callable:
     return unary
 
 
+def _from_sequence(seq: Any) -> Any:
+    from fgrad.tensor import asarray
+
+    try:
+        return asarray(seq)
+    except (TypeError, ValueError):
+        return seq  # not numeric: the caller returns NotImplemented
+
+
 def _defer(op: Op, x: Any, y: Any) -> Any:
     """The general path for Tensor's operators, which return NotImplemented for operands
     fgrad does not compute with, so Python tries the other operand's method and
-    ``x == None`` is False rather than an error (as JAX's operators do)."""
+    ``x == None`` is False rather than an error (as JAX's operators do). Lists and tuples
+    of numbers are arrays, as in numpy (else ``x * [1, 2]`` would repeat the list)."""
+    if type(x) in (list, tuple):
+        x = _from_sequence(x)
+    if type(y) in (list, tuple):
+        y = _from_sequence(y)
     for a in (x, y):
         t = type(a)
         if not (

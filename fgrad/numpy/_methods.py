@@ -137,6 +137,25 @@ def _round_method(fn):
     return __round__
 
 
+# numpy's own np.sum(t), np.mean(t), ... call these methods with ``out=None`` (and ``dtype``
+# for some); accept that call, so numpy functions work on Tensors as on arrays.
+_NUMPY_REDUCTIONS = frozenset(
+    ("sum", "prod", "mean", "max", "min", "var", "std", "all", "any", "argmax", "argmin",
+     "cumsum", "cumprod")
+)
+
+
+def _reduction_method(fn):
+    def method(self, *args, out=None, **kwargs):
+        if out is not None:
+            raise TypeError(f"{fn.__name__}: Tensors are immutable, so out= is not supported")
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
 def install(ns: ModuleType) -> None:
     """Set Tensor's operators and methods to the functions of namespace ``ns``."""
     tables = (
@@ -152,7 +171,8 @@ def install(ns: ModuleType) -> None:
     for name in _METHODS:
         fn = getattr(ns, name, None)
         if fn is not None:
-            setattr(Tensor, name, _entry(fn, "method") or _method(fn))
+            method = _reduction_method(fn) if name in _NUMPY_REDUCTIONS else None
+            setattr(Tensor, name, method or _entry(fn, "method") or _method(fn))
     for attr, name in _PROPERTIES.items():
         fn = getattr(ns, name, None)
         if fn is not None:

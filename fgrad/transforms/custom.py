@@ -10,13 +10,17 @@ user's JVP rule by transposition (custom_jvp), or recomputed from the inputs
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from fgrad import tree
 from fgrad.core.trace import Tracer, top_trace
 from fgrad.errors import ShapeError
 from fgrad.ops.elementwise import full_like, optimization_barrier
+from fgrad.tensor import Tensor
 from fgrad.transforms.ad import (
     JVPTrace,
     JVPTracer,
@@ -58,6 +62,28 @@ def _record(trace, name, leaves, out_leaves, leaf_cts_fn):
     return [
         ReverseTracer(trace, o, node, k) if _is_inexact(o) else o for k, o in enumerate(out_leaves)
     ]
+
+
+def _is_array_leaf(x: Any) -> bool:
+    return isinstance(x, (Tensor, bool, int, float, complex, np.ndarray, np.generic)) or hasattr(
+        x, "__array_namespace__"
+    )
+
+
+def _positional(fn: Callable, name: str, args: tuple, kwargs: dict) -> tuple:
+    """Keyword arguments bound to their positions, so rules see one flat argument list."""
+    if not kwargs:
+        return args
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as err:
+        raise TypeError(f"{name}: {err}") from None
+    if bound.kwargs:
+        raise TypeError(
+            f"{name}: keyword-only arguments {sorted(bound.kwargs)} cannot be passed to a "
+            "function with custom derivative rules; make them positional parameters"
+        )
+    return bound.args
 
 
 def _lower(x: Any, trace: Any) -> Any:
@@ -119,9 +145,10 @@ class custom_vjp:
         """Set the forward function (returning residuals) and the backward function."""
         self.fwd, self.bwd = fwd, bwd
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.fwd is None or self.bwd is None:
             raise TypeError(f"custom_vjp {self.__name__}: call defvjp(fwd, bwd) before using it")
+        args = _positional(self.fun, f"custom_vjp {self.__name__}", args, kwargs)
         diff_pos = [i for i in range(len(args)) if i not in self.nondiff_argnums]
         leaves, in_tree = tree.flatten([args[i] for i in diff_pos])
         trace = top_trace(leaves, f"custom_vjp {self.__name__}")
@@ -192,9 +219,10 @@ class custom_jvp:
         self.rule = rule
         return rule
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.rule is None:
             raise TypeError(f"custom_jvp {self.__name__}: call defjvp(rule) before using it")
+        args = _positional(self.fun, f"custom_jvp {self.__name__}", args, kwargs)
         leaves, in_tree = tree.flatten(args)
         trace = top_trace(leaves, f"custom_jvp {self.__name__}")
         if isinstance(trace, JVPTrace):
@@ -262,27 +290,35 @@ def checkpoint(f: Callable) -> Callable:
     """
 
     @functools.wraps(f)
-    def checkpointed(*args: Any) -> Any:
-        leaves, in_tree = tree.flatten(args)
-        trace = top_trace(leaves, f"checkpoint {getattr(f, '__name__', 'f')}")
+    def checkpointed(*args: Any, **kwargs: Any) -> Any:
+        leaves, in_tree = tree.flatten((args, kwargs))
+        # Arrays are differentiated; other leaves (strings, flags, None) ride along as given.
+        pos = [i for i, x in enumerate(leaves) if _is_array_leaf(x)]
+        arrays = [leaves[i] for i in pos]
+        trace = top_trace(arrays, f"checkpoint {getattr(f, '__name__', 'f')}")
         if not isinstance(trace, ReverseTrace):
-            return f(*args)
-        primals = [_lower(x, trace) for x in leaves]
-        out_leaves, out_tree = tree.flatten(f(*tree.unflatten(in_tree, primals)))
+            return f(*args, **kwargs)
+
+        def call(xs):
+            full = list(leaves)
+            for i, x in zip(pos, xs):
+                full[i] = x
+            a, k = tree.unflatten(in_tree, full)
+            return f(*a, **k)
+
+        primals = [_lower(x, trace) for x in arrays]
+        out_leaves, out_tree = tree.flatten(call(primals))
 
         def leaf_cts(cts):
-            def flat_f(*xs):
-                return tree.leaves(f(*tree.unflatten(in_tree, xs)))
-
             # Under jit the recomputation must stay a recomputation: a barrier keeps CSE
             # from merging it back into the forward pass.
             fresh = [
                 optimization_barrier(p) if isinstance(p, Tracer) and _is_inexact(p) else p
                 for p in primals
             ]
-            return list(vjp(flat_f, *fresh)[1](cts))
+            return list(vjp(lambda *xs: tree.leaves(call(xs)), *fresh)[1](cts))
 
         name = f"checkpoint({getattr(f, '__name__', 'f')})"
-        return tree.unflatten(out_tree, _record(trace, name, leaves, out_leaves, leaf_cts))
+        return tree.unflatten(out_tree, _record(trace, name, arrays, out_leaves, leaf_cts))
 
     return checkpointed

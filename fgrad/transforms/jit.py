@@ -75,6 +75,12 @@ _FRESH = frozenset(
         "scatter_set",
         "concatenate",
         "logsumexp",
+        # fgrad/ops/nn.py's fused ops
+        "softmax_jvp",
+        "gelu_tanh_gate",
+        "layer_norm",
+        "layer_norm_grad",
+        "sum_rows",
     }
 )
 _INT_OF = {4: np.dtype(np.int32), 8: np.dtype(np.int64)}
@@ -259,14 +265,6 @@ def _resolves_to(ufunc: np.ufunc, args: tuple, inputs: list, dtype: Any) -> bool
     return resolved[ufunc.nin] == np.dtype(dtype)
 
 
-def _softmax_into(x: Any, axes: tuple, out: Any) -> Any:
-    """The softmax kernel's operations, in its order, with ``out`` as the only array."""
-    np.subtract(x, np.max(x, axis=axes, keepdims=True), out=out)
-    np.exp(out, out=out)
-    np.divide(out, np.sum(out, axis=axes, keepdims=True), out=out)
-    return out
-
-
 def _concat_into(*xs: Any, axis: int, out: Any) -> Any:
     return np.concatenate(xs, axis=axis, out=out)
 
@@ -312,7 +310,8 @@ def _step_forms(graph: Graph, xp: Any) -> list[tuple]:
             elif uf is not None:
                 form = ("ufunc", *uf)
             elif name == "softmax" and isinstance(ins[0], Var) and ins[0].aval == out:
-                form = ("into", _softmax_into, {"axes": node.params["axes"]})
+                # The softmax kernel takes out= (it writes its temporaries into it).
+                form = ("into", functools.partial(node.op.kernel, np), {"axes": node.params["axes"]})
             elif name == "concatenate" and all(
                 isinstance(v, Var) and v.aval.dtype == out.dtype for v in ins
             ):
@@ -525,7 +524,7 @@ def _walk(x: Any, datas: list, sig: list) -> Any:
         sig.append((t, x))
         return 1
     if t is np.ndarray:
-        datas.append(x)
+        datas.append(x.copy())  # the caller may reuse its buffer: outputs must not alias it
         sig.append((t, x.shape, x.dtype))
         return 0
     if x is None:
@@ -676,7 +675,9 @@ def jit(
         if program is None or any(isinstance(x, Tracer) for x in arrays):
             # Inside another transform: replay op by op so that transform records it.
             return _replay(graph, arrays)
-        datas = [x._data if isinstance(x, Tensor) else x for x in arrays]
+        # Raw arrays are copied, as Tensors made from them would be: a caller that reuses
+        # its buffer must not see it in (possibly aliasing) outputs.
+        datas = [x._data if isinstance(x, Tensor) else x.copy() for x in arrays]
         build_out = _output_builder(graph.out_tree)
         if fast_key is not None:
             fast[fast_key] = (program, build_out)

@@ -155,3 +155,27 @@ def test_checkpoint_recomputes_under_jit():
     # forward pass keeps 5 (the last layer's forward output feeds only the unreturned loss).
     assert n_tanh(g_plain) == 6 and n_tanh(g_ckpt) == 11
     np.testing.assert_allclose(np.asarray(g_ckpt(x)), np.asarray(g_plain(x)), rtol=1e-12)
+
+
+def test_issue_4_keyword_arguments_reach_wrapped_functions():
+    def f(x, s=1.0, mode="scale"):
+        return x * s if mode == "scale" else x
+
+    c = fgrad.checkpoint(f)
+    assert float(c(fnp.array(2.0), s=3.0)) == 6.0
+    assert float(fgrad.grad(lambda x: c(x, s=3.0, mode="scale"))(2.0)) == 3.0
+    assert float(fgrad.jit(fgrad.grad(lambda x: c(x, s=3.0)))(fnp.array(2.0))) == 3.0
+
+    @fgrad.custom_vjp
+    def g(x, y=2.0):
+        return x * y
+
+    g.defvjp(lambda x, y=2.0: (x * y, (x, y)), lambda res, ct: (ct * res[1], ct * res[0]))
+    assert float(fgrad.grad(lambda x: g(x, y=5.0))(1.0)) == 5.0
+
+    @fgrad.custom_jvp
+    def h(x, y=2.0):
+        return x * y
+
+    h.defjvp(lambda p, t: (p[0] * p[1], t[0] * p[1] + p[0] * t[1]))
+    assert float(fgrad.grad(lambda x: h(x, y=4.0))(1.0)) == 4.0

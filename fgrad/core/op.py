@@ -22,6 +22,7 @@ from fgrad.tensor import ShapeDtype, Tensor
 __all__ = ["Op", "Check", "defop", "REGISTRY", "LINEAR"]
 
 REGISTRY: dict[str, Op] = {}
+_READS_ALL = frozenset(("inputs", "out"))
 LINEAR = "linear"
 
 _XP_BY_TYPE = backend._XP_BY_TYPE
@@ -73,6 +74,7 @@ class Op:
         "multiple_results",
         "check",
         "doc",
+        "vjp_reads",
         "_kernels",
         "_fast",
     )
@@ -87,6 +89,7 @@ class Op:
         self.multiple_results = multiple_results
         self.check = check
         self.doc = None
+        self.vjp_reads = _READS_ALL
         self._kernels: dict[type, Callable] = {}  # type(array) -> kernel bound to its xp
         self._fast: dict[str, Callable] = {}  # fast Tensor-method entry points (_specialise)
 
@@ -411,6 +414,7 @@ def defop(
     multiple_results: bool = False,
     check: Check | None = None,
     doc: str | None = None,
+    vjp_reads: tuple[str, ...] = ("inputs", "out"),
 ) -> Op:
     """Declare an op and add it to :data:`REGISTRY`.
 
@@ -427,6 +431,10 @@ def defop(
         nondiff: True for ops with no derivative (comparisons, argmax, floor).
         multiple_results: the kernel returns a tuple of arrays.
         check: how the registry test samples inputs.
+        vjp_reads: which values the VJP rules read besides ``ct``: ``"inputs"`` and/or
+            ``"out"``. Reverse mode keeps only the shapes and dtypes (a ShapeDtype in the
+            rule's argument) of what is not listed, so an eager tape does not hold arrays
+            no rule needs (tanh's VJP reads only ``out``; matmul's only the inputs).
         doc: the public docstring.
 
     Raises:
@@ -438,6 +446,7 @@ def defop(
         raise ValueError(f"defop: op {name!r} needs jvp and vjp rules, or nondiff=True")
     op = Op(name, kernel, aval, jvp, vjp, nondiff, multiple_results, check)
     op.doc = doc
+    op.vjp_reads = frozenset(vjp_reads)
     _specialise(op)
     REGISTRY[name] = op
     return op

@@ -81,6 +81,7 @@ neg = defop(
         "Numerical negative, ``-x``.",
         ">>> fnp.negative(fnp.array([1.0, -2.0]))\nTensor([-1.,  2.], dtype=float64)",
     ),
+    vjp_reads=(),
 )
 negative = neg
 
@@ -94,6 +95,7 @@ add = defop(
     doc=binary_doc(
         "Sum ``x + y``.", ">>> fnp.add(fnp.array([1.0, 2.0]), 3.0)\nTensor([4., 5.], dtype=float64)"
     ),
+    vjp_reads=(),
 )
 
 subtract = defop(
@@ -107,6 +109,7 @@ subtract = defop(
         "Difference ``x - y``.",
         ">>> fnp.subtract(fnp.array([1.0, 2.0]), 3.0)\nTensor([-2., -1.], dtype=float64)",
     ),
+    vjp_reads=(),
 )
 
 multiply = defop(
@@ -120,6 +123,7 @@ multiply = defop(
         "Product ``x * y``.",
         ">>> fnp.multiply(fnp.array([1.0, 2.0]), 3.0)\nTensor([3., 6.], dtype=float64)",
     ),
+    vjp_reads=("inputs",),
 )
 
 divide = defop(
@@ -348,6 +352,7 @@ exp = defop(
         "Natural exponential ``e**x``.",
         ">>> fnp.exp(fnp.array([0.0, 1.0]))\nTensor([1.        , 2.71828183], dtype=float64)",
     ),
+    vjp_reads=("out",),
 )
 
 expm1 = defop(
@@ -362,6 +367,7 @@ expm1 = defop(
         ">>> fnp.expm1(fnp.array([1e-10, 1.0]))\n"
         "Tensor([1.00000000e-10, 1.71828183e+00], dtype=float64)",
     ),
+    vjp_reads=("out",),
 )
 
 log = defop(
@@ -470,6 +476,7 @@ sqrt = defop(
         domain="``x >= 0``",
         extra="The derivative at 0 is ``inf``, as in JAX and PyTorch.",
     ),
+    vjp_reads=("out",),
 )
 
 cbrt = defop(
@@ -612,6 +619,7 @@ tanh = defop(
         "Hyperbolic tangent.",
         ">>> fnp.tanh(fnp.array([0.0, 1.0]))\nTensor([0.        , 0.76159416], dtype=float64)",
     ),
+    vjp_reads=("out",),
 )
 
 arcsinh = defop(
@@ -955,6 +963,7 @@ sigmoid = defop(
         >>> sigmoid(fnp.array([-1000.0, 0.0, 2.0]))
         Tensor([0.        , 0.5       , 0.88079708], dtype=float64)
     """,
+    vjp_reads=("out",),
 )
 
 # ---------------------------------------------------------------- selection

@@ -292,6 +292,7 @@ matmul = defop(
     References:
         Giles 2008, section 3.2 (``dC = dA B + A dB``).
     """,
+    vjp_reads=("inputs",),
 )
 
 # ------------------------------------------------------------------------ einsum

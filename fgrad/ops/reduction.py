@@ -138,6 +138,7 @@ sum = defop(
         example=">>> fnp.sum(fnp.array([[1.0, 2.0], [3.0, 4.0]]), axis=0)\n"
         "        Tensor([4., 6.], dtype=float64)",
     ),
+    vjp_reads=(),  # the rule reads only the input shape
 )
 
 

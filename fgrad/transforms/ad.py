@@ -33,6 +33,8 @@ __all__ = ["vjp", "grad", "value_and_grad", "jvp"]
 def _aval(x: Any) -> ShapeDtype:
     if isinstance(x, Tensor):
         return x.aval
+    if type(x) is ShapeDtype:
+        return x
     return ShapeDtype(tuple(np.shape(x)), np.result_type(x))
 
 
@@ -103,7 +105,13 @@ class ReverseTrace(Trace):
         out = op(*primals, **params)
         if op.nondiff:
             return out
-        node = _Node(op, primals, params, out, tuple(parents))
+        reads = op.vjp_reads
+        # Keep only shapes of what the rules never read, so the tape holds no dead arrays.
+        kept_primals = primals if "inputs" in reads else [
+            _aval(p) if isinstance(p, Tensor) else p for p in primals
+        ]
+        kept_out = out if "out" in reads or op.multiple_results else _aval(out)
+        node = _Node(op, kept_primals, params, kept_out, tuple(parents))
         if op.multiple_results:
             return tuple(
                 ReverseTracer(self, o, node, k) if _is_inexact(o) else o for k, o in enumerate(out)

@@ -8,8 +8,8 @@ repeats, in microseconds) and the ratio fgrad / numpy:
   backward pass written by hand in numpy (forward op, sum, ones as the seed cotangent,
   the op's derivative rule).
 
-On small arrays the ratio is fgrad's Python overhead (DESIGN.md, "The hot path": at most
-1 us per untraced op); on 1e6 elements it should be ~1. Peers (torch, autograd, jax) are
+On small arrays the ratio is fgrad's Python overhead (the budget, benchmarks/README.md:
+at most about 1 us per untraced op); on 1e6 elements it should be ~1. Peers (torch, autograd, jax) are
 added as extra columns when they import. Speed is measured here, never asserted in tests.
 
 Usage:

@@ -55,7 +55,7 @@ import fgrad
 
 SECTIONS = ("op", "mlp", "transformer", "hvp", "memory")
 
-# Targets of issue 5 (ratios to the numpy floor in the same run).
+# Performance targets (ratios to the numpy floor in the same run; benchmarks/README.md).
 TARGETS = {"mlp": 1.2, "transformer": 0.8}
 MEMORY_TARGET = 1.3
 
@@ -268,7 +268,7 @@ def _versus(label: str, ours: float, theirs: float) -> str:
 
 
 def summary(found: dict) -> None:
-    """Which of issue 5's targets this run meets."""
+    """Which of the performance targets (benchmarks/README.md, "Targets") this run meets."""
     lines = []
     for name, limit in TARGETS.items():
         times = found.get(name)
@@ -311,7 +311,7 @@ def summary(found: dict) -> None:
                 f"  memory {name}: peak / kept = {ratio:.2f} (target <= {MEMORY_TARGET}): {met}"
             )
     if lines:
-        print("== targets (issue 5)")
+        print("== targets (benchmarks/README.md)")
         print("\n".join(lines))
 
 

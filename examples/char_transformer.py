@@ -73,9 +73,20 @@ class Dataset:
     held_out: np.ndarray  # (n_held_out,) int64 ids
 
     def encode(self, text: str) -> np.ndarray:
-        """Ids of the characters of ``text`` (each must be in the vocabulary)."""
+        """Ids of the characters of ``text``; ValueError names any not in the vocabulary."""
+        missing = self.unknown(text)
+        if missing:
+            raise ValueError(
+                f"characters {missing!r} are not in the vocabulary of {len(self.vocab)} "
+                "characters of the training text"
+            )
         index = {c: i for i, c in enumerate(self.vocab)}
         return np.array([index[c] for c in text], dtype=np.int64)
+
+    def unknown(self, text: str) -> str:
+        """The distinct characters of ``text`` that are not in the vocabulary, in order."""
+        known = set(self.vocab)
+        return "".join(dict.fromkeys(c for c in text if c not in known))
 
     def decode(self, ids) -> str:
         """The text spelled by a sequence of ids."""
@@ -387,27 +398,56 @@ class _Silent:
         print(text)
 
 
+def _checked(kind: type, test, what: str):
+    """An argparse ``type=``: ``kind(text)`` passing ``test``, else a one-line usage error."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not test(value):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+POSITIVE_INT = _checked(int, lambda v: v >= 1, "a positive integer")
+COUNT = _checked(int, lambda v: v >= 0, "an integer >= 0")
+POSITIVE_FLOAT = _checked(float, lambda v: 0 < v < math.inf, "a positive number")
+
+
 def main(argv=None) -> dict:
     """Parse options, train, print bits/char and a sample; returns the figures and the sample."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=1000, help="training steps")
-    parser.add_argument("--d-model", type=int, default=64, help="model width")
-    parser.add_argument("--n-layers", type=int, default=2, help="transformer blocks")
-    parser.add_argument("--n-heads", type=int, default=4, help="attention heads per block")
-    parser.add_argument("--seq-len", type=int, default=64, help="context length in characters")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=6e-3, help="peak learning rate")
-    parser.add_argument("--warmup", type=int, default=100, help="linear warm-up steps")
-    parser.add_argument("--n-chars", type=int, default=1_000_000, help="corpus size in characters")
-    parser.add_argument("--eval-batches", type=int, default=8, help="batches per evaluation")
+    parser.add_argument("--steps", type=POSITIVE_INT, default=1000, help="training steps")
+    parser.add_argument("--d-model", type=POSITIVE_INT, default=64, help="model width")
+    parser.add_argument("--n-layers", type=POSITIVE_INT, default=2, help="transformer blocks")
+    parser.add_argument("--n-heads", type=POSITIVE_INT, default=4, help="attention heads per block")
     parser.add_argument(
-        "--eval-every", type=int, default=250, help="evaluate every k steps (0: only at the end)"
+        "--seq-len", type=POSITIVE_INT, default=64, help="context length in characters"
+    )
+    parser.add_argument("--batch-size", type=POSITIVE_INT, default=32)
+    parser.add_argument("--lr", type=POSITIVE_FLOAT, default=6e-3, help="peak learning rate")
+    parser.add_argument("--warmup", type=COUNT, default=100, help="linear warm-up steps")
+    parser.add_argument(
+        "--n-chars", type=POSITIVE_INT, default=1_000_000, help="corpus size in characters"
+    )
+    parser.add_argument(
+        "--eval-batches", type=POSITIVE_INT, default=8, help="batches per evaluation"
+    )
+    parser.add_argument(
+        "--eval-every", type=COUNT, default=250, help="evaluate every k steps (0: only at the end)"
     )
     parser.add_argument("--prompt", default="def ", help="text the sample continues")
-    parser.add_argument("--sample-length", type=int, default=300, help="characters to sample")
-    parser.add_argument("--temperature", type=float, default=0.8, help="sampling temperature (> 0)")
+    parser.add_argument("--sample-length", type=COUNT, default=300, help="characters to sample")
     parser.add_argument(
-        "--top-k", type=int, default=10, help="sample among the k likeliest (0: all)"
+        "--temperature", type=POSITIVE_FLOAT, default=0.8, help="sampling temperature (> 0)"
+    )
+    parser.add_argument(
+        "--top-k", type=COUNT, default=10, help="sample among the k likeliest (0: all)"
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -415,8 +455,22 @@ def main(argv=None) -> dict:
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)
+    if args.d_model % args.n_heads:
+        parser.error(f"--d-model {args.d_model} must be a multiple of --n-heads {args.n_heads}")
 
     data = make_dataset(load_corpus(args.n_chars))
+    if len(data.held_out) <= args.seq_len:  # the held-out text is the shorter part (10%)
+        parser.error(
+            f"--n-chars {args.n_chars}: the held-out text ({len(data.held_out)} characters) "
+            f"needs more than --seq-len {args.seq_len} characters; use --n-chars of at least "
+            f"{10 * (args.seq_len + 1) + 10}"
+        )
+    missing = data.unknown(args.prompt)
+    if missing:  # checked before training, not after it
+        parser.error(
+            f"--prompt: characters {missing!r} are not in the vocabulary of the training text "
+            f"({len(data.vocab)} characters); use characters that occur in Python source"
+        )
     print(
         f"corpus: {len(data.train) + len(data.held_out):,} characters of the standard library "
         f"({len(data.train):,} train, {len(data.held_out):,} held out), vocabulary {len(data.vocab)}"

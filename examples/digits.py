@@ -11,6 +11,7 @@ model, saves a loss/accuracy plot (PNG) and the trained parameters (safetensors)
 from __future__ import annotations
 
 import argparse
+import math
 import pathlib
 import sys
 import time
@@ -154,12 +155,32 @@ def save_plot(histories: dict, path: pathlib.Path) -> None:
     tmp.replace(path)  # atomic: a reader never sees half a file
 
 
+def _checked(kind: type, test, what: str):
+    """An argparse ``type=``: ``kind(text)`` passing ``test``, else a one-line usage error."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not test(value):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+POSITIVE_INT = _checked(int, lambda v: v >= 1, "a positive integer")
+POSITIVE_FLOAT = _checked(float, lambda v: 0 < v < math.inf, "a positive number")
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
-    parser.add_argument("--epochs", type=int, default=30)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--epochs", type=POSITIVE_INT, default=30)
+    parser.add_argument("--batch-size", type=POSITIVE_INT, default=64)
+    parser.add_argument("--lr", type=POSITIVE_FLOAT, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("runs/digits"))
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")

@@ -173,7 +173,14 @@ def _write_atomic(path: str, data: bytes) -> None:
     # 0o666 and O_EXCL: the umask applies as for an ordinary file, and no existing file is
     # ever reused as the temporary.
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    fd = os.open(tmp, flags, 0o666)
+    try:
+        fd = os.open(tmp, flags, 0o666)
+    except OSError as e:  # name the path asked for, not the hidden temporary file
+        if not os.path.isdir(directory):
+            reason = f"its directory {directory!r} does not exist (create it first)"
+        else:
+            reason = e.strerror or str(e)
+        raise type(e)(e.errno, f"fgrad.io.save: cannot write {path!r}: {reason}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -28,13 +28,21 @@ import numpy as np
 
 from fgrad import numpy as fnp
 from fgrad import tree
-from fgrad.core.graph import GraphTrace
-from fgrad.core.trace import active_traces, concrete_value
-from fgrad.errors import ConcretizationError, DTypeError, ShapeError
-from fgrad.ops import control
-from fgrad.tensor import ShapeDtype, Tensor, _wrap, asarray
-from fgrad.transforms.ad import jvp, vjp
-from fgrad.transforms.passes import cse, dce, simplify
+
+# Internals under private names: ``fgrad.lax`` shows only its public API (``__all__``).
+from fgrad.core.graph import GraphTrace as _GraphTrace
+from fgrad.core.trace import active_traces as _active_traces
+from fgrad.core.trace import concrete_value as _concrete_value
+from fgrad.errors import ConcretizationError as _ConcretizationError
+from fgrad.errors import DTypeError as _DTypeError
+from fgrad.errors import ShapeError as _ShapeError
+from fgrad.ops import control as _control
+from fgrad.tensor import ShapeDtype as _ShapeDtype
+from fgrad.tensor import Tensor as _Tensor
+from fgrad.tensor import _wrap
+from fgrad.tensor import asarray as _asarray
+from fgrad.transforms import ad as _ad
+from fgrad.transforms import passes as _passes
 
 __all__ = ["cond", "fori_loop", "scan", "switch", "while_loop"]
 
@@ -43,48 +51,48 @@ def _optimize(graph):
     # Dead code (the forward half of a derived VJP that the backward does not read),
     # shared subexpressions and plumbing. Not constant folding: it makes numpy constants,
     # which a sub-graph run on another array namespace could not mix with its inputs.
-    return dce(cse(simplify(graph)))
+    return _passes.dce(_passes.cse(_passes.simplify(graph)))
 
 
-control._TRANSFORMS.update(jvp=jvp, vjp=vjp, optimize=_optimize)
+_control._TRANSFORMS.update(jvp=_ad.jvp, vjp=_ad.vjp, optimize=_optimize)
 
 
 def _staging() -> bool:
     """A transform that traces abstractly (jit, make_graph) is running."""
-    return any(isinstance(t, GraphTrace) for t in active_traces())
+    return any(isinstance(t, _GraphTrace) for t in _active_traces())
 
 
 def _concrete(x: Any) -> tuple[bool, Any]:
     try:
-        return True, concrete_value(x)
-    except ConcretizationError:
+        return True, _concrete_value(x)
+    except _ConcretizationError:
         return False, None
 
 
-def _as_tensor(x: Any) -> Tensor:
-    return x if isinstance(x, Tensor) else asarray(x)
+def _as_tensor(x: Any) -> _Tensor:
+    return x if isinstance(x, _Tensor) else _asarray(x)
 
 
-def _aval(x: Any) -> ShapeDtype:
-    return x.aval if isinstance(x, Tensor) else ShapeDtype(tuple(np.shape(x)), np.result_type(x))
+def _aval(x: Any) -> _ShapeDtype:
+    return x.aval if isinstance(x, _Tensor) else _ShapeDtype(tuple(np.shape(x)), np.result_type(x))
 
 
-def _scalar_operand(name: str, what: str, x: Any, kinds: str) -> ShapeDtype:
+def _scalar_operand(name: str, what: str, x: Any, kinds: str) -> _ShapeDtype:
     aval = _aval(x)
     if aval.shape != ():
-        raise ShapeError(
+        raise _ShapeError(
             f"{name}: {what} must be a scalar, got {aval}; reduce it first (for example "
             "fnp.any / fnp.all for a predicate)"
         )
     if np.dtype(aval.dtype).kind not in kinds:
-        raise DTypeError(
+        raise _DTypeError(
             f"{name}: {what} must be {'a bool or an integer' if 'b' in kinds else 'an integer'}, got {aval}"
         )
     return aval
 
 
 def _coerce(
-    traced: control.Traced, want: Sequence[ShapeDtype], name: str, what: str, ref: str
+    traced: _control.Traced, want: Sequence[_ShapeDtype], name: str, what: str, ref: str
 ) -> None:
     """Make ``traced``'s outputs have the avals ``want``: Python numbers take the wanted
     dtype (weak, as in JAX); any other mismatch raises naming both avals."""
@@ -94,12 +102,12 @@ def _coerce(
             traced.outvars[k] = _wrap(np.asarray(traced.outvars[k], dtype=w.dtype))
             continue
         if tuple(got.shape) != tuple(w.shape):
-            raise ShapeError(
+            raise _ShapeError(
                 f"{name}: {what} leaf {k} has aval {got}, but {ref} has {w}; they must match "
                 "in shape and dtype"
             )
         if np.dtype(got.dtype) != np.dtype(w.dtype):
-            raise DTypeError(
+            raise _DTypeError(
                 f"{name}: {what} leaf {k} has aval {got}, but {ref} has {w}; they must match "
                 f"in shape and dtype (cast with .astype('{np.dtype(w.dtype).name}'))"
             )
@@ -200,7 +208,7 @@ def _switch_traced(name, index, branches, operands, names):
     leaves = [_as_tensor(x) for x in leaves]
     avals = [x.aval for x in leaves]
     traced = [
-        control.trace_function(lambda ts, br=br: br(*tree.unflatten(in_tree, ts)), avals)
+        _control.trace_function(lambda ts, br=br: br(*tree.unflatten(in_tree, ts)), avals)
         for br in branches
     ]
     first = traced[0]
@@ -220,13 +228,13 @@ def _switch_traced(name, index, branches, operands, names):
             k0, target = strong[0]
             for k, a in strong[1:]:
                 if a != target:
-                    err = ShapeError if a.shape != target.shape else DTypeError
+                    err = _ShapeError if a.shape != target.shape else _DTypeError
                     raise err(
                         f"{name}: output leaf {j} is {target} in {names[k0]} but {a} in "
                         f"{names[k]}; every branch must return the same shapes and dtypes"
                     )
         else:
-            target = ShapeDtype((), np.result_type(*[t.outvars[j] for t in traced]))
+            target = _ShapeDtype((), np.result_type(*[t.outvars[j] for t in traced]))
         want.append(target)
     for k, t in enumerate(traced):
         _coerce(t, want, name, f"{names[k]}'s output", "another branch's output")
@@ -237,8 +245,8 @@ def _switch_traced(name, index, branches, operands, names):
             if id(c) not in seen:
                 seen.add(id(c))
                 consts.append(c)
-    subs = tuple(control.close(t, consts, n) for t, n in zip(traced, names))
-    outs = control.cond(index, *consts, *leaves, branches=subs)
+    subs = tuple(_control.close(t, consts, n) for t, n in zip(traced, names))
+    outs = _control.cond(index, *consts, *leaves, branches=subs)
     return tree.unflatten(first.out_tree, list(outs))
 
 
@@ -291,28 +299,28 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     leaves, in_tree = tree.flatten(init_val)
     leaves = [_as_tensor(x) for x in leaves]
     avals = [x.aval for x in leaves]
-    body = control.trace_function(lambda ts: body_fun(tree.unflatten(in_tree, ts)), avals)
+    body = _control.trace_function(lambda ts: body_fun(tree.unflatten(in_tree, ts)), avals)
     if body.out_tree != in_tree:
         raise TypeError(
             f"while_loop: body_fun must return a carry with the structure of init_val, "
             f"{in_tree}; it returned {body.out_tree}"
         )
     _coerce(body, avals, "while_loop", "body_fun's output", "init_val")
-    pred = control.trace_function(lambda ts: cond_fun(tree.unflatten(in_tree, ts)), avals)
+    pred = _control.trace_function(lambda ts: cond_fun(tree.unflatten(in_tree, ts)), avals)
     if len(pred.outvars) != 1:
         raise TypeError(f"while_loop: cond_fun must return one scalar bool, got {pred.out_tree}")
     got, weak = pred.out_aval(0)
     if weak and got.dtype == np.bool_:
         pred.outvars[0] = _wrap(np.asarray(pred.outvars[0]))
     elif got.shape != () or got.dtype != np.bool_:
-        err = ShapeError if got.shape != () else DTypeError
+        err = _ShapeError if got.shape != () else _DTypeError
         raise err(f"while_loop: cond_fun must return a scalar bool, got {got}")
-    outs = control.while_loop(
+    outs = _control.while_loop(
         *pred.consts,
         *body.consts,
         *leaves,
-        cond=control.close(pred, pred.consts, "cond_fun"),
-        body=control.close(body, body.consts, "body_fun"),
+        cond=_control.close(pred, pred.consts, "cond_fun"),
+        body=_control.close(body, body.consts, "body_fun"),
         n_cond_consts=len(pred.consts),
         n_body_consts=len(body.consts),
     )
@@ -321,7 +329,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
 
 def _predicate(x: Any) -> bool:
     _scalar_operand("while_loop", "cond_fun's result", x, "b")
-    return bool(concrete_value(x))
+    return bool(_concrete_value(x))
 
 
 def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
@@ -366,7 +374,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
     lo_aval = _scalar_operand("fori_loop", "lower", lower, "iu")
     hi_aval = _scalar_operand("fori_loop", "upper", upper, "iu")
     # Python ints are weak (as in JAX): the index takes a Tensor bound's dtype.
-    strong = [a.dtype for b, a in ((lower, lo_aval), (upper, hi_aval)) if isinstance(b, Tensor)]
+    strong = [a.dtype for b, a in ((lower, lo_aval), (upper, hi_aval)) if isinstance(b, _Tensor)]
     dtype = np.result_type(*strong) if strong else np.dtype(np.int64)
     lo_known, lo = _concrete(lower)
     hi_known, hi = _concrete(upper)
@@ -375,17 +383,18 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
         if not _staging():
             val = init_val
             for i in range(lo, hi):
-                val = body_fun(asarray(i, dtype=dtype), val)
+                val = body_fun(_asarray(i, dtype=dtype), val)
             return val
 
         def step(carry, _):
             i, val = carry
             return (i + 1, body_fun(i, val)), None
 
-        (_, val), _ = scan(step, (asarray(lo, dtype=dtype), init_val), None, length=max(hi - lo, 0))
+        start = (_asarray(lo, dtype=dtype), init_val)
+        (_, val), _ = scan(step, start, None, length=max(hi - lo, 0))
         return val
-    i0 = asarray(lower, dtype=dtype)
-    hi = asarray(upper, dtype=dtype)
+    i0 = _asarray(lower, dtype=dtype)
+    hi = _asarray(upper, dtype=dtype)
     _, val = while_loop(
         lambda c: c[0] < hi, lambda c: (c[0] + 1, body_fun(c[0], c[1])), (i0, init_val)
     )
@@ -446,7 +455,9 @@ def scan(
     lengths = []
     for x in x_leaves:
         if not x.shape:
-            raise ShapeError(f"scan: every xs leaf needs a leading axis to scan over; got {x.aval}")
+            raise _ShapeError(
+                f"scan: every xs leaf needs a leading axis to scan over; got {x.aval}"
+            )
         lengths.append(x.shape[0])
     if length is None:
         if not lengths:
@@ -454,7 +465,7 @@ def scan(
         length = lengths[0]
     length = int(length)
     if any(n != length for n in lengths):
-        raise ShapeError(
+        raise _ShapeError(
             f"scan: xs leaves must all have leading length {length}; got shapes "
             f"{[tuple(x.shape) for x in x_leaves]}"
         )
@@ -463,7 +474,7 @@ def scan(
     c_leaves, c_tree = tree.flatten(init)
     c_leaves = [_as_tensor(c) for c in c_leaves]
     c_avals = [c.aval for c in c_leaves]
-    x_avals = [ShapeDtype(x.shape[1:], x.dtype) for x in x_leaves]
+    x_avals = [_ShapeDtype(x.shape[1:], x.dtype) for x in x_leaves]
     trees: dict[str, Any] = {}
 
     def body(ts):
@@ -473,18 +484,18 @@ def scan(
         y_leaves, trees["y"] = tree.flatten(y)
         return carry_leaves + y_leaves
 
-    traced = control.trace_function(body, c_avals + x_avals)
+    traced = _control.trace_function(body, c_avals + x_avals)
     if trees["carry"] != c_tree:
         raise TypeError(
             f"scan: f must return a carry with the structure of init, {c_tree}; it returned "
             f"{trees['carry']}"
         )
     _coerce(traced, c_avals, "scan", "f's carry output", "init")
-    outs = control.scan(
+    outs = _control.scan(
         *traced.consts,
         *c_leaves,
         *x_leaves,
-        body=control.close(traced, traced.consts, "f"),
+        body=_control.close(traced, traced.consts, "f"),
         n_consts=len(traced.consts),
         n_carry=len(c_leaves),
         length=length,
@@ -519,7 +530,7 @@ def _scan_eager(f, init, x_leaves, x_tree, length, reverse):
     if length == 0:  # no step ran: trace one for the shapes of y
         c_leaves, _ = tree.flatten(init)
         avals = [_as_tensor(c).aval for c in c_leaves] + [
-            ShapeDtype(x.shape[1:], x.dtype) for x in x_leaves
+            _ShapeDtype(x.shape[1:], x.dtype) for x in x_leaves
         ]
         trees: dict[str, Any] = {}
 
@@ -529,7 +540,7 @@ def _scan_eager(f, init, x_leaves, x_tree, length, reverse):
             y_leaves, trees["y"] = tree.flatten(y)
             return y_leaves
 
-        traced = control.trace_function(body, avals)
+        traced = _control.trace_function(body, avals)
         empty = [
             fnp.zeros((0, *a.shape), dtype=a.dtype)
             for a in (traced.out_aval(k)[0] for k in range(len(traced.outvars)))

@@ -122,6 +122,14 @@ class Tracer(Tensor):
         return concrete_value(self).tolist()
 
     def __array__(self, dtype=None, copy=None):
+        try:
+            concrete_value(self)
+        except ConcretizationError:  # traced abstractly (jit, make_graph): no value to give
+            raise ConcretizationError(
+                f"cannot convert a traced value {self.aval} to a numpy array: it has no value "
+                "while tracing. Use fgrad.numpy functions on it, or pass it as a Python value "
+                "and mark that argument static (jit's static_argnums / static_argnames)"
+            ) from None
         raise TypeError(
             f"cannot convert a traced value {self.aval} to a numpy array: that would drop it "
             "from the trace. Use fgrad.numpy functions on it, or fgrad.stop_gradient and "

@@ -6,7 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from fgrad import backend
+from fgrad import backend, dtypes
+from fgrad.core.trace import Tracer, concrete_value
+from fgrad.errors import ConcretizationError
 from fgrad.ops.elementwise import full_like as _full_like
 from fgrad.tensor import Tensor, _wrap, asarray
 
@@ -69,6 +71,37 @@ def _stack_nested(seq: Any) -> Tensor:
     return stack(parts)
 
 
+_SIZE_HINT = "take the size from a static shape such as x.shape[0] (sizes cannot be traced)"
+
+
+def _static(value: Any, fn: str, what: str, hint: str = _SIZE_HINT) -> Any:
+    """``value`` with Tensors made Python numbers: sizes and bounds are needed before any op runs.
+
+    Integer tracers of eager transforms (grad, jvp, vmap) have concrete values and no
+    derivative, so they are used as they are. Abstract tracers (jit, make_graph) have no
+    value; floating tracers would silently lose their derivative. Both raise
+    ConcretizationError naming ``fn``, the argument and what to do instead.
+    """
+    if isinstance(value, (tuple, list)):
+        return tuple(_static(v, fn, what, hint) for v in value)
+    if not isinstance(value, Tensor):
+        return value
+    if isinstance(value, Tracer):
+        integral = dtypes.is_integer(value.dtype) or dtypes.is_bool(value.dtype)
+        try:
+            data = concrete_value(value) if integral else None
+        except ConcretizationError:
+            data = None
+        if data is None:
+            raise ConcretizationError(
+                f"fnp.{fn}: {what} is a traced value {value.aval}, but {fn} needs a Python "
+                "number there. Pass a Python value and mark that argument static (jit's "
+                f"static_argnums / static_argnames), or {hint}"
+            ) from None
+        return data.tolist()
+    return value._data.tolist()
+
+
 def _make(fn_name: str, *args: Any, dtype: Any = None, device: Any = None) -> Tensor:
     dev = backend.get_device(device)
     xp = np if dev.platform == "cpu" else backend.namespace_of(backend.asarray_on(0, dev))
@@ -87,6 +120,7 @@ def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
         >>> fnp.zeros((2,), dtype="float32")
         Tensor([0., 0.], dtype=float32)
     """
+    shape = _static(shape, "zeros", "shape")
     return _make("zeros", shape, dtype=dtype or np.float64, device=device)
 
 
@@ -97,6 +131,7 @@ def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
         >>> fnp.ones(2)
         Tensor([1., 1.], dtype=float64)
     """
+    shape = _static(shape, "ones", "shape")
     return _make("ones", shape, dtype=dtype or np.float64, device=device)
 
 
@@ -107,6 +142,12 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) 
         >>> fnp.full((2,), 3)
         Tensor([3, 3], dtype=int64)
     """
+    shape = _static(shape, "full", "shape")
+    if isinstance(fill_value, Tracer):  # traced fill values too, as in JAX: a broadcast
+        from fgrad.numpy._shape import broadcast_to  # a sibling module of this layer
+
+        value = fill_value if dtype is None else fill_value.astype(dtype)
+        return broadcast_to(value, (shape,) if isinstance(shape, int) else shape)
     return _make("full", shape, fill_value, dtype=dtype, device=device)
 
 
@@ -117,8 +158,9 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, de
         >>> fnp.arange(3)
         Tensor([0, 1, 2], dtype=int64)
     """
+    hint = "for traced bounds write start + step * fnp.arange(n) with a static n"
     args = (start,) if stop is None else (start, stop, step)
-    return _make("arange", *args, dtype=dtype, device=device)
+    return _make("arange", *_static(args, "arange", "a bound", hint), dtype=dtype, device=device)
 
 
 def linspace(start: float, stop: float, num: int = 50, *, endpoint: bool = True, dtype: Any = None, device: Any = None):
@@ -128,6 +170,9 @@ def linspace(start: float, stop: float, num: int = 50, *, endpoint: bool = True,
         >>> fnp.linspace(0.0, 1.0, 3)
         Tensor([0. , 0.5, 1. ], dtype=float64)
     """
+    num = _static(num, "linspace", "num")
+    hint = "for traced ends write start + (stop - start) * fnp.linspace(0.0, 1.0, num)"
+    start, stop = _static((start, stop), "linspace", "start or stop", hint)
     data = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
     return asarray(data, device=device)
 
@@ -140,6 +185,7 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, *, device: 
         Tensor([[1., 0.],
                 [0., 1.]], dtype=float64)
     """
+    n, m, k = _static(n, "eye", "n"), _static(m, "eye", "m"), _static(k, "eye", "k")
     return asarray(np.eye(n, m, k, dtype=dtype or np.float64), device=device)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from fgrad import dtypes
 from fgrad.errors import ShapeError
-from fgrad.numpy._creation import zeros
+from fgrad.numpy._creation import _static, zeros
 from fgrad.numpy._indexing import take
 from fgrad.numpy._shape import (
     _tensor,
@@ -66,7 +66,8 @@ def identity(n: int, dtype: Any = None, *, device: Any = None) -> Tensor:
         Tensor([[1, 0],
                 [0, 1]], dtype=int32)
     """
-    return asarray(np.identity(int(n), dtype=dtype or np.float64), device=device)
+    n = _static(n, "identity", "n")
+    return asarray(np.identity(n, dtype=dtype or np.float64), device=device)
 
 
 def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
@@ -79,7 +80,7 @@ def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
         >>> fnp.empty((2,), dtype="float32")
         Tensor([0., 0.], dtype=float32)
     """
-    return zeros(shape, dtype, device=device)
+    return zeros(_static(shape, "empty", "shape"), dtype, device=device)
 
 
 def empty_like(prototype: Any, dtype: Any = None, shape: Any = None) -> Tensor:

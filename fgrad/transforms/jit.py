@@ -78,8 +78,9 @@ _FRESH = frozenset(
         # fgrad/ops/nn.py's fused ops
         "softmax_jvp",
         "gelu_tanh_gate",
-        "layer_norm",
-        "layer_norm_grad",
+        "standardize",
+        "standardize_grad",
+        "scale_shift",
         "sum_rows",
     }
 )
@@ -588,6 +589,8 @@ def jit(
         ConcretizationError: ``f`` uses Python control flow on a traced value; the message
             names the line and points to ``static_argnums``.
         TypeError: a static argument is not hashable.
+        ValueError: a ``static_argnums`` position is out of range, or a ``static_argnames``
+            name is not a parameter of ``f`` (and ``f`` takes no ``**kwargs``).
 
     Example:
         >>> @fgrad.jit
@@ -709,12 +712,21 @@ def _static_positions(f: Callable, nums: tuple, names: tuple) -> tuple[tuple, tu
     """Complete static_argnums and static_argnames from each other, as JAX does.
 
     A static name may be passed positionally and a static position by keyword; positions
-    beyond ``f``'s positional parameters are an error.
+    beyond ``f``'s positional parameters, and names that are not its parameters (unless it
+    takes ``**kwargs``), are errors: a misspelt name would otherwise be traced silently.
     """
     try:
         params = list(inspect.signature(f).parameters.values())
     except (TypeError, ValueError):  # builtins and some callables have no signature
         return nums, names
+    if names and not any(p.kind is p.VAR_KEYWORD for p in params):
+        known = [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        unknown = [m for m in names if m not in known]
+        if unknown:
+            raise ValueError(
+                f"jit({_name(f)}): static_argnames {unknown} name no parameter of "
+                f"{_name(f)}, whose parameters are {known}"
+            )
     if any(p.kind is p.VAR_POSITIONAL for p in params):
         return nums, names
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]

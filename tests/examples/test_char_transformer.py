@@ -74,3 +74,33 @@ def test_sampling_is_reproducible_and_respects_top_k(load_example):
         model, params, data, random.key(3), prompt="", length=25, temperature=2.0, top_k=0
     )
     assert c == d and len(c) == 25 and set(c) <= set(data.vocab)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--steps", "0"], "argument --steps: expected a positive integer, got '0'"),
+        (["--temperature", "0"], "argument --temperature: expected a positive number, got '0'"),
+        (["--lr", "nan"], "argument --lr: expected a positive number, got 'nan'"),
+        (["--top-k", "-1"], "argument --top-k: expected an integer >= 0, got '-1'"),
+        (["--d-model", "10", "--n-heads", "4"], "--d-model 10 must be a multiple of --n-heads 4"),
+        (["--n-chars", "100"], "the held-out text (10 characters) needs more than --seq-len 64"),
+        (["--n-chars", "5000", "--prompt", "ÿdef€"], "characters 'ÿ€' are not in the vocabulary"),
+    ],
+)
+def test_issue_3_char_transformer_cli_rejects_bad_values(argv, message, load_example, capsys):
+    # Each used to end in a traceback (a warmup_steps error for --steps 0, a bare KeyError
+    # for the prompt, a ValueError after training for --temperature 0).
+    ct = load_example("char_transformer")
+    with pytest.raises(SystemExit) as info:
+        ct.main(argv + ["--no-progress"])
+    assert info.value.code == 2  # argparse's usage error, before any training
+    assert message in capsys.readouterr().err
+
+
+def test_issue_3_char_transformer_encode_names_unknown_characters(load_example):
+    ct = load_example("char_transformer")
+    data = ct.make_dataset("abcab" * 20)
+    assert data.unknown("axbyx") == "xy"
+    with pytest.raises(ValueError, match=r"characters 'xy' are not in the vocabulary of 3"):
+        data.encode("axbyx")

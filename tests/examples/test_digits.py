@@ -28,3 +28,20 @@ def test_digits_split_is_fixed(load_example):
     b = digits.load_data(0)
     assert a[0].shape == (1437, 64) and a[1].shape == (360, 64)
     np.testing.assert_array_equal(a[3], b[3])
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--epochs", "0"], "argument --epochs: expected a positive integer, got '0'"),
+        (["--batch-size", "x"], "argument --batch-size: expected a positive integer, got 'x'"),
+        (["--lr", "-1"], "argument --lr: expected a positive number, got '-1'"),
+    ],
+)
+def test_issue_3_digits_cli_rejects_bad_values(argv, message, load_example, capsys, tmp_path):
+    # --epochs 0 used to end in a traceback from the learning-rate schedule.
+    digits = load_example("digits")
+    with pytest.raises(SystemExit) as info:
+        digits.main(argv + ["--out", str(tmp_path)])
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err

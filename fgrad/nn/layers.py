@@ -36,6 +36,7 @@ from fgrad.errors import DTypeError, ShapeError
 from fgrad.nn._activations import relu
 from fgrad.nn.initializers import Initializer, glorot_uniform, normal, ones, zeros
 from fgrad.ops import conv as _conv
+from fgrad.ops import nn as _nn
 from fgrad.tensor import Tensor
 
 __all__ = [
@@ -291,13 +292,31 @@ def dropout(x: Any, rate: float, *, key: Any) -> Tensor:
     return fnp.where(keep, x * (1.0 / (1.0 - rate)), 0.0)
 
 
+def _fused_norm(x: Any, axis: Any, *params: Any) -> bool:
+    """The fused ops apply: a real floating ``x`` normalised over its last axis, with
+    parameters of its dtype and of shape ``()`` or ``(d_model,)`` (or None)."""
+    dtype = getattr(x, "dtype", None)
+    shape = tuple(getattr(x, "shape", ()))
+    if dtype is None or np.dtype(dtype).kind != "f" or not shape or not shape[-1]:
+        return False
+    if not isinstance(axis, (int, np.integer)) or axis not in (-1, len(shape) - 1):
+        return False
+    return all(
+        p is None or (getattr(p, "dtype", None) == dtype and tuple(p.shape) in ((), shape[-1:]))
+        for p in params
+    )
+
+
 def layer_norm(
     x: Any, scale: Any = None, bias: Any = None, *, eps: float = 1e-5, axis: int = -1
 ) -> Tensor:
     """Normalise ``x`` to zero mean and unit variance over ``axis``, then scale and shift.
 
     ``y = (x - mean) / sqrt(var + eps) * scale + bias`` with the biased (``1/n``) variance,
-    as in the paper and PyTorch.
+    as in the paper and PyTorch. Over the last axis, with ``(d_model,)`` parameters of
+    ``x``'s dtype, it runs as two fused ops (:func:`fgrad.ops.nn.standardize` and
+    :func:`fgrad.ops.nn.scale_shift`) whose backward is the analytic one; otherwise as a
+    composition of ops.
 
     Args:
         x: ``(..., d_model)`` floating Tensor.
@@ -316,6 +335,11 @@ def layer_norm(
     References:
         Ba, Kiros and Hinton, "Layer Normalization", 2016, arXiv:1607.06450, eq. 4.
     """
+    if _fused_norm(x, axis, scale, bias):
+        xhat, _ = _nn.standardize(x, eps=float(eps))
+        if scale is None and bias is None:
+            return xhat
+        return _nn.scale_shift(xhat, 1.0 if scale is None else scale, 0.0 if bias is None else bias)
     mean = fnp.mean(x, axis=axis, keepdims=True)
     centred = x - mean
     var = fnp.mean(centred * centred, axis=axis, keepdims=True)
@@ -410,7 +434,8 @@ class Linear:
     def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
         y = fnp.matmul(x, _param(params, "weight", "Linear"))
         if self.use_bias:
-            y = y + _param(params, "bias", "Linear")
+            # bias_add: x + bias, whose bias gradient is one matrix-vector product.
+            y = _nn.bias_add(y, _param(params, "bias", "Linear"))
         return y
 
 

@@ -30,7 +30,6 @@ import argparse
 import math
 import os
 import pathlib
-import sys
 import time
 from dataclasses import dataclass
 
@@ -381,7 +380,7 @@ def _progress(total: int, enabled: bool):
         tqdm = None
     if tqdm is None or not enabled:
         return _Silent()
-    return tqdm(total=total, desc="train", unit="step", file=sys.stdout)
+    return tqdm(total=total, desc="train", unit="step")  # stderr, so printed results stay clean in logs
 
 
 class _Silent:

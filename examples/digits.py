@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import math
 import pathlib
-import sys
 import time
 
 import numpy as np
@@ -119,7 +118,7 @@ def _progress(total: int, desc: str, enabled: bool):
         tqdm = None
     if tqdm is None or not enabled:
         return _Silent()
-    return tqdm(total=total, desc=desc, unit="epoch", file=sys.stdout)
+    return tqdm(total=total, desc=desc, unit="epoch")  # stderr, so printed results stay clean in logs
 
 
 class _Silent:

@@ -318,6 +318,8 @@ def _defer(op: Op, x: Any, y: Any) -> Any:
     fgrad does not compute with, so Python tries the other operand's method and
     ``x == None`` is False rather than an error (as JAX's operators do). Lists and tuples
     of numbers are arrays, as in numpy (else ``x * [1, 2]`` would repeat the list)."""
+    if isinstance(x, Tracer) or isinstance(y, Tracer):  # the traced path: no type survey
+        return bind(op, (x, y), {})
     if type(x) in (list, tuple):
         x = _from_sequence(x)
     if type(y) in (list, tuple):

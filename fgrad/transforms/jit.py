@@ -31,7 +31,7 @@ from fgrad._config import config
 from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
 from fgrad.core.trace import Tracer, new_trace
 from fgrad.tensor import ShapeDtype, Tensor, _wrap
-from fgrad.transforms.passes import optimize
+from fgrad.transforms.passes import exact_key, optimize
 
 __all__ = ["jit"]
 
@@ -153,7 +153,7 @@ def _ufunc_form(op: Any, params: dict, n_inputs: int) -> tuple | None:
 
 def _matmul_rows(x: Any, y: Any, out: Any = None) -> Any:
     """``(..., m, k) @ (k, n)`` as one ``(rows, k) @ (k, n)`` BLAS call, not one per batch."""
-    rows = x.reshape(-1, x.shape[-1])
+    rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])  # not -1: k may be 0
     if out is None:
         return np.matmul(rows, y).reshape(x.shape[:-1] + y.shape[-1:])
     np.matmul(rows, y, out=out.reshape(rows.shape[0], y.shape[-1]))
@@ -522,7 +522,7 @@ def _walk(x: Any, datas: list, sig: list) -> Any:
         keys = sorted(x)
         return (dict, tuple(keys), *[_walk(x[k], datas, sig) for k in keys])
     if t in _SCALARS:
-        sig.append((t, x))
+        sig.append((t, exact_key(x)))  # 0.0 and -0.0 compile differently
         return 1
     if t is np.ndarray:
         datas.append(x.copy())  # the caller may reuse its buffer: outputs must not alias it
@@ -542,7 +542,7 @@ def _output_builder(out_tree: Any) -> Callable:
 
 def _signature_leaf(x: Any) -> Any:
     if type(x) in _SCALARS:
-        return ("static", type(x), x)  # Python scalars are baked into the trace
+        return ("static", type(x), exact_key(x))  # Python scalars are baked into the trace
     if isinstance(x, Tracer):
         return ("aval", x.aval)
     data = x._data if isinstance(x, Tensor) else x
@@ -667,7 +667,7 @@ def jit(
                 return entry[1](entry[0].run(datas))
         nums, static, dyn_args, dyn_kwargs = split(args, kwargs)
         leaves, in_tree = tree.flatten((dyn_args, dyn_kwargs))
-        key = (in_tree, static, tuple(_signature_leaf(x) for x in leaves))
+        key = (in_tree, exact_key(static), tuple(_signature_leaf(x) for x in leaves))
         entry = cache.get(key)
         if entry is None:
             graph, program = build(nums, static, dyn_args, dyn_kwargs, leaves, in_tree, key)
@@ -692,7 +692,7 @@ def jit(
     def graph_for(*args: Any, **kwargs: Any) -> Graph:
         nums, static, dyn_args, dyn_kwargs = split(args, kwargs)
         leaves, in_tree = tree.flatten((dyn_args, dyn_kwargs))
-        key = (in_tree, static, tuple(_signature_leaf(x) for x in leaves))
+        key = (in_tree, exact_key(static), tuple(_signature_leaf(x) for x in leaves))
         entry = cache.get(key) or build(nums, static, dyn_args, dyn_kwargs, leaves, in_tree, key)
         return entry[0]
 

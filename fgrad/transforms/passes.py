@@ -7,6 +7,7 @@ Every pass keeps the graph's inputs, outputs and results; tests in
 from __future__ import annotations
 
 import math
+import struct
 from typing import Any
 
 import numpy as np
@@ -86,11 +87,23 @@ def dce(graph: Graph) -> Graph:
     return _rebuild(graph, kept)
 
 
+def exact_key(x: Any) -> Any:
+    """A hashable key that tells apart what ``==`` confuses: ``0.0`` and ``-0.0`` (keyed by
+    their bits, so equal NaNs also match). Tuples are keyed element by element."""
+    if type(x) is float:
+        return (float, struct.pack("<d", x))
+    if type(x) is complex:
+        return (complex, struct.pack("<dd", x.real, x.imag))
+    if type(x) is tuple:
+        return tuple(exact_key(v) for v in x)
+    return x
+
+
 def _const_key(x: Any) -> Any:
     if isinstance(x, Var):
         return ("var", id(x))
     if isinstance(x, (bool, int, float, complex)):
-        return ("py", type(x), x)
+        return ("py", type(x), exact_key(x))
     # Large constants are compared by identity: equal-valued copies are rare and costly to hash.
     return ("obj", id(x))
 
@@ -110,7 +123,8 @@ def cse(graph: Graph) -> Graph:
             in_keys = tuple(_const_key(v) for v in inputs)
             if node.op.name in _COMMUTATIVE and len(in_keys) == 2:
                 in_keys = tuple(sorted(in_keys, key=repr))
-            key = (node.op.name, in_keys, tuple(sorted(node.params.items())))
+            params = tuple(sorted((k, exact_key(v)) for k, v in node.params.items()))
+            key = (node.op.name, in_keys, params)
             hash(key)
         except TypeError:  # unhashable params: keep the node as it is
             key = None

@@ -22,7 +22,7 @@ import numpy as np
 from fgrad import dtypes, tree
 from fgrad.core.op import LINEAR
 from fgrad.core.trace import Trace, Tracer, new_trace
-from fgrad.errors import ShapeError
+from fgrad.errors import ConcretizationError, ShapeError
 from fgrad.ops.elementwise import add, astype, full_like, real
 from fgrad.ops.shape import broadcast_to, sum_to_shape
 from fgrad.tensor import ShapeDtype, Tensor, asarray
@@ -209,19 +209,9 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
         >>> f_vjp(fnp.ones(2))
         (Tensor([1.        , 0.54030231], dtype=float64),)
     """
-    leaves, in_tree = tree.flatten(primals)
-    leaves = [_as_input(x, "vjp") for x in leaves]
-    with new_trace(ReverseTrace()) as trace:
-        inputs = [
-            ReverseTracer(trace, x, _Node(None, (), {}, x, ()), None) if _is_inexact(x) else x
-            for x in leaves
-        ]
-        result = f(*tree.unflatten(in_tree, inputs))
-        if has_aux:
-            result, aux = _split_aux(result)
-        out_leaves, out_tree = tree.flatten(result)
-    out_primals = [_lower(o, trace) for o in out_leaves]
-    primals_out = tree.unflatten(out_tree, out_primals)
+    rec = _Recording(f, primals, has_aux, "vjp")
+    out_tree, out_leaves, trace = rec.out_tree, rec.out_leaves, rec.trace
+    primals_out = tree.unflatten(out_tree, [_lower(o, trace) for o in out_leaves])
 
     def vjp_fn(cotangents: Any) -> tuple:
         ct_leaves, ct_tree = tree.flatten(cotangents)
@@ -240,14 +230,58 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
                 )
             if type(o) is ReverseTracer and o._trace is trace:
                 seeds.append((o.node, o.index, _fit(ct, aval)))
+        return rec.pull(seeds)
+
+    return (primals_out, vjp_fn, rec.aux) if has_aux else (primals_out, vjp_fn)
+
+
+class _Recording:
+    """``f`` run once under a fresh reverse trace: its inputs, outputs and tape."""
+
+    __slots__ = ("trace", "leaves", "in_tree", "inputs", "out_leaves", "out_tree", "aux")
+
+    def __init__(self, f: Callable, primals: tuple, has_aux: bool, name: str):
+        leaves, self.in_tree = tree.flatten(primals)
+        self.leaves = leaves = [_as_input(x, name) for x in leaves]
+        with new_trace(ReverseTrace()) as trace:
+            self.inputs = inputs = [
+                ReverseTracer(trace, x, _Node(None, (), {}, x, ()), None) if _is_inexact(x) else x
+                for x in leaves
+            ]
+            result = f(*tree.unflatten(self.in_tree, inputs))
+            if has_aux:
+                result, aux = _split_aux(result)
+            self.out_leaves, self.out_tree = tree.flatten(result)
+        self.trace = trace
+        self.aux = _lower_tree(aux, trace) if has_aux else None
+
+    def pull(self, seeds: list) -> Any:
+        """Cotangents of the inputs (in their structure) from (node, index, ct) seeds."""
         leaf_cts = _backward(seeds)
         out = []
-        for x, inp in zip(leaves, inputs):
+        for x, inp in zip(self.leaves, self.inputs):
             ct = leaf_cts.get(inp.node) if type(inp) is ReverseTracer else None
             out.append(full_like(x, fill_value=0, dtype=None) if ct is None else ct)
-        return tree.unflatten(in_tree, out)
+        return tree.unflatten(self.in_tree, out)
 
-    return (primals_out, vjp_fn, _lower_tree(aux, trace)) if has_aux else (primals_out, vjp_fn)
+
+_LEAF_TREE = tree.structure(0)
+
+
+def _one_like(x: Any) -> Any:
+    """The seed cotangent 1 for a scalar output, without an op call when x is on numpy."""
+    data = x
+    while isinstance(data, Tracer):
+        try:
+            data = data._concrete()
+        except ConcretizationError:  # abstract (jit): build it with an op on the tracer
+            return full_like(x, fill_value=1, dtype=None)
+    data = data._data if isinstance(data, Tensor) else data
+    if isinstance(data, (np.ndarray, np.generic)):
+        t = object.__new__(Tensor)
+        t._data = np.ones((), dtype=data.dtype)
+        return t
+    return full_like(x, fill_value=1, dtype=None)
 
 
 def _as_input(x: Any, name: str) -> Any:
@@ -369,22 +403,28 @@ def value_and_grad(
         if not allow_int or holomorphic:
             _check_diff_inputs([args[n] for n in nums], nums, "grad", holomorphic)
 
-        res = vjp(partial_args(f, args, nums, kwargs), *[args[n] for n in nums], has_aux=has_aux)
-        out, f_vjp = res[0], res[1]
-        if not isinstance(out, Tensor):
+        rec = _Recording(
+            partial_args(f, args, nums, kwargs), tuple(args[n] for n in nums), has_aux, "grad"
+        )
+        traced = rec.out_leaves[0] if rec.out_tree.num_leaves == 1 else None
+        out = _lower(traced, rec.trace) if traced is not None else None
+        if out is not None and not isinstance(out, Tensor):
             out = asarray(out) if isinstance(out, (int, float, np.ndarray, np.generic)) else out
-        aval = _aval(out) if isinstance(out, Tensor) else None
+        aval = _aval(out) if isinstance(out, Tensor) and rec.out_tree == _LEAF_TREE else None
         ok_dtype = dtypes.is_inexact if holomorphic else dtypes.is_floating
         if aval is None or aval.shape != () or not ok_dtype(aval.dtype):
-            got = aval if aval is not None else type(out).__name__
+            got = aval if aval is not None else type(tree.unflatten(rec.out_tree, rec.out_leaves)).__name__
             raise TypeError(
                 f"grad requires a function with a scalar real floating output; it returned "
                 f"{got}. Use fgrad.vjp or fgrad.jacrev for non-scalar outputs, and take the real "
                 "part (or use holomorphic differentiation) for complex ones"
             )
-        grads = f_vjp(full_like(out, fill_value=1, dtype=None))
+        seeds = []
+        if type(traced) is ReverseTracer and traced._trace is rec.trace:
+            seeds.append((traced.node, traced.index, _one_like(out)))
+        grads = rec.pull(seeds)
         grads = grads[0] if isinstance(argnums, int) else grads
-        return ((out, res[2]), grads) if has_aux else (out, grads)
+        return ((out, rec.aux), grads) if has_aux else (out, grads)
 
     value_and_grad_f.__name__ = f"value_and_grad({getattr(f, '__name__', 'f')})"
     value_and_grad_f.__wrapped__ = f

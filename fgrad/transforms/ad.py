@@ -45,10 +45,12 @@ def _is_inexact(x: Any) -> bool:
     return dtype.kind in "fc"
 
 
-def _fit(value: Any, aval: ShapeDtype) -> Any:
-    """Bring a tangent or cotangent to ``aval``: undo broadcasting, match the dtype."""
-    if tuple(value.shape) != aval.shape:
-        value = sum_to_shape(value, aval.shape)
+def _fit(value: Any, aval: Any) -> Any:
+    """Bring a cotangent to ``aval`` (anything with shape and dtype: an aval, a Tensor):
+    undo broadcasting, match the dtype."""
+    shape = tuple(aval.shape)
+    if tuple(value.shape) != shape:
+        value = sum_to_shape(value, shape)
     if value.dtype != aval.dtype:
         if dtypes.is_complex(value.dtype) and not dtypes.is_complex(aval.dtype):
             value = real(value)  # a real primal's derivative is real (JAX's convention)
@@ -182,7 +184,7 @@ def _backward(seeds: list[tuple[_Node, Any, Any]]) -> dict:
         for i, parent, k, value in in_cts:
             if value is None:
                 continue
-            _accumulate(cts, parent, k, _fit(value, _aval(node.primals[i])))
+            _accumulate(cts, parent, k, _fit(value, node.primals[i]))
     return leaf_cts
 
 
@@ -240,9 +242,13 @@ class _Recording:
 
     __slots__ = ("trace", "leaves", "in_tree", "inputs", "out_leaves", "out_tree", "aux")
 
-    def __init__(self, f: Callable, primals: tuple, has_aux: bool, name: str):
+    def __init__(
+        self, f: Callable, primals: tuple, has_aux: bool, name: str, on_int: Callable | None = None
+    ):
         leaves, self.in_tree = tree.flatten(primals)
         self.leaves = leaves = [_as_input(x, name) for x in leaves]
+        if on_int is not None and not all(_is_inexact(x) for x in leaves):
+            on_int()  # raises the error that names the integer argument
         with new_trace(ReverseTrace()) as trace:
             self.inputs = inputs = [
                 ReverseTracer(trace, x, _Node(None, (), {}, x, ()), None) if _is_inexact(x) else x
@@ -400,12 +406,11 @@ def value_and_grad(
 
     def value_and_grad_f(*args: Any, **kwargs: Any):
         nums = _normalize_argnums(argnums, len(args), "grad")
-        if not allow_int or holomorphic:
-            _check_diff_inputs([args[n] for n in nums], nums, "grad", holomorphic)
-
-        rec = _Recording(
-            partial_args(f, args, nums, kwargs), tuple(args[n] for n in nums), has_aux, "grad"
-        )
+        diff_args = tuple(args[n] for n in nums)
+        if holomorphic:
+            _check_diff_inputs(diff_args, nums, "grad", holomorphic)
+        on_int = None if allow_int else lambda: _check_diff_inputs(diff_args, nums, "grad")
+        rec = _Recording(partial_args(f, args, nums, kwargs), diff_args, has_aux, "grad", on_int)
         traced = rec.out_leaves[0] if rec.out_tree.num_leaves == 1 else None
         out = _lower(traced, rec.trace) if traced is not None else None
         if out is not None and not isinstance(out, Tensor):

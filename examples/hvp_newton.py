@@ -309,17 +309,41 @@ def _print_history(history: History, every: int) -> None:
             )
 
 
+def _count(text: str) -> int:
+    """argparse type: an int >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _nonneg_float(text: str) -> float:
+    """argparse type: a finite float >= 0."""
+    value = float(text)
+    if not (value >= 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def _pos_float(text: str) -> float:
+    """argparse type: a finite float > 0."""
+    value = _nonneg_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be > 0")
+    return value
+
+
 def main(argv=None) -> dict:
     """Parse options, run Newton-CG and gradient descent, print both; returns their histories."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--l2", type=float, default=1e-3, help="L2 regularisation strength")
-    parser.add_argument("--newton-iters", type=int, default=10, help="Newton-CG outer iterations")
+    parser.add_argument("--l2", type=_nonneg_float, default=1e-3, help="L2 regularisation strength")
+    parser.add_argument("--newton-iters", type=_count, default=10, help="Newton-CG outer iterations")
     parser.add_argument(
-        "--cg-iters", type=int, default=10, help="most CG iterations per Newton step"
+        "--cg-iters", type=_count, default=10, help="most CG iterations per Newton step"
     )
-    parser.add_argument("--gd-iters", type=int, default=300, help="gradient-descent iterations")
+    parser.add_argument("--gd-iters", type=_count, default=300, help="gradient-descent iterations")
     parser.add_argument(
-        "--lr", type=float, default=None, help="gradient-descent step (default 1/L)"
+        "--lr", type=_pos_float, default=None, help="gradient-descent step (default 1/L)"
     )
     parser.add_argument(
         "--hvp",
@@ -329,7 +353,7 @@ def main(argv=None) -> dict:
     )
     parser.add_argument(
         "--print-every",
-        type=int,
+        type=_count,
         default=None,
         help="print every k-th gradient-descent iteration (default: 20 rows)",
     )

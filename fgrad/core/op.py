@@ -17,7 +17,7 @@ import numpy as np
 
 from fgrad import backend
 from fgrad.core.trace import Tracer, bind
-from fgrad.tensor import ShapeDtype, Tensor
+from fgrad.tensor import ShapeDtype, Tensor, asarray
 
 __all__ = ["Op", "Check", "defop", "REGISTRY", "LINEAR"]
 
@@ -305,8 +305,6 @@ def _unary_entry(op: Op) -> Callable:
 
 
 def _from_sequence(seq: Any) -> Any:
-    from fgrad.tensor import asarray
-
     try:
         return asarray(seq)
     except (TypeError, ValueError):

@@ -153,8 +153,11 @@ def concrete_value(x: Any) -> Any:
     return x._data if isinstance(x, Tensor) else x
 
 
-def top_trace(args: Any, what: str = "an op") -> Trace | None:
+def top_trace(args: Any, what: Any = "an op") -> Trace | None:
     """The innermost live trace owning one of ``args`` (None when none is traced).
+
+    ``what`` names the caller in the error: a string, or an op (formatted only on error,
+    since this runs for every traced op).
 
     Raises:
         TracerLeakError: one of ``args`` is a tracer of a transform that has returned.
@@ -164,6 +167,8 @@ def top_trace(args: Any, what: str = "an op") -> Trace | None:
         if isinstance(a, Tracer):
             trace = a._trace
             if not trace.alive:
+                if not isinstance(what, str):
+                    what = f"op {what.name!r}"
                 raise TracerLeakError(
                     f"{what} got a tracer {a.aval} whose transform "
                     f"({type(trace).__name__}) has already returned; return values out of the "
@@ -176,4 +181,4 @@ def top_trace(args: Any, what: str = "an op") -> Trace | None:
 
 def bind(op: Any, args: tuple, params: dict) -> Any:
     """Hand ``op(*args, **params)`` to the innermost trace that owns one of ``args``."""
-    return top_trace(args, f"op {op.name!r}").process(op, args, params)
+    return top_trace(args, op).process(op, args, params)

@@ -79,9 +79,46 @@ def sum_to_shape(ct, shape: tuple):
     return reshape(out, shape=tuple(shape)) if tuple(out.shape) != tuple(shape) else out
 
 
+def _broadcast_kernel(xp, x, *, shape):
+    if xp is np:
+        view = _np_broadcast_view(x, tuple(shape))
+        if view is not None:
+            return view
+    return xp.broadcast_to(x, shape)
+
+
+def _np_broadcast_view(x, shape: tuple):
+    """``np.broadcast_to(x, shape)`` built directly as a strided view, or None to fall back.
+
+    numpy's own function goes through ``nditer`` in Python (~2.4 us); this is ~0.7 us, and
+    every reduction's gradient broadcasts its cotangent. Only for a contiguous ``x`` (the
+    buffer protocol refuses others) and shapes that broadcast; the view is read-only, as
+    numpy's.
+    """
+    if not isinstance(x, (np.ndarray, np.generic)):
+        return None
+    lead = len(shape) - x.ndim
+    if lead < 0:
+        return None
+    strides = [0] * lead
+    for d, s, t in zip(x.shape, x.strides, shape[lead:]):
+        if d == t:
+            strides.append(s)
+        elif d == 1:
+            strides.append(0)
+        else:
+            return None
+    try:
+        view = np.ndarray(shape, x.dtype, x, 0, tuple(strides))
+    except (TypeError, ValueError, BufferError):
+        return None
+    view.flags.writeable = False
+    return view
+
+
 broadcast_to = defop(
     "broadcast_to",
-    kernel=lambda xp, x, *, shape: xp.broadcast_to(x, shape),
+    kernel=_broadcast_kernel,
     aval=_broadcast_to_aval,
     jvp=LINEAR,
     vjp=(lambda ct, out, x, *, shape: sum_to_shape(ct, x.shape),),

@@ -14,6 +14,7 @@ op runs (JAX's ``JVPTrace``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -237,6 +238,14 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
     return (primals_out, vjp_fn, rec.aux) if has_aux else (primals_out, vjp_fn)
 
 
+_LEAF_TREE = tree.structure(0)
+
+
+@functools.cache
+def _tuple_tree(n: int) -> tree.TreeDef:
+    return tree.structure((0,) * n)
+
+
 class _Recording:
     """``f`` run once under a fresh reverse trace: its inputs, outputs and tape."""
 
@@ -245,8 +254,12 @@ class _Recording:
     def __init__(
         self, f: Callable, primals: tuple, has_aux: bool, name: str, on_int: Callable | None = None
     ):
-        leaves, self.in_tree = tree.flatten(primals)
-        self.leaves = leaves = [_as_input(x, name) for x in leaves]
+        if all(type(p) is Tensor for p in primals):  # the common call: skip the pytree walk
+            leaves, self.in_tree = list(primals), _tuple_tree(len(primals))
+        else:
+            leaves, self.in_tree = tree.flatten(primals)
+            leaves = [_as_input(x, name) for x in leaves]
+        self.leaves = leaves
         if on_int is not None and not all(_is_inexact(x) for x in leaves):
             on_int()  # raises the error that names the integer argument
         with new_trace(ReverseTrace()) as trace:
@@ -257,7 +270,10 @@ class _Recording:
             result = f(*tree.unflatten(self.in_tree, inputs))
             if has_aux:
                 result, aux = _split_aux(result)
-            self.out_leaves, self.out_tree = tree.flatten(result)
+            if isinstance(result, Tensor):
+                self.out_leaves, self.out_tree = [result], _LEAF_TREE
+            else:
+                self.out_leaves, self.out_tree = tree.flatten(result)
         self.trace = trace
         self.aux = _lower_tree(aux, trace) if has_aux else None
 
@@ -269,9 +285,6 @@ class _Recording:
             ct = leaf_cts.get(inp.node) if type(inp) is ReverseTracer else None
             out.append(full_like(x, fill_value=0, dtype=None) if ct is None else ct)
         return tree.unflatten(self.in_tree, out)
-
-
-_LEAF_TREE = tree.structure(0)
 
 
 def _one_like(x: Any) -> Any:
@@ -410,7 +423,11 @@ def value_and_grad(
         if holomorphic:
             _check_diff_inputs(diff_args, nums, "grad", holomorphic)
         on_int = None if allow_int else lambda: _check_diff_inputs(diff_args, nums, "grad")
-        rec = _Recording(partial_args(f, args, nums, kwargs), diff_args, has_aux, "grad", on_int)
+        if not kwargs and len(nums) == len(args) and nums == tuple(range(len(args))):
+            f_diff = f  # every argument differentiated, in order: no wrapper needed
+        else:
+            f_diff = partial_args(f, args, nums, kwargs)
+        rec = _Recording(f_diff, diff_args, has_aux, "grad", on_int)
         traced = rec.out_leaves[0] if rec.out_tree.num_leaves == 1 else None
         out = _lower(traced, rec.trace) if traced is not None else None
         if out is not None and not isinstance(out, Tensor):

@@ -187,3 +187,36 @@ def test_pad_reflect_single_element_and_empty_widths():
         _same(fnp.pad(fnp.array([2.0]), 3, mode=mode), np.pad([2.0], 3, mode=mode))
     x = fnp.ones((2, 2))
     assert fnp.pad(x, 0) is x
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        np.float32(2.0),  # a numpy scalar (what a full reduction returns)
+        np.array(1.5),
+        np.arange(3.0),
+        np.ones((2, 1), np.float32),
+        np.asfortranarray(RNG.standard_normal((3, 1))),
+        np.arange(6.0)[::2],  # not contiguous: falls back to np.broadcast_to
+        np.ones((2, 0)),
+    ],
+    ids=lambda x: f"{type(x).__name__}{np.shape(x)}",
+)
+@pytest.mark.parametrize("shape", [(4, 2, 3), (2, 3), (3,), (2, 1), (5, 2, 0)])
+def test_broadcast_kernel_is_numpys_broadcast_to(x, shape):
+    # The numpy kernel builds the view itself (faster than np.broadcast_to); it must give
+    # the same values, shape and dtype, stay read-only, and reject what numpy rejects.
+    try:
+        want = np.broadcast_to(x, shape)
+    except ValueError:
+        with pytest.raises(ShapeError, match="broadcast_to"):
+            fnp.broadcast_to(fnp.asarray(x), shape)
+        return
+    from fgrad.ops.shape import _broadcast_kernel
+
+    got = _broadcast_kernel(np, x, shape=shape)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    assert not got.flags.writeable
+    if isinstance(x, np.ndarray) and x.size:
+        assert np.shares_memory(got, x)  # a view, not a copy

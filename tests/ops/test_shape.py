@@ -218,5 +218,5 @@ def test_broadcast_kernel_is_numpys_broadcast_to(x, shape):
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
     assert not got.flags.writeable
-    if isinstance(x, np.ndarray) and x.size:
+    if isinstance(x, np.ndarray) and got.size:
         assert np.shares_memory(got, x)  # a view, not a copy

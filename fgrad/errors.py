@@ -31,3 +31,7 @@ class MutationError(FgradError, TypeError):
 
 class NaNError(FgradError, FloatingPointError):
     """With ``fgrad.config.debug_nans``: an op produced NaN from inputs without NaN."""
+
+
+class DeletedError(FgradError, RuntimeError):
+    """A Tensor was used after being donated to a jitted function (``donate_argnums``)."""

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from fgrad import backend, tree
-from fgrad.errors import MutationError
+from fgrad.errors import DeletedError, MutationError
 
 __all__ = ["Tensor", "ShapeDtype", "asarray", "device_put"]
 
@@ -26,6 +26,32 @@ def _ndim(self) -> int:
 def _size(self) -> int:
     """The number of elements."""
     return math.prod(self.shape)
+
+
+class Donated:
+    """Stands in for the data of a Tensor donated to ``jit`` (``donate_argnums``).
+
+    The jitted function may have written its outputs into that buffer, so any use of the
+    old Tensor (an op, ``.shape``, ``np.asarray``) raises DeletedError instead of showing
+    other values. Reference: JAX's buffer donation, where a donated array is deleted.
+    """
+
+    __slots__ = ("_where",)
+
+    def __init__(self, where: str):
+        self._where = where
+
+    def _raise(self, *args: Any, **kwargs: Any):
+        raise DeletedError(
+            f"this Tensor was donated to {self._where} (donate_argnums) and may have been "
+            "overwritten by its outputs; use the function's results instead, or do not "
+            "donate arguments you use again"
+        )
+
+    def __getattr__(self, name: str):
+        self._raise()
+
+    __array__ = __array_ufunc__ = __array_function__ = __len__ = __iter__ = _raise
 
 
 class ShapeDtype(NamedTuple):
@@ -187,6 +213,8 @@ class Tensor:
     __hash__ = None  # like numpy arrays: equality is elementwise, so no hash
 
     def __repr__(self) -> str:
+        if type(self._data) is Donated:
+            return "Tensor(<donated>)"
         data = np.asarray(self)
         body = np.array2string(data, separator=", ", prefix="Tensor(")
         dev = "" if self.device == backend.CPU else f", device={self.device}"

@@ -20,6 +20,7 @@ import functools
 import inspect
 import logging
 import math
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -30,7 +31,7 @@ from fgrad import backend, tree
 from fgrad._config import config
 from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
 from fgrad.core.trace import Tracer, new_trace
-from fgrad.tensor import ShapeDtype, Tensor, _wrap
+from fgrad.tensor import Donated, ShapeDtype, Tensor, _wrap
 from fgrad.transforms.passes import exact_key, optimize
 
 __all__ = ["jit"]
@@ -335,12 +336,80 @@ def _step_forms(graph: Graph, xp: Any) -> list[tuple]:
     return forms
 
 
+def _donation_plan(graph: Graph, forms: list[tuple], donated: tuple[int, ...]) -> dict[int, int]:
+    """Which outputs to write into donated inputs' arrays: ``{id(output var): input index}``.
+
+    An input's array may take an output of the same shape and dtype once nothing reads the
+    input any more (nor a view of it: an op not known to allocate is taken to return a
+    view, as for the arena), or at that very step when the step is elementwise and may
+    run in place. Inputs that an output views are never reused.
+    """
+    if not donated:
+        return {}
+    nodes = graph.nodes
+    alias = {id(graph.invars[i]): frozenset((i,)) for i in donated}
+    read_until = dict.fromkeys(donated, -1)
+    step_of: dict[int, int] = {}
+    for k, (node, form) in enumerate(zip(nodes, forms)):
+        seen = frozenset().union(
+            *(alias.get(id(v), ()) for v in node.inputs if isinstance(v, Var))
+        )
+        for i in seen:
+            read_until[i] = k
+        fresh = node.op.name in _FRESH or form[0] in ("ufunc", "matmul_rows", "where0")
+        if seen and not fresh:
+            for v in node.outputs:
+                alias[id(v)] = seen
+        step_of[id(node.outputs[0])] = k
+    for v in graph.outvars:
+        for i in alias.get(id(v), ()) if isinstance(v, Var) else ():
+            read_until[i] = len(nodes)  # the output is (a view of) the input itself
+    plan: dict[int, int] = {}
+    free = list(donated)
+    for v in graph.outvars:
+        k = step_of.get(id(v)) if isinstance(v, Var) else None
+        if k is None or id(v) in plan:
+            continue
+        node, form = nodes[k], forms[k]
+        if node.op.multiple_results or form[0] == "kernel" or form[-1] == "small":
+            continue
+        for i in free:
+            end = read_until[i]
+            if graph.invars[i].aval == v.aval and (end < k or (end == k and form[0] == "ufunc")):
+                plan[id(v)] = i
+                free.remove(i)
+                break
+    return plan
+
+
+# References to a donated array when _Program.run checks it: the Tensor's, the argument
+# list's, the local name's and getrefcount's own. One more means a view or another Tensor
+# shares the buffer, which must then not change.
+_OWN_REFS = 4
+
+
+def _claim(datas: list, i: int) -> None:
+    """Make ``datas[i]`` an array the program may overwrite: the donated one when nothing
+    else can see its memory, else a private copy."""
+    d = datas[i]
+    if not (
+        type(d) is np.ndarray
+        and d.base is None
+        and d.flags.writeable
+        and d.flags.c_contiguous
+        and sys.getrefcount(d) <= _OWN_REFS
+    ):
+        datas[i] = np.array(d, order="C", copy=True)
+
+
 class _Program:
     """A graph compiled to one Python function over backend arrays (see the notes above)."""
 
-    __slots__ = ("_buffers", "_fn", "_layout", "_lock", "arena_bytes", "graph", "source")
+    __slots__ = (
+        "_buffers", "_claims", "_fn", "_layout", "_lock", "arena_bytes", "graph", "source"
+    )
 
-    def __init__(self, graph: Graph, xp: Any):
+    def __init__(self, graph: Graph, xp: Any, donated: tuple[int, ...] = ()):
         self.graph = graph
         nodes = graph.nodes
         ns: dict[str, Any] = {"xp": xp}
@@ -392,6 +461,8 @@ class _Program:
                 for v in node.outputs:
                     roots[id(v)] = r
         managed = candidates - frozenset().union(*(roots.get(i, ()) for i in outputs))
+        donation = _donation_plan(graph, forms, donated if xp is np else ())
+        self._claims = tuple(sorted(set(donation.values())))
         busy_end: dict[int, int] = {}  # buffered value -> last step any alias of it is read
         for k, node in enumerate(nodes):
             for v in node.outputs:
@@ -433,6 +504,8 @@ class _Program:
                     buffer_of[id(o)] = len(layout)
                     layout.append((offset_of[id(o)], tuple(o.aval.shape), np.dtype(o.aval.dtype)))
                 buf = f"b{buffer_of[id(o)]}"
+            elif id(o) in donation:
+                buf = names[id(graph.invars[donation[id(o)]])]
             args = [ref(v) for v in node.inputs]
             for v in node.outputs:
                 names[id(v)] = f"v{len(names)}"
@@ -489,6 +562,8 @@ class _Program:
         ]
 
     def run(self, datas: list) -> list:
+        for i in self._claims:
+            _claim(datas, i)
         if not self._layout:
             return self._fn(datas, ())
         if not self._lock.acquire(blocking=False):
@@ -579,7 +654,13 @@ def jit(
         f: a pure function of pytrees of Tensors.
         static_argnums: positional arguments treated as compile-time constants (hashable).
         static_argnames: keyword arguments treated as compile-time constants (hashable).
-        donate_argnums: accepted for JAX compatibility; numpy buffers are never donated.
+        donate_argnums: positional arguments whose Tensors the call consumes, as in JAX:
+            on numpy an output of the same shape and dtype is written into a donated
+            array once the program no longer reads it (a training step then updates its
+            parameters and optimiser state in place instead of allocating new ones).
+            After the call the donated Tensors raise ``DeletedError`` when used. A donated
+            array that something else may see (a view of it or another Tensor sharing it)
+            is copied first, so no other Tensor ever changes.
 
     Returns:
         A function with ``f``'s signature. ``.cache_info()`` gives hits, misses and size;
@@ -589,8 +670,9 @@ def jit(
         ConcretizationError: ``f`` uses Python control flow on a traced value; the message
             names the line and points to ``static_argnums``.
         TypeError: a static argument is not hashable.
-        ValueError: a ``static_argnums`` position is out of range, or a ``static_argnames``
-            name is not a parameter of ``f`` (and ``f`` takes no ``**kwargs``).
+        ValueError: a ``static_argnums`` position is out of range, a ``static_argnames``
+            name is not a parameter of ``f`` (and ``f`` takes no ``**kwargs``), or
+            ``donate_argnums`` overlaps ``static_argnums``.
 
     Example:
         >>> @fgrad.jit
@@ -606,6 +688,12 @@ def jit(
         (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     )
     static_nums, static_names = _static_positions(f, static_nums, static_names)
+    donate_nums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+    if set(donate_nums) & set(static_nums):
+        raise ValueError(
+            f"jit({_name(f)}): donate_argnums {donate_nums} and static_argnums {static_nums} "
+            "overlap; a static argument is not an array and cannot be donated"
+        )
     cache: dict[Any, tuple[Graph, _Program | None]] = {}
     stats = {"hits": 0, "misses": 0}
 
@@ -640,7 +728,8 @@ def jit(
         graph = _trace(flat_f, leaves, in_tree)
         graph = optimize(graph)
         xp = _namespace(leaves)
-        program = _Program(graph, xp) if xp is not None else None
+        donated = _donated_inputs(dyn_args, nums, donate_nums)
+        program = _Program(graph, xp, donated) if xp is not None else None
         cache[key] = (graph, program)
         stats["misses"] += 1
         return graph, program
@@ -664,7 +753,10 @@ def jit(
                 fast_key = entry = None
             if entry is not None:
                 stats["hits"] += 1
-                return entry[1](entry[0].run(datas))
+                out = entry[1](entry[0].run(datas))
+                if donate_nums:
+                    _consume(args, donate_nums, f)
+                return out
         nums, static, dyn_args, dyn_kwargs = split(args, kwargs)
         leaves, in_tree = tree.flatten((dyn_args, dyn_kwargs))
         key = (in_tree, exact_key(static), tuple(_signature_leaf(x) for x in leaves))
@@ -684,7 +776,10 @@ def jit(
         build_out = _output_builder(graph.out_tree)
         if fast_key is not None:
             fast[fast_key] = (program, build_out)
-        return build_out(program.run(datas))
+        out = build_out(program.run(datas))
+        if donate_nums:
+            _consume(args, donate_nums, f)
+        return out
 
     def cache_info():
         return _CacheInfo(stats["hits"], stats["misses"], len(cache))
@@ -704,8 +799,35 @@ def jit(
         fast.clear()
 
     jitted.clear_cache = clear_cache
-    del donate_argnums
     return jitted
+
+
+def _donated_inputs(dyn_args: tuple, static: set, donate_nums: tuple) -> tuple[int, ...]:
+    """Indices into the program's inputs (the array leaves, in order) of donated ones."""
+    if not donate_nums:
+        return ()
+    nargs = len(dyn_args)
+    positions = {n % nargs for n in donate_nums if -nargs <= n < nargs and n % nargs not in static}
+    found: list[int] = []
+    k = 0
+    for n, arg in enumerate(dyn_args):
+        for leaf in tree.leaves(arg):
+            if type(leaf) in _SCALARS:
+                continue
+            if n in positions and isinstance(leaf, Tensor):
+                found.append(k)
+            k += 1
+    return tuple(found)
+
+
+def _consume(args: tuple, donate_nums: tuple, f: Callable) -> None:
+    """Mark the donated argument Tensors deleted: their arrays may now hold outputs."""
+    nargs = len(args)
+    for n in donate_nums:
+        if -nargs <= n < nargs:
+            for leaf in tree.leaves(args[n]):
+                if type(leaf) is Tensor:
+                    leaf._data = Donated(f"jit({_name(f)})")
 
 
 def _static_positions(f: Callable, nums: tuple, names: tuple) -> tuple[tuple, tuple]:

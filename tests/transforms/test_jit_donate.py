@@ -1,0 +1,129 @@
+"""jit's donate_argnums: outputs written into donated arrays, donated Tensors consumed."""
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import optim
+from fgrad.errors import DeletedError
+
+RNG = np.random.default_rng(0)
+
+
+def _t(*shape):
+    return fnp.asarray(RNG.standard_normal(shape).astype(np.float32))
+
+
+def _sgd_step(params, grads):
+    return {k: params[k] - 0.1 * grads[k] for k in params}
+
+
+def test_output_reuses_the_donated_array_and_the_values_are_unchanged():
+    step = fgrad.jit(_sgd_step, donate_argnums=0)
+    params, grads = {"w": _t(64, 64), "b": _t(64)}, {"w": _t(64, 64), "b": _t(64)}
+    want = {k: np.asarray(v) for k, v in _sgd_step(params, grads).items()}
+    w_id = id(params["w"]._data)  # an id only: holding the array would block donation
+    new = step(params, grads)
+    assert id(new["w"]._data) == w_id  # written in place
+    for k in want:
+        np.testing.assert_array_equal(np.asarray(new[k]), want[k])
+    again = step(new, grads)  # the cached program (fast path) donates too
+    np.testing.assert_allclose(np.asarray(again["w"]), want["w"] - 0.1 * np.asarray(grads["w"]), rtol=1e-6)
+
+
+def test_donated_tensors_raise_when_used_again():
+    step = fgrad.jit(_sgd_step, donate_argnums=0)
+    params, grads = {"w": _t(64, 64)}, {"w": _t(64, 64)}
+    step(params, grads)
+    w = params["w"]
+    assert repr(w) == "Tensor(<donated>)"
+    for use in (lambda: w + 1, lambda: w.shape, lambda: np.asarray(w), lambda: fnp.exp(w)):
+        with pytest.raises(DeletedError, match=r"donated to jit\(_sgd_step\)"):
+            use()
+    with pytest.raises(DeletedError):
+        step(params, grads)  # passing it again
+    assert np.isfinite(np.asarray(grads["w"])).all()  # the other argument is untouched
+
+
+def test_a_view_of_the_donated_tensor_keeps_its_values():
+    step = fgrad.jit(_sgd_step, donate_argnums=0)
+    params, grads = {"w": _t(64, 64)}, {"w": _t(64, 64)}
+    view = params["w"].T  # shares the buffer
+    before = np.array(view)
+    w_id = id(params["w"]._data)
+    new = step(params, grads)
+    assert id(new["w"]._data) != w_id  # copied, not written in place
+    np.testing.assert_array_equal(np.asarray(view), before)
+    np.testing.assert_allclose(np.asarray(new["w"]), before.T - 0.1 * np.asarray(grads["w"]))
+
+
+def test_same_tensor_donated_and_read_elsewhere():
+    f = fgrad.jit(lambda x, y: (x * 2.0, y + 1.0), donate_argnums=0)
+    x = _t(32, 32)
+    want = np.asarray(x)
+    a, b = f(x, x)  # y is the same buffer: it must not be overwritten before it is read
+    np.testing.assert_array_equal(np.asarray(a), want * 2.0)
+    np.testing.assert_array_equal(np.asarray(b), want + 1.0)
+
+
+def test_an_output_computed_before_the_last_read_does_not_clobber_the_input():
+    def f(x):
+        y = x * 2.0  # computed first ...
+        z = fnp.exp(x) + y  # ... x read again afterwards
+        return y, z
+
+    x = _t(32, 32)
+    want = [np.asarray(v) for v in f(x)]
+    got = fgrad.jit(f, donate_argnums=0)(x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-6)
+
+
+def test_an_output_that_views_the_input_blocks_reuse():
+    f = fgrad.jit(lambda x: (x.T, x * 3.0), donate_argnums=0)
+    x = _t(32, 32)
+    want = np.asarray(x)
+    t, y = f(x)
+    np.testing.assert_array_equal(np.asarray(t), want.T)
+    np.testing.assert_array_equal(np.asarray(y), want * 3.0)
+
+
+def test_adam_training_step_with_donated_params_and_state():
+    opt = optim.adam(1e-2)
+
+    def loss(p, x):
+        return fnp.mean((x @ p["w"] + p["b"]) ** 2)
+
+    def step(p, state, x):
+        g = fgrad.grad(loss)(p, x)
+        updates, state = opt.update(g, state, p)
+        return optim.apply_updates(p, updates), state
+
+    x = _t(16, 48)
+    plain, donating = fgrad.jit(step), fgrad.jit(step, donate_argnums=(0, 1))
+    p_a = {"w": _t(48, 48), "b": _t(48)}
+    p_b = {k: fnp.asarray(np.array(v)) for k, v in p_a.items()}
+    s_a, s_b = opt.init(p_a), opt.init(p_b)
+    reused = 0
+    for _ in range(3):
+        ids = {id(leaf._data) for leaf in fgrad.tree.leaves((p_b, s_b))}
+        p_a, s_a = plain(p_a, s_a, x)
+        p_b, s_b = donating(p_b, s_b, x)
+        reused += sum(id(leaf._data) in ids for leaf in fgrad.tree.leaves((p_b, s_b)))
+        for a, b in zip(fgrad.tree.leaves((p_a, s_a)), fgrad.tree.leaves((p_b, s_b))):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert reused >= 3  # the weight matrix (and its moments) at least, every step
+
+
+def test_inside_another_transform_nothing_is_donated():
+    f = fgrad.jit(lambda x: fnp.sum(x * x), donate_argnums=0)
+    x = _t(8)
+    g = fgrad.grad(f)(x)
+    np.testing.assert_allclose(np.asarray(g), 2 * np.asarray(x), rtol=1e-6)
+    assert np.isfinite(np.asarray(x)).all()  # still usable
+
+
+def test_donate_and_static_argnums_must_not_overlap():
+    with pytest.raises(ValueError, match="donate_argnums .* overlap"):
+        fgrad.jit(lambda x, n: x * n, static_argnums=1, donate_argnums=1)

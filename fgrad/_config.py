@@ -20,7 +20,9 @@ class Config:
     Attributes:
         debug_nans: raise ``NaNError`` (a ``FloatingPointError``) at the first op whose output has a NaN
             when its inputs had none, naming the op, the shapes and the user's source line.
-            Slows every op; for debugging only.
+            A ``jit``-compiled function is checked on its outputs; when they hold a NaN
+            its inputs did not, the graph is re-run op by op to name the op and the line
+            that traced it (as JAX does). Slows every op; for debugging only.
         check_rules: verify the shape and dtype of every cotangent and tangent a rule
             returns (slower; on in the test suite).
         log_compiles: log (logger ``"fgrad"``, level WARNING) each time ``jit`` traces a

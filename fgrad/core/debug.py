@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 
 from fgrad._config import watch
-from fgrad.core.graph import _user_source
+from fgrad.core.graph import Graph, Var, _user_source
 from fgrad.core.op import REGISTRY, Op
 from fgrad.errors import NaNError
-from fgrad.tensor import ShapeDtype
+from fgrad.tensor import ShapeDtype, Tensor
 
-__all__ = ["set_debug_nans"]
+__all__ = ["set_debug_nans", "check_program"]
 
 
 def _has_nan(x: Any) -> bool:
@@ -28,18 +28,57 @@ def _has_nan(x: Any) -> bool:
     return bool(x.__array_namespace__().any(x != x)) if hasattr(x, "__array_namespace__") else bool(np.isnan(x).any())
 
 
+def _describe(arrays: Any) -> str:
+    return ", ".join(
+        str(ShapeDtype(tuple(a.shape), np.dtype(a.dtype))) if hasattr(a, "shape") else repr(a)
+        for a in arrays
+    )
+
+
+def check_program(graph: Graph, inputs: list, outputs: list, name: str) -> None:
+    """Raise NaNError when a compiled program returned NaN that its inputs did not hold.
+
+    The program runs its kernels directly, so this looks only at its outputs and then, as
+    JAX does, re-runs the graph op by op on the same inputs to name the first op that
+    produced a NaN and the line that traced it.
+    """
+    if not any(_has_nan(o) for o in outputs) or any(_has_nan(x) for x in inputs):
+        return
+    env = {id(v): x for v, x in zip(graph.invars, inputs)}
+
+    def read(v: Any) -> Any:
+        if isinstance(v, Var):
+            return env[id(v)]
+        return v._data if isinstance(v, Tensor) else v
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for node in graph.nodes:
+            args = [read(v) for v in node.inputs]
+            out = node.op.eval_arrays(*args, **node.params)
+            outs = out if node.op.multiple_results else (out,)
+            if any(_has_nan(o) for o in outs) and not any(_has_nan(a) for a in args):
+                raise NaNError(
+                    f"op {node.op.name!r} produced NaN from inputs without NaN "
+                    f"({_describe(args)}) in {name}, traced at {node.source or 'an unknown line'}"
+                )
+            for v, o in zip(node.outputs, outs):
+                env[id(v)] = o
+    raise NaNError(
+        f"{name} returned NaN from inputs without NaN, but no single op did when re-run one "
+        "by one (the compiled program rounds differently); run the function without jit "
+        "to find it"
+    )
+
+
 def _checking(op: Op, kernel: Any) -> Any:
     def run(*arrays: Any, **params: Any) -> Any:
         with np.errstate(invalid="ignore", divide="ignore"):  # the check below says more
             out = kernel(*arrays, **params)
         outs = out if op.multiple_results else (out,)
         if any(_has_nan(o) for o in outs) and not any(_has_nan(a) for a in arrays):
-            shapes = ", ".join(
-                str(ShapeDtype(tuple(a.shape), np.dtype(a.dtype))) if hasattr(a, "shape") else repr(a)
-                for a in arrays
-            )
             raise NaNError(
-                f"op {op.name!r} produced NaN from inputs without NaN ({shapes}) at {_user_source()}"
+                f"op {op.name!r} produced NaN from inputs without NaN ({_describe(arrays)}) "
+                f"at {_user_source()}"
             )
         return out
 
@@ -52,7 +91,8 @@ _ORIGINAL: dict[str, dict] = {}  # op name -> its kernels before checking was sw
 def set_debug_nans(enabled: bool) -> None:
     """Install (or remove) NaN-checking kernels on every registered op.
 
-    Programs that ``jit`` compiled call kernels directly and are not checked.
+    Programs that ``jit`` compiled call kernels directly; ``jit`` checks their outputs
+    instead (:func:`check_program`).
     """
     for op in REGISTRY.values():
         if enabled and op.name not in _ORIGINAL:

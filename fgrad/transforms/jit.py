@@ -29,6 +29,7 @@ import numpy as np
 
 from fgrad import backend, tree
 from fgrad._config import config
+from fgrad.core.debug import check_program
 from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
 from fgrad.core.trace import Tracer, new_trace
 from fgrad.tensor import Donated, ShapeDtype, Tensor, _wrap
@@ -753,7 +754,7 @@ def jit(
                 fast_key = entry = None
             if entry is not None:
                 stats["hits"] += 1
-                out = entry[1](entry[0].run(datas))
+                out = entry[1](_run(entry[0], datas))
                 if donate_nums:
                     _consume(args, donate_nums, f)
                 return out
@@ -776,10 +777,19 @@ def jit(
         build_out = _output_builder(graph.out_tree)
         if fast_key is not None:
             fast[fast_key] = (program, build_out)
-        out = build_out(program.run(datas))
+        out = build_out(_run(program, datas))
         if donate_nums:
             _consume(args, donate_nums, f)
         return out
+
+    def _run(program: _Program, datas: list) -> list:
+        if not config.debug_nans:
+            return program.run(datas)
+        inputs = list(datas)  # a second reference: donated inputs are copied, not overwritten
+        with np.errstate(invalid="ignore", divide="ignore"):  # the check says more
+            outs = program.run(datas)
+        check_program(program.graph, inputs, outs, f"jit({_name(f)})")
+        return outs
 
     def cache_info():
         return _CacheInfo(stats["hits"], stats["misses"], len(cache))

@@ -44,3 +44,33 @@ def test_off_again_restores_plain_kernels():
 def test_unknown_flag_is_an_error():
     with pytest.raises(AttributeError, match="debug_nans"):
         fgrad.config.debug_nan = True
+
+
+def _log_of_shifted(x):
+    y = fnp.exp(x)
+    return fnp.sum(fnp.log(y - 2.0))  # NaN where exp(x) < 2: the op to be named
+
+
+def test_jit_programs_are_checked_and_the_op_named(debug_nans):
+    f = fgrad.jit(_log_of_shifted)
+    assert np.isfinite(float(f(fnp.array([1.0, 2.0]))))  # no NaN: no error
+    with pytest.raises(fgrad.NaNError, match=r"'log'.*jit\(_log_of_shifted\).*test_debug.py:\d+"):
+        f(fnp.array([0.0, 1.0]))  # the compiled program (cache hit) runs first, then the hunt
+
+
+def test_jit_of_grad_names_the_backward_op(debug_nans):
+    # sqrt'(0) = inf, and inf * 0 = NaN in the backward pass's multiply.
+    f = fgrad.jit(fgrad.grad(lambda x: fnp.sum(fnp.sqrt(x) * 0.0)))
+    with pytest.raises(fgrad.NaNError, match=r"multiply|divide"):
+        f(fnp.array([0.0, 1.0]))
+
+
+def test_jit_checks_keep_donated_inputs_for_the_hunt(debug_nans):
+    f = fgrad.jit(lambda x: fnp.log(x - 2.0), donate_argnums=0)
+    with pytest.raises(fgrad.NaNError, match="'log'"):
+        f(fnp.ones(1024))
+
+
+def test_jit_nan_inputs_do_not_raise(debug_nans):
+    out = fgrad.jit(lambda x: x * 2.0)(fnp.array([np.nan, 1.0]))
+    assert np.isnan(float(out[0]))

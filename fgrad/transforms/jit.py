@@ -33,6 +33,7 @@ from fgrad.core.debug import check_program
 from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
 from fgrad.core.trace import Tracer, new_trace
 from fgrad.tensor import Donated, ShapeDtype, Tensor, _wrap
+from fgrad.transforms.fusion import fuse_for
 from fgrad.transforms.passes import exact_key, optimize
 
 __all__ = ["jit"]
@@ -730,7 +731,8 @@ def jit(
         graph = optimize(graph)
         xp = _namespace(leaves)
         donated = _donated_inputs(dyn_args, nums, donate_nums)
-        program = _Program(graph, xp, donated) if xp is not None else None
+        # On cupy, chains of elementwise nodes run as one kernel each (fusion.py).
+        program = _Program(fuse_for(graph, xp), xp, donated) if xp is not None else None
         cache[key] = (graph, program)
         stats["misses"] += 1
         return graph, program

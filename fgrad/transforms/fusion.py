@@ -37,10 +37,13 @@ The expressions follow numpy where plain C differs: ``maximum``/``minimum`` prop
 and, on equal inputs, return the second (so ``maximum(-0.0, 0.0)`` is ``+0.0``, as
 numpy's), ``sign`` of a zero is ``+0.0`` and of NaN is NaN, ``round`` is ``rint`` (ties to
 even), float to bool is ``x != 0`` (NaN is true), and ``logaddexp`` is numpy's algorithm.
-Kernels compile with ``--fmad=false``, so a product and a sum are not contracted into
-one fused multiply-add: results equal the unfused cupy ops' wherever CUDA's math
-functions are those cupy calls (``erf``/``erfc`` use CUDA's, where fgrad's own kernels
-evaluate Cody's rational approximations, so they differ in the last bits).
+Kernels compile with ``--fmad=false``: a product and a sum are not contracted into one
+fused multiply-add, so arithmetic rounds as the separate cupy ops do. The math functions
+are CUDA's, as cupy's own ufuncs call them, except where cupy's eager results depart
+from numpy (``sign`` of NaN, say) and for ``erf``/``erfc``, whose eager kernels evaluate
+Cody's rational approximations: there fused results differ in the last bits. The CUDA
+text is checked on the CPU; the GPU tests in ``tests/transforms/test_fusion.py`` compile
+and run it where cupy finds a GPU.
 
 On numpy nothing changes: a numpy step is compute-bound and jit already writes its
 ufuncs into reused buffers, so fusion was measured to gain nothing there.
@@ -372,7 +375,7 @@ def _targets(kind: str, name: str, out: np.dtype, dtype: Any, operands: list, st
     if out != _BOOL:
         return None
     if kind == _COMPARE:
-        common = dtype or _BOOL
+        common = _BOOL if dtype is None else dtype
         if common == _BOOL and not all(type(s) is bool for s in scalars):
             return None  # numpy would compare bools with a Python number as integers
         return [common] * n
@@ -476,40 +479,32 @@ def elementwise_groups(graph: Graph, min_size: int = 2) -> list[ElementwiseGroup
         groups[members[0]] = [members, bits, outside, dtype]
         for m in members:
             group_of[m] = members[0]
-    readers: dict[int, int] = {}
-    for node in nodes:
+    # Values read across a group's boundary (or returned) are outputs of their group.
+    escaping = {id(v) for v in graph.outvars if isinstance(v, Var)}
+    for k, node in enumerate(nodes):
         for v in node.inputs:
-            if isinstance(v, Var):
-                readers[id(v)] = readers.get(id(v), 0) + 1
-    for v in graph.outvars:
-        if isinstance(v, Var):
-            readers[id(v)] = readers.get(id(v), 0) + 1
+            if id(v) in producer and (group_of[k] < 0 or group_of[k] != group_of[producer[id(v)]]):
+                escaping.add(id(v))
     return [
-        _make_group([nodes[m] for m in g[0]], [plans[m] for m in g[0]], g[3], readers)
+        _make_group([nodes[m] for m in g[0]], [plans[m] for m in g[0]], g[3], escaping)
         for _, g in sorted(groups.items())
         if len(g[0]) >= min_size
     ]
 
 
-def _make_group(nodes: list, plans: list, dtype: Any, readers: dict) -> ElementwiseGroup:
+def _make_group(nodes: list, plans: list, dtype: Any, escaping: set) -> ElementwiseGroup:
     """The group of ``nodes``: its inputs, outputs and kernel steps."""
     env: dict[int, tuple] = {}  # id(Var) -> (expression, dtype) of values computed here
     inputs: list = []
     index: dict[int, int] = {}
     steps: list = []
-    inner_reads: dict[int, int] = {}
     for node, plan in zip(nodes, plans):
         operands = []
         for op, target in zip(plan.operands, plan.targets):
-            if op[0] == "scalar":
-                operands.append(_literal(op[1], target))
-                continue
-            if op[0] == "literal":
+            if op[0] in ("scalar", "literal"):
                 operands.append(_literal(op[1], target))
                 continue
             x = op[1]
-            if isinstance(x, Var):
-                inner_reads[id(x)] = inner_reads.get(id(x), 0) + 1
             if id(x) in env:
                 expr, have = env[id(x)]
             else:
@@ -525,11 +520,7 @@ def _make_group(nodes: list, plans: list, dtype: Any, readers: dict) -> Elementw
         else:
             expr = plan.build(builder, *operands)
         env[id(node.outputs[0])] = (builder.let(expr, plan.out), plan.out)
-    outputs = tuple(
-        node.outputs[0]
-        for node in nodes
-        if readers.get(id(node.outputs[0]), 0) > inner_reads.get(id(node.outputs[0]), 0)
-    )
+    outputs = tuple(node.outputs[0] for node in nodes if id(node.outputs[0]) in escaping)
     return ElementwiseGroup(
         nodes=tuple(nodes),
         inputs=tuple(inputs),
@@ -561,34 +552,41 @@ def _c_literal(value: Any, dtype: np.dtype) -> str:
     return f"({text})" if text.startswith("-") else text
 
 
-_C_LOGIC = {"and": "&&", "or": "||", "xor": "!="}
+# Each operation as (CUDA C++, numpy) text: {0} {1} {2} are its operands, {op} the
+# operator, {ctype}/{dtype} a cast's type, {c_fn}/{name} a call's function, {args} all
+# operands (numpy's f_name is the numpy function of _FUNCTIONS[name]).
+_SYNTAX = {
+    "neg": ("(-{0})", "np.negative({0})"),
+    "bin": ("({0} {op} {1})", "({0} {op} {1})"),
+    "cmp": ("({0} {op} {1})", "({0} {op} {1})"),
+    "and": ("({0} && {1})", "np.logical_and({0}, {1})"),
+    "or": ("({0} || {1})", "np.logical_or({0}, {1})"),
+    "xor": ("({0} != {1})", "np.logical_xor({0}, {1})"),
+    "not": ("(!{0})", "np.logical_not({0})"),
+    "select": ("({0} ? {1} : {2})", "np.where({0}, {1}, {2})"),
+    "cast": ("(({ctype}){0})", "np.asarray({0}).astype(np.{dtype})"),
+    "call": ("{c_fn}({args})", "f_{name}({args})"),
+}
+_CUDA, _NUMPY = 0, 1
 
 
-def _c_expr(e: tuple, dtype: np.dtype | None) -> str:
+def _render(e: tuple, target: int, dtype: np.dtype | None) -> str:
+    """Expression ``e`` as CUDA C++ or numpy text; ``dtype`` (the group's float) picks
+    the float32 (``expf``) or float64 (``exp``) C functions."""
     tag = e[0]
-    if tag == "in":
-        return f"in{e[1]}"
-    if tag == "val":
-        return f"v{e[1]}"
+    if tag in ("in", "val"):
+        return f"{'in' if tag == 'in' else 'v'}{e[1]}"
     if tag == "const":
-        return _c_literal(e[1], e[2])
-    args = [_c_expr(a, dtype) for a in e[1:] if isinstance(a, tuple)]
-    if tag == "neg":
-        return f"(-{args[0]})"
-    if tag in ("bin", "cmp"):
-        return f"({args[0]} {e[1]} {args[1]})"
-    if tag in ("and", "or", "xor"):
-        return f"({args[0]} {_C_LOGIC[tag]} {args[1]})"
-    if tag == "not":
-        return f"(!{args[0]})"
-    if tag == "select":
-        return f"({args[0]} ? {args[1]} : {args[2]})"
+        return (_c_literal, _py_literal)[target](e[1], e[2])
+    if tag not in _SYNTAX:
+        raise ValueError(f"fusion: unknown expression {e!r}")
+    args = [_render(a, target, dtype) for a in e[1:] if isinstance(a, tuple)]
+    fields = {"args": ", ".join(args), "op": e[1]}
     if tag == "cast":
-        return f"(({_C_TYPES[e[2]]}){args[0]})"
-    if tag == "call":
-        c64, c32, _ = _FUNCTIONS[e[1]]
-        return f"{c32 if dtype == _F32 else c64}({', '.join(args)})"
-    raise ValueError(f"fusion: unknown expression {e!r}")
+        fields.update(ctype=_C_TYPES[e[2]], dtype=e[2].name)
+    elif tag == "call":
+        fields.update(name=e[1], c_fn=_FUNCTIONS[e[1]][1 if dtype == _F32 else 0])
+    return _SYNTAX[tag][target].format(*args, **fields)
 
 
 def _kernel_name(group: ElementwiseGroup, text: str) -> str:
@@ -630,10 +628,10 @@ def render_cuda(group: ElementwiseGroup) -> tuple[str, str, str, str]:
         f"{np.dtype(v.aval.dtype).name} out{j}" for j, v in enumerate(group.outputs)
     )
     lines = [
-        f"{_C_TYPES[dtype]} v{k} = {_c_expr(e, group.dtype)};"
+        f"{_C_TYPES[dtype]} v{k} = {_render(e, _CUDA, group.dtype)};"
         for k, (dtype, e) in enumerate(group.steps)
     ]
-    lines += [f"out{j} = {_c_expr(r, group.dtype)};" for j, r in enumerate(group.results)]
+    lines += [f"out{j} = {_render(r, _CUDA, group.dtype)};" for j, r in enumerate(group.results)]
     body = "\n".join(lines)
     return in_params, out_params, body, _kernel_name(group, f"{in_params};{out_params};{body}")
 
@@ -643,35 +641,6 @@ def _py_literal(value: Any, dtype: np.dtype) -> str:
         return "np.True_" if value else "np.False_"
     text = repr(float(value)) if math.isfinite(value) else f"float('{value}')"
     return f"np.{dtype.name}({text})"
-
-
-_PY_OPS = {"and": "np.logical_and", "or": "np.logical_or", "xor": "np.logical_xor"}
-
-
-def _py_expr(e: tuple) -> str:
-    tag = e[0]
-    if tag == "in":
-        return f"in{e[1]}"
-    if tag == "val":
-        return f"v{e[1]}"
-    if tag == "const":
-        return _py_literal(e[1], e[2])
-    args = [_py_expr(a) for a in e[1:] if isinstance(a, tuple)]
-    if tag == "neg":
-        return f"np.negative({args[0]})"
-    if tag in ("bin", "cmp"):
-        return f"({args[0]} {e[1]} {args[1]})"
-    if tag in _PY_OPS:
-        return f"{_PY_OPS[tag]}({args[0]}, {args[1]})"
-    if tag == "not":
-        return f"np.logical_not({args[0]})"
-    if tag == "select":
-        return f"np.where({args[0]}, {args[1]}, {args[2]})"
-    if tag == "cast":
-        return f"np.asarray({args[0]}).astype(np.{e[2].name})"
-    if tag == "call":
-        return f"f_{e[1]}({', '.join(args)})"
-    raise ValueError(f"fusion: unknown expression {e!r}")
 
 
 def render_numpy(group: ElementwiseGroup) -> Callable:
@@ -696,9 +665,11 @@ def render_numpy(group: ElementwiseGroup) -> Callable:
     """
     args = ", ".join(f"in{i}" for i in range(len(group.inputs)))
     lines = [f"def fused({args}):"]
-    lines += [f"    v{k} = {_py_expr(e)}" for k, (_, e) in enumerate(group.steps)]
+    lines += [
+        f"    v{k} = {_render(e, _NUMPY, group.dtype)}" for k, (_, e) in enumerate(group.steps)
+    ]
     outs = [
-        f"np.asarray({_py_expr(r)}, dtype=np.{np.dtype(v.aval.dtype).name})"
+        f"np.asarray({_render(r, _NUMPY, group.dtype)}, dtype=np.{np.dtype(v.aval.dtype).name})"
         for r, v in zip(group.results, group.outputs)
     ]
     lines.append(f"    return ({''.join(o + ', ' for o in outs)})")

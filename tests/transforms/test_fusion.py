@@ -428,6 +428,19 @@ def _fake_cupy():
     return xp
 
 
+def _jit_on_fake_cupy(monkeypatch, f, *args):
+    """``fgrad.jit(f)`` compiled as for cupy: each group an ElementwiseKernel of its CUDA
+    source, run here by the numpy rendering of that source; other ops run numpy."""
+    monkeypatch.undo()  # the graph below is numpy's
+    groups = elementwise_groups(fgrad.jit(f).graph(*args))
+    _FakeKernel.bodies = {render_cuda(gr)[2]: render_numpy(gr) for gr in groups}
+    _FakeKernel.made = []
+    fusion._elementwise_kernel.cache_clear()
+    xp = _fake_cupy()
+    monkeypatch.setattr(jit_module, "_namespace", lambda leaves: xp)
+    return fgrad.jit(f), groups
+
+
 def test_jit_on_cupy_runs_groups_as_elementwise_kernels(monkeypatch):
     def f(x, b):
         h = x * gelu_tanh_gate(x) + b
@@ -435,14 +448,7 @@ def test_jit_on_cupy_runs_groups_as_elementwise_kernels(monkeypatch):
 
     x = fgrad.asarray(np.linspace(-2, 2, 12).reshape(3, 4).astype(np.float32))
     b = fgrad.asarray(np.float32([0.5, -0.5, 1.0, 0.0]))
-    jitted = fgrad.jit(f)
-    groups = elementwise_groups(jitted.graph(x, b))
-    _FakeKernel.bodies = {render_cuda(gr)[2]: render_numpy(gr) for gr in groups}
-    _FakeKernel.made = []
-    fusion._elementwise_kernel.cache_clear()
-    xp = _fake_cupy()
-    monkeypatch.setattr(jit_module, "_namespace", lambda leaves: xp)
-    jitted = fgrad.jit(f)
+    jitted, groups = _jit_on_fake_cupy(monkeypatch, f, x, b)
     for _ in range(2):
         got = jitted(x, b)
         for o, w in zip(fgrad.tree.leaves(got), fgrad.tree.leaves(f(x, b))):
@@ -450,6 +456,25 @@ def test_jit_on_cupy_runs_groups_as_elementwise_kernels(monkeypatch):
     # One group (all but the sum), made once, launched once per call.
     assert len(groups) == 1 and len(groups[0].nodes) == 7
     assert [k.calls for k in _FakeKernel.made] == [2]
+    fusion._elementwise_kernel.cache_clear()
+
+
+@pytest.mark.parametrize("dtype", _FLOATS, ids=lambda d: d.__name__)
+def test_the_gpu_cases_through_a_stand_in_cupy(monkeypatch, dtype):
+    rng = np.random.default_rng(0)
+    x = fgrad.asarray(rng.standard_normal((6, 5)).astype(dtype))
+    b = fgrad.asarray(rng.standard_normal(5).astype(dtype))
+    for f in _cupy_cases():
+        jitted, groups = _jit_on_fake_cupy(monkeypatch, f, x, b)
+        for o, w in zip(fgrad.tree.leaves(jitted(x, b)), fgrad.tree.leaves(f(x, b))):
+            np.testing.assert_allclose(np.asarray(o), np.asarray(w), rtol=4 * np.finfo(dtype).eps)
+        assert len(_FakeKernel.made) == len(groups) == 1
+    params, x = _mlp_args(dtype)
+    f = fgrad.value_and_grad(_mlp_loss)
+    jitted, groups = _jit_on_fake_cupy(monkeypatch, f, params, x)
+    for o, w in zip(fgrad.tree.leaves(jitted(params, x)), fgrad.tree.leaves(f(params, x))):
+        np.testing.assert_allclose(np.asarray(o), np.asarray(w), rtol=1e-4, atol=1e-6)
+    assert len(_FakeKernel.made) == len(groups) >= 3
     fusion._elementwise_kernel.cache_clear()
 
 
@@ -512,7 +537,9 @@ def test_jit_grad_on_cupy_matches_eager():
     params, x = fgrad.tree.map(lambda t: fgrad.asarray(cupy.asarray(np.asarray(t))), (params, x))
     f = fgrad.value_and_grad(_mlp_loss)
     for o, w in zip(fgrad.tree.leaves(fgrad.jit(f)(params, x)), fgrad.tree.leaves(f(params, x))):
-        np.testing.assert_allclose(cupy.asnumpy(o._data), cupy.asnumpy(w._data), rtol=1e-5)
+        np.testing.assert_allclose(
+            cupy.asnumpy(o._data), cupy.asnumpy(w._data), rtol=1e-4, atol=1e-6
+        )
 
 
 @needs_gpu

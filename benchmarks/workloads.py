@@ -62,6 +62,9 @@ def peers() -> dict[str, Any]:
         mod = _try_import(name)
         if mod is not None:
             found[name] = mod
+    if "jax" in found:
+        # JAX computes in float32 unless asked not to; the HVP workload is float64.
+        found["jax"].config.update("jax_enable_x64", True)
     return found
 
 

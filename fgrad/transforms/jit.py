@@ -408,11 +408,15 @@ class _Program:
     """A graph compiled to one Python function over backend arrays (see the notes above)."""
 
     __slots__ = (
-        "_buffers", "_claims", "_fn", "_layout", "_lock", "arena_bytes", "graph", "source"
+        "_buffers", "_claims", "_fn", "_layout", "_lock", "arena_bytes", "graph", "source",
+        "traced",
     )
 
-    def __init__(self, graph: Graph, xp: Any, donated: tuple[int, ...] = ()):
+    def __init__(
+        self, graph: Graph, xp: Any, donated: tuple[int, ...] = (), traced: Graph | None = None
+    ):
         self.graph = graph
+        self.traced = traced or graph  # before fusion: what debug_nans re-runs op by op
         nodes = graph.nodes
         ns: dict[str, Any] = {"xp": xp}
         names: dict[int, str] = {id(v): f"a{i}" for i, v in enumerate(graph.invars)}
@@ -732,7 +736,7 @@ def jit(
         xp = _namespace(leaves)
         donated = _donated_inputs(dyn_args, nums, donate_nums)
         # On cupy, chains of elementwise nodes run as one kernel each (fusion.py).
-        program = _Program(fuse_for(graph, xp), xp, donated) if xp is not None else None
+        program = _Program(fuse_for(graph, xp), xp, donated, graph) if xp is not None else None
         cache[key] = (graph, program)
         stats["misses"] += 1
         return graph, program
@@ -790,7 +794,7 @@ def jit(
         inputs = list(datas)  # a second reference: donated inputs are copied, not overwritten
         with np.errstate(invalid="ignore", divide="ignore"):  # the check says more
             outs = program.run(datas)
-        check_program(program.graph, inputs, outs, f"jit({_name(f)})")
+        check_program(program.traced, inputs, outs, f"jit({_name(f)})")
         return outs
 
     def cache_info():

@@ -426,7 +426,12 @@ class _Program:
             key = id(value)
             if key not in const_names:
                 const_names[key] = f"c{len(const_names)}"
-                ns[const_names[key]] = value._data if isinstance(value, Tensor) else value
+                data = value._data if isinstance(value, Tensor) else value
+                if xp is not np and type(data) is np.ndarray:
+                    # Constants made on the host while tracing (folded ones, captured
+                    # numpy-backed Tensors) move to the program's namespace once, here.
+                    data = xp.asarray(data)
+                ns[const_names[key]] = data
             return const_names[key]
 
         def ref(v: Any) -> str:

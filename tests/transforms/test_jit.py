@@ -229,3 +229,33 @@ def test_outputs_never_view_the_arena():
     jf(x2)
     for r, k in zip(first, kept):
         np.testing.assert_array_equal(np.asarray(r), k)
+
+
+def test_host_constants_move_to_the_programs_namespace(monkeypatch):
+    # On cupy a numpy constant (a captured Tensor, a folded value) cannot meet device
+    # arrays in one kernel: the program converts it once with its namespace's asarray.
+    import types
+
+    from fgrad.transforms import jit as jit_module
+
+    class Moved(np.ndarray):
+        pass
+
+    xp = types.ModuleType("otherxp")
+    xp.__getattr__ = lambda name: getattr(np, name)
+    xp.asarray = lambda a: np.asarray(a).view(Moved)
+    programs = []
+    init = jit_module._Program.__init__
+
+    def spy(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        programs.append(self)
+
+    monkeypatch.setattr(jit_module._Program, "__init__", spy)
+    monkeypatch.setattr(jit_module, "_namespace", lambda leaves: xp)
+    w = fnp.asarray(np.arange(4.0))  # captured: a constant of the graph
+    out = fgrad.jit(lambda x: x * w)(fnp.ones(4))
+    np.testing.assert_array_equal(np.asarray(out), np.arange(4.0))
+    consts = [v for k, v in programs[0]._fn.__globals__.items() if k.startswith("c")]
+    arrays = [c for c in consts if isinstance(c, np.ndarray)]
+    assert arrays and all(type(c) is Moved for c in arrays)

@@ -13,6 +13,7 @@ from fgrad.backend import Device
 from fgrad.errors import (
     ConcretizationError,
     DTypeError,
+    DeletedError,
     FgradError,
     MutationError,
     NaNError,
@@ -26,6 +27,7 @@ from fgrad.transforms.graphs import make_graph
 from fgrad.transforms.custom import checkpoint, custom_jvp, custom_vjp
 from fgrad.transforms.jacobians import hessian, hvp, jacfwd, jacrev, linearize
 from fgrad.transforms.jit import jit
+from fgrad.transforms.batching import vmap
 from fgrad.core import debug as _debug  # noqa: F401  (makes config.debug_nans work)
 from fgrad import numpy  # noqa: E402  (installs Tensor's operators)
 from fgrad import lax  # noqa: E402  (also installs the control-flow ops' derivative rules)
@@ -38,6 +40,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ConcretizationError",
     "DTypeError",
+    "DeletedError",
     "Device",
     "FgradError",
     "MutationError",
@@ -72,4 +75,5 @@ __all__ = [
     "tree",
     "value_and_grad",
     "vjp",
+    "vmap",
 ]

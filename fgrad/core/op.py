@@ -75,6 +75,7 @@ class Op:
         "check",
         "doc",
         "vjp_reads",
+        "batch",
         "_kernels",
         "_fast",
     )
@@ -90,6 +91,7 @@ class Op:
         self.check = check
         self.doc = None
         self.vjp_reads = _READS_ALL
+        self.batch = None  # vmap rule: batch(op, args, dims, **params) -> (out, out_dims)
         self._kernels: dict[type, Callable] = {}  # type(array) -> kernel bound to its xp
         self._fast: dict[str, Callable] = {}  # fast Tensor-method entry points (_specialise)
 
@@ -415,6 +417,7 @@ def defop(
     check: Check | None = None,
     doc: str | None = None,
     vjp_reads: tuple[str, ...] = ("inputs", "out"),
+    batch: Callable | None = None,
 ) -> Op:
     """Declare an op and add it to :data:`REGISTRY`.
 
@@ -436,6 +439,13 @@ def defop(
             rule's argument) of what is not listed, so an eager tape does not hold arrays
             no rule needs (tanh's VJP reads only ``out``; matmul's only the inputs).
         doc: the public docstring.
+        batch: the ``vmap`` rule ``batch(op, args, dims, **params) -> (out, out_dims)``:
+            ``args`` are the values one level down, ``dims`` says for each whether it
+            carries the mapped axis at the front (0) or is shared by every example
+            (None); the rule returns the op's result for the whole batch and where its
+            mapped axis is (0, None, or a tuple of them for multiple results). Shared
+            rules live in ``fgrad/ops/_batch.py``. Without one, ``vmap`` raises
+            ``NotImplementedError`` naming the op.
 
     Raises:
         ValueError: ``name`` is already registered, or a differentiable op lacks rules.
@@ -447,6 +457,7 @@ def defop(
     op = Op(name, kernel, aval, jvp, vjp, nondiff, multiple_results, check)
     op.doc = doc
     op.vjp_reads = frozenset(vjp_reads)
+    op.batch = batch
     _specialise(op)
     REGISTRY[name] = op
     return op

@@ -19,6 +19,7 @@ import numpy as np
 from fgrad import dtypes
 from fgrad.core.op import LINEAR, Check, Op, defop
 from fgrad.errors import DTypeError
+from fgrad.ops._batch import elementwise_batch
 from fgrad.ops._doc import binary_doc, unary_doc
 from fgrad.ops._rules import binary, broadcast_shapes, floating, same, shape_of, to_bool, unary
 from fgrad.tensor import ShapeDtype
@@ -72,6 +73,7 @@ def _float64_unless_inexact(dtype: np.dtype) -> np.dtype:
 
 neg = defop(
     "negative",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.negative(x),
     aval=unary(same),
     jvp=LINEAR,
@@ -87,6 +89,7 @@ negative = neg
 
 add = defop(
     "add",
+    batch=elementwise_batch,
     kernel=lambda xp, x, y: xp.add(x, y),
     aval=binary("add"),
     jvp=(lambda t, out, x, y: t, lambda t, out, x, y: t),
@@ -100,6 +103,7 @@ add = defop(
 
 subtract = defop(
     "subtract",
+    batch=elementwise_batch,
     kernel=lambda xp, x, y: xp.subtract(x, y),
     aval=binary("subtract"),
     jvp=(lambda t, out, x, y: t, lambda t, out, x, y: negative(t)),
@@ -114,6 +118,7 @@ subtract = defop(
 
 multiply = defop(
     "multiply",
+    batch=elementwise_batch,
     kernel=lambda xp, x, y: xp.multiply(x, y),
     aval=binary("multiply"),
     jvp=(lambda t, out, x, y: multiply(t, y), lambda t, out, x, y: multiply(x, t)),
@@ -128,6 +133,7 @@ multiply = defop(
 
 divide = defop(
     "divide",
+    batch=elementwise_batch,
     kernel=lambda xp, x, y: xp.divide(x, y),
     aval=binary("divide", _float64_unless_inexact),  # numpy: ints and bools divide in float64,
     jvp=(
@@ -189,6 +195,7 @@ def _power_dy(t, out, x, y):
 
 power = defop(
     "power",
+    batch=elementwise_batch,
     kernel=lambda xp, x, y: _xp_fn(xp, "pow", "power")(x, y),
     aval=_power_aval,
     jvp=(_power_dx, _power_dy),
@@ -228,6 +235,7 @@ def _remainder_args(rng, shapes):
 
 remainder = defop(
     "remainder",
+    batch=elementwise_batch,
     kernel=lambda xp, x, y: xp.remainder(x, y),
     aval=binary("remainder"),
     jvp=(lambda t, out, x, y: t, _remainder_dy),
@@ -243,6 +251,7 @@ remainder = defop(
 
 floor_divide = defop(
     "floor_divide",
+    batch=elementwise_batch,
     kernel=lambda xp, x, y: xp.floor_divide(x, y),
     aval=binary("floor_divide", _bool_as_int8),
     nondiff=True,
@@ -269,6 +278,7 @@ def _tie_args(rng, shapes):
 
 maximum = defop(
     "maximum",
+    batch=elementwise_batch,
     kernel=lambda xp, x, y: xp.maximum(x, y),
     aval=binary("maximum"),
     jvp=(lambda t, out, x, y: _balanced(t, x, y), lambda t, out, x, y: _balanced(t, y, x)),
@@ -283,6 +293,7 @@ maximum = defop(
 
 minimum = defop(
     "minimum",
+    batch=elementwise_batch,
     kernel=lambda xp, x, y: xp.minimum(x, y),
     aval=binary("minimum"),
     jvp=(lambda t, out, x, y: _balanced(t, y, x), lambda t, out, x, y: _balanced(t, x, y)),
@@ -313,6 +324,7 @@ def _abs_vjp(ct, out, x):
 
 abs = defop(
     "abs",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.abs(x),
     aval=unary(_real_dtype),
     jvp=(_abs_jvp,),
@@ -343,6 +355,7 @@ abs = defop(
 
 exp = defop(
     "exp",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.exp(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: multiply(t, out),),
@@ -357,6 +370,7 @@ exp = defop(
 
 expm1 = defop(
     "expm1",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.expm1(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: multiply(t, add(out, 1)),),
@@ -372,6 +386,7 @@ expm1 = defop(
 
 log = defop(
     "log",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.log(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: divide(t, x),),
@@ -386,6 +401,7 @@ log = defop(
 
 log1p = defop(
     "log1p",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.log1p(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: divide(t, add(x, 1)),),
@@ -404,6 +420,7 @@ _LN10 = math.log(10.0)
 
 log2 = defop(
     "log2",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.log2(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: divide(t, multiply(x, _LN2)),),
@@ -418,6 +435,7 @@ log2 = defop(
 
 log10 = defop(
     "log10",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.log10(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: divide(t, multiply(x, _LN10)),),
@@ -442,6 +460,7 @@ def _logaddexp_weight(x, y):
 
 logaddexp = defop(
     "logaddexp",
+    batch=elementwise_batch,
     kernel=lambda xp, x, y: xp.logaddexp(x, y),
     aval=binary("logaddexp", floating),
     jvp=(
@@ -465,6 +484,7 @@ logaddexp = defop(
 
 sqrt = defop(
     "sqrt",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.sqrt(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: divide(t, multiply(2, out)),),
@@ -481,6 +501,7 @@ sqrt = defop(
 
 cbrt = defop(
     "cbrt",
+    batch=elementwise_batch,
     # cbrt is outside the Array API standard (numpy and cupy have it), hence strict=False.
     kernel=lambda xp, x: xp.cbrt(x),
     aval=unary(floating),
@@ -498,6 +519,7 @@ cbrt = defop(
 
 sin = defop(
     "sin",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.sin(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: multiply(t, cos(x)),),
@@ -511,6 +533,7 @@ sin = defop(
 
 cos = defop(
     "cos",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.cos(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: negative(multiply(t, sin(x))),),
@@ -524,6 +547,7 @@ cos = defop(
 
 tan = defop(
     "tan",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.tan(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: multiply(t, add(1, multiply(out, out))),),
@@ -543,6 +567,7 @@ def _one_minus_sq(x):
 
 arcsin = defop(
     "arcsin",
+    batch=elementwise_batch,
     kernel=lambda xp, x: _xp_fn(xp, "asin", "arcsin")(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: divide(t, sqrt(_one_minus_sq(x))),),
@@ -557,6 +582,7 @@ arcsin = defop(
 
 arccos = defop(
     "arccos",
+    batch=elementwise_batch,
     kernel=lambda xp, x: _xp_fn(xp, "acos", "arccos")(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: negative(divide(t, sqrt(_one_minus_sq(x)))),),
@@ -571,6 +597,7 @@ arccos = defop(
 
 arctan = defop(
     "arctan",
+    batch=elementwise_batch,
     kernel=lambda xp, x: _xp_fn(xp, "atan", "arctan")(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: divide(t, add(1, multiply(x, x))),),
@@ -584,6 +611,7 @@ arctan = defop(
 
 sinh = defop(
     "sinh",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.sinh(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: multiply(t, cosh(x)),),
@@ -597,6 +625,7 @@ sinh = defop(
 
 cosh = defop(
     "cosh",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.cosh(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: multiply(t, sinh(x)),),
@@ -610,6 +639,7 @@ cosh = defop(
 
 tanh = defop(
     "tanh",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.tanh(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: multiply(t, subtract(1, multiply(out, out))),),
@@ -624,6 +654,7 @@ tanh = defop(
 
 arcsinh = defop(
     "arcsinh",
+    batch=elementwise_batch,
     kernel=lambda xp, x: _xp_fn(xp, "asinh", "arcsinh")(x),
     aval=unary(floating),
     # hypot(x, 1) = sqrt(x**2 + 1) without overflow for large |x|.
@@ -638,6 +669,7 @@ arcsinh = defop(
 
 arccosh = defop(
     "arccosh",
+    batch=elementwise_batch,
     kernel=lambda xp, x: _xp_fn(xp, "acosh", "arccosh")(x),
     aval=unary(floating),
     # sqrt((x - 1)(x + 1)) rather than sqrt(x*x - 1): no cancellation near x = 1.
@@ -653,6 +685,7 @@ arccosh = defop(
 
 arctanh = defop(
     "arctanh",
+    batch=elementwise_batch,
     kernel=lambda xp, x: _xp_fn(xp, "atanh", "arctanh")(x),
     aval=unary(floating),
     jvp=(lambda t, out, x: divide(t, _one_minus_sq(x)),),
@@ -672,6 +705,7 @@ def _sum_sq(x, y):
 
 arctan2 = defop(
     "arctan2",
+    batch=elementwise_batch,
     kernel=lambda xp, x, y: _xp_fn(xp, "atan2", "arctan2")(x, y),
     aval=binary("arctan2", floating),
     jvp=(
@@ -723,6 +757,7 @@ def _safe_over(x, out):
 
 hypot = defop(
     "hypot",
+    batch=elementwise_batch,
     kernel=lambda xp, x, y: xp.hypot(x, y),
     aval=binary("hypot", floating),
     jvp=(
@@ -866,6 +901,7 @@ def _gauss(x):
 
 erf = defop(
     "erf",
+    batch=elementwise_batch,
     kernel=_erf_kernel,
     aval=unary(_float64_unless_inexact, name="erf", real_only=True),
     jvp=(lambda t, out, x: multiply(t, _gauss(x)),),
@@ -898,6 +934,7 @@ erf = defop(
 
 erfc = defop(
     "erfc",
+    batch=elementwise_batch,
     kernel=_erfc_kernel,
     aval=unary(_float64_unless_inexact, name="erfc", real_only=True),
     jvp=(lambda t, out, x: negative(multiply(t, _gauss(x))),),
@@ -937,6 +974,7 @@ def _sigmoid_kernel(xp, x):
 
 sigmoid = defop(
     "sigmoid",
+    batch=elementwise_batch,
     kernel=_sigmoid_kernel,
     aval=unary(floating, name="sigmoid", real_only=True),
     jvp=(lambda t, out, x: multiply(t, multiply(out, subtract(1, out))),),
@@ -983,6 +1021,7 @@ def _where_args(rng, shapes):
 
 where = defop(
     "where",
+    batch=elementwise_batch,
     kernel=lambda xp, cond, x, y: xp.where(cond, x, y),
     aval=_where_aval,
     jvp=(None, lambda t, out, c, x, y: where(c, t, 0), lambda t, out, c, x, y: where(c, 0, t)),
@@ -1025,6 +1064,7 @@ where = defop(
 
 real = defop(
     "real",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.real(x),
     aval=unary(_real_dtype),
     jvp=LINEAR,
@@ -1049,6 +1089,7 @@ def _imag_kernel(xp, x):
 
 imag = defop(
     "imag",
+    batch=elementwise_batch,
     kernel=_imag_kernel,
     aval=unary(_real_dtype),
     jvp=LINEAR,
@@ -1077,6 +1118,7 @@ imag = defop(
 
 conj = defop(
     "conj",
+    batch=elementwise_batch,
     kernel=lambda xp, x: xp.conj(x),
     aval=unary(_bool_as_int8),
     jvp=LINEAR,
@@ -1097,6 +1139,7 @@ def _astype_kernel(xp, x, *, dtype):
 
 astype = defop(
     "astype",
+    batch=elementwise_batch,
     kernel=_astype_kernel,
     aval=lambda x, *, dtype: x._replace(dtype=np.dtype(dtype)),
     jvp=LINEAR,
@@ -1166,6 +1209,7 @@ def _nondiff(name, kernel, summary, example, *, aval, returns, nargs=1, make_arg
     shapes = _BINARY_SHAPES if nargs == 2 else Check.shapes
     return defop(
         name,
+        batch=elementwise_batch,
         kernel=kernel,
         aval=aval,
         nondiff=True,
@@ -1386,6 +1430,7 @@ invert = _bitwise(
 
 optimization_barrier = defop(
     "optimization_barrier",
+    batch=elementwise_batch,
     # A copy, not the input itself: jit's buffer planner may write in place into this
     # output once it is dead, which must never touch the (still live) input.
     kernel=lambda xp, x: xp.asarray(x, copy=True),
@@ -1414,6 +1459,7 @@ optimization_barrier = defop(
 
 stop_gradient = defop(
     "stop_gradient",
+    batch=elementwise_batch,
     kernel=lambda xp, x: x,
     aval=unary(same),
     nondiff=True,
@@ -1441,6 +1487,7 @@ def _full_like_kernel(xp, x, *, fill_value, dtype):
 
 full_like = defop(
     "full_like",
+    batch=elementwise_batch,
     kernel=_full_like_kernel,
     aval=lambda x, *, fill_value, dtype: x._replace(dtype=np.dtype(dtype or x.dtype)),
     nondiff=True,

@@ -1,0 +1,223 @@
+"""``vmap``: vectorise a function over a mapped axis of its arguments.
+
+Inside ``vmap(f)``, ``f`` sees BatchTracers that look like one example (their ``shape``
+leaves out the mapped axis). Each op applied to them is handed to its ``batch`` rule
+(``defop(batch=...)``, shared rules in ``fgrad/ops/_batch.py``), which runs the op once on
+the whole batch; nothing loops over examples. Because a rule only calls registry ops, the
+batched computation is itself traced by any transform around ``vmap``, and transforms
+inside ``f`` see batched values: ``vmap(grad(f))``, ``grad(vmap(f))``, ``jit(vmap(f))`` and
+``vmap(vmap(f))`` all compose.
+
+Reference: JAX's ``vmap`` and batching interpreter (``jax/_src/interpreters/batching.py``;
+the plain form in ``docs/autodidax.py``), whose ``in_axes``/``out_axes``/``axis_size``
+conventions this follows.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from fgrad import tree
+from fgrad.core.trace import Trace, Tracer, new_trace
+from fgrad.errors import ConcretizationError
+from fgrad.ops._batch import moved_to_front, with_batch
+from fgrad.ops._rules import shape_of
+from fgrad.ops.shape import permute_dims
+from fgrad.tensor import ShapeDtype, Tensor, asarray
+
+__all__ = ["vmap"]
+
+_SCALARS = (bool, int, float, complex)
+
+
+class BatchTracer(Tracer):
+    """A batched value seen as one example: ``val`` carries the mapped axis in front."""
+
+    __slots__ = ("val",)
+
+    def __init__(self, trace: Trace, val: Any):
+        self._trace = trace
+        self.val = val
+
+    @property
+    def aval(self) -> ShapeDtype:
+        aval = self.val.aval
+        return ShapeDtype(tuple(aval.shape[1:]), aval.dtype)
+
+    def _concrete(self) -> Any:
+        raise ConcretizationError(
+            f"a value {self.aval} mapped by vmap has one value per example, so Python control "
+            "flow (if/while/bool/float) cannot branch on it. Use fgrad.numpy.where or "
+            "fgrad.lax.cond / while_loop so the choice is made per example"
+        )
+
+
+class BatchTrace(Trace):
+    __slots__ = ()
+
+    def process(self, op: Any, args: tuple, params: dict) -> Any:
+        vals, dims = [], []
+        for a in args:
+            if type(a) is BatchTracer and a._trace is self:
+                vals.append(a.val)
+                dims.append(0)
+            else:
+                vals.append(a)
+                dims.append(None)
+        if op.batch is None:
+            raise NotImplementedError(
+                f"vmap: op {op.name!r} has no batching rule yet (defop(batch=...)); apply the "
+                "function to each example and stack the results (fgrad.numpy.stack) instead"
+            )
+        out, out_dims = op.batch(op, tuple(vals), tuple(dims), **params)
+        if op.multiple_results:
+            return tuple(self._wrap(o, d) for o, d in zip(out, out_dims))
+        return self._wrap(out, out_dims)
+
+    def _wrap(self, out: Any, dim: Any) -> Any:
+        return out if dim is None else BatchTracer(self, out)
+
+
+def _axes_for(spec: Any, tree_: Any, what: str) -> list:
+    """One axis (int or None) per leaf of ``tree_`` from ``spec``: an int or None stands
+    for every leaf below it, and containers must match ``tree_``'s (a pytree prefix)."""
+    if spec is None or (isinstance(spec, int) and not isinstance(spec, bool)):
+        return [spec] * len(tree.leaves(tree_))
+    spec_children, spec_def = _one_level(spec)
+    children, tree_def = _one_level(tree_)
+    if spec_def != tree_def or spec_children == [spec]:
+        raise ValueError(
+            f"vmap: {what} {spec!r} does not match its argument's structure "
+            f"{tree.structure(tree_)}; give an int, None, or a pytree of them shaped like it"
+        )
+    return [a for s, c in zip(spec_children, children) for a in _axes_for(s, c, what)]
+
+
+def _one_level(x: Any) -> tuple[list, Any]:
+    """The children of a pytree node and the node's structure over them."""
+    return tree.flatten(x, is_leaf=lambda c: c is not x)
+
+
+def vmap(
+    f: Callable,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    axis_size: int | None = None,
+) -> Callable:
+    """Vectorise ``f`` over a mapped axis of its arguments.
+
+    ``vmap(f)(xs)`` equals stacking ``f(x)`` over the slices ``x`` of ``xs`` along its
+    first axis, computed by running each op once on the whole batch.
+
+    Args:
+        f: a function of pytrees of Tensors.
+        in_axes: where the mapped axis is in each positional argument: an int (every
+            argument, every leaf), or a tuple with one entry per argument, each an int,
+            None (the argument is shared by all examples) or a pytree of them shaped like
+            the argument. Negative axes count from the end.
+        out_axes: where the mapped axis goes in the outputs: an int, None (the output is
+            the same for every example), or a pytree of them shaped like the output.
+        axis_size: the mapped axis' size, needed only when no argument is mapped.
+
+    Returns:
+        A function with ``f``'s signature whose outputs carry the mapped axis.
+
+    Raises:
+        ValueError: the mapped axes of the arguments differ in size, ``in_axes`` does not
+            match the arguments, nothing is mapped and ``axis_size`` is not given, or an
+            output given ``out_axes=None`` differs between examples.
+        NotImplementedError: ``f`` uses an op that has no batching rule.
+        ConcretizationError: ``f`` branches in Python on a mapped value.
+
+    Example:
+        >>> xs = fnp.array([[1.0, 2.0], [3.0, 4.0]])
+        >>> fgrad.vmap(lambda x: fnp.exp(x) * x)(xs)
+        Tensor([[  2.71828183,  14.7781122 ],
+                [ 60.25661077, 218.39260013]], dtype=float64)
+        >>> fgrad.vmap(fnp.add, in_axes=(0, None))(xs, fnp.array([10.0, 20.0]))
+        Tensor([[11., 22.],
+                [13., 24.]], dtype=float64)
+    """
+
+    @functools.wraps(f)
+    def vmapped(*args: Any, **kwargs: Any) -> Any:
+        if isinstance(in_axes, (list, tuple)):
+            if len(in_axes) != len(args):
+                raise ValueError(
+                    f"vmap: in_axes has {len(in_axes)} entries but the function got "
+                    f"{len(args)} positional arguments; give one entry per argument"
+                )
+            specs = list(in_axes)
+        else:
+            specs = [in_axes] * len(args)
+        flat_axes = []
+        for n, (arg, spec) in enumerate(zip(args, specs)):
+            flat_axes += _axes_for(spec, arg, f"in_axes[{n}]" if isinstance(in_axes, (list, tuple)) else "in_axes")
+        leaves, in_tree = tree.flatten(args)
+        size = _mapped_size(leaves, flat_axes, axis_size)
+        with new_trace(BatchTrace()) as trace:
+            inputs = [
+                leaf if axis is None else BatchTracer(trace, _front(leaf, axis))
+                for leaf, axis in zip(leaves, flat_axes)
+            ]
+            out = f(*tree.unflatten(in_tree, inputs), **kwargs)
+            out_leaves, out_tree = tree.flatten(out)
+            out_specs = _axes_for(out_axes, out, "out_axes")
+            results = [_place(o, trace, axis, size) for o, axis in zip(out_leaves, out_specs)]
+        return tree.unflatten(out_tree, results)
+
+    return vmapped
+
+
+def _mapped_size(leaves: list, axes: list, axis_size: int | None) -> int:
+    sizes = {}
+    for i, (leaf, axis) in enumerate(zip(leaves, axes)):
+        if axis is None:
+            continue
+        shape = shape_of(leaf)
+        if not -len(shape) <= axis < max(len(shape), 1) or not shape:
+            raise ValueError(
+                f"vmap: in_axes {axis} is out of range for an argument of shape {shape}; map "
+                "an axis the argument has, or give None to share it"
+            )
+        sizes[i] = shape[axis]
+    distinct = set(sizes.values())
+    if axis_size is not None:
+        distinct.add(axis_size)
+    if len(distinct) > 1:
+        raise ValueError(
+            f"vmap: the mapped axes have different sizes: {sorted(distinct)} (argument leaves "
+            f"{sorted(sizes)}); every mapped axis must have the same length"
+        )
+    if not distinct:
+        raise ValueError(
+            "vmap: no argument is mapped (all in_axes are None); pass axis_size to say how "
+            "many examples there are"
+        )
+    return distinct.pop()
+
+
+def _front(leaf: Any, axis: int) -> Any:
+    x = leaf if isinstance(leaf, Tensor) else asarray(leaf)
+    return moved_to_front(x, axis)
+
+
+def _place(out: Any, trace: Trace, axis: Any, size: int) -> Any:
+    """An output of the batched function, its mapped axis at ``axis``."""
+    batched = isinstance(out, BatchTracer) and out._trace is trace
+    if axis is None:
+        if batched:
+            raise ValueError(
+                f"vmap: an output given out_axes=None differs between examples ({out.aval}); "
+                "map it (an int) or return a value that does not depend on the mapped inputs"
+            )
+        return out
+    val = out.val if batched else with_batch(asarray(out) if type(out) in _SCALARS else out, None, size)
+    nd = len(shape_of(val))
+    axis %= nd
+    if axis == 0:
+        return val
+    order = (*range(1, axis + 1), 0, *range(axis + 1, nd))
+    return permute_dims(val, axes=order)

@@ -22,6 +22,7 @@ import numpy as np
 
 from fgrad.core.op import LINEAR, Check, defop
 from fgrad.errors import ShapeError
+from fgrad.ops._batch import axes_batch, elementwise_batch
 from fgrad.ops._rules import binary, floating, same, shape_of, to_bool
 from fgrad.ops.elementwise import multiply, subtract
 from fgrad.tensor import ShapeDtype
@@ -127,6 +128,7 @@ sum = defop(
     "sum",
     kernel=_sum_kernel,
     aval=reduction_aval(_sum_dtype, "sum"),
+    batch=axes_batch,
     jvp=LINEAR,
     vjp=(lambda ct, out, x, *, axes, keepdims: expand_reduced(ct, x.shape, axes, keepdims),),
     check=Check(
@@ -205,6 +207,7 @@ prod = defop(
     "prod",
     kernel=lambda xp, x, *, axes, keepdims: xp.prod(x, axis=axes, keepdims=keepdims),
     aval=reduction_aval(_prod_dtype, "prod"),
+    batch=axes_batch,
     jvp=(_prod_jvp,),
     vjp=(_prod_vjp,),
     check=Check(
@@ -241,6 +244,7 @@ tie_weights = defop(
     "tie_weights",
     kernel=_tie_weights_kernel,
     aval=lambda x, m, *, axes: ShapeDtype(shape_of(x), x.dtype),
+    batch=axes_batch,
     nondiff=True,
     check=Check(
         shapes=(((2, 3), (1, 3)),),
@@ -297,6 +301,7 @@ max = defop(
     "max",
     kernel=lambda xp, x, *, axes, keepdims: xp.max(x, axis=axes, keepdims=keepdims),
     aval=reduction_aval(same, "max"),
+    batch=axes_batch,
     jvp=(_extremum_jvp,),
     vjp=(_extremum_vjp,),
     check=_extremum_check(),
@@ -316,6 +321,7 @@ min = defop(
     "min",
     kernel=lambda xp, x, *, axes, keepdims: xp.min(x, axis=axes, keepdims=keepdims),
     aval=reduction_aval(same, "min"),
+    batch=axes_batch,
     jvp=(_extremum_jvp,),
     vjp=(_extremum_vjp,),
     check=_extremum_check(),
@@ -367,6 +373,7 @@ logsumexp = defop(
     "logsumexp",
     kernel=_logsumexp_kernel,
     aval=reduction_aval(floating, "logsumexp"),
+    batch=axes_batch,
     jvp=(_logsumexp_jvp,),
     vjp=(_logsumexp_vjp,),
     check=Check(
@@ -415,6 +422,7 @@ logsumexp_weights = defop(
     kernel=_logsumexp_weights_kernel,
     aval=_logsumexp_weights_aval,
     # Constant in y: y only shifts the exponent, and the weights are normalised.
+    batch=axes_batch,
     jvp=(_softmax_rule, None),
     vjp=(_softmax_rule, None),
     check=Check(
@@ -464,6 +472,20 @@ def _arg_aval(name):
     return rule
 
 
+def _arg_batch(op, args, dims, *, axis, keepdims):
+    # vmap rule: a given axis moves past the mapped one; axis=None (the flattened example)
+    # flattens each example on its own, then restores keepdims' unit axes.
+    (x,) = args
+    if axis is not None:
+        return op(x, axis=axis + 1, keepdims=keepdims), 0
+    shape = shape_of(x)
+    flat = reshape(x, shape=(shape[0], int(np.prod(shape[1:], dtype=np.int64))))
+    out = op(flat, axis=1, keepdims=False)
+    if keepdims:
+        out = reshape(out, shape=(shape[0],) + (1,) * (len(shape) - 1))
+    return out, 0
+
+
 _ARG_DOC = """Index of the {which} element along ``axis`` (the first one among ties).
 
     Args:
@@ -495,6 +517,7 @@ argmax = defop(
     "argmax",
     kernel=lambda xp, x, *, axis, keepdims: xp.argmax(x, axis=axis, keepdims=keepdims),
     aval=_arg_aval("argmax"),
+    batch=_arg_batch,
     nondiff=True,
     check=_ARG_CHECK,
     doc=_ARG_DOC.format(
@@ -508,6 +531,7 @@ argmin = defop(
     "argmin",
     kernel=lambda xp, x, *, axis, keepdims: xp.argmin(x, axis=axis, keepdims=keepdims),
     aval=_arg_aval("argmin"),
+    batch=_arg_batch,
     nondiff=True,
     check=_ARG_CHECK,
     doc=_ARG_DOC.format(
@@ -526,6 +550,7 @@ all = defop(
     "all",
     kernel=lambda xp, x, *, axes, keepdims: xp.all(x, axis=axes, keepdims=keepdims),
     aval=reduction_aval(to_bool, "all"),
+    batch=axes_batch,
     nondiff=True,
     check=_BOOL_CHECK,
     doc=_REDUCE_DOC.format(
@@ -544,6 +569,7 @@ any = defop(
     "any",
     kernel=lambda xp, x, *, axes, keepdims: xp.any(x, axis=axes, keepdims=keepdims),
     aval=reduction_aval(to_bool, "any"),
+    batch=axes_batch,
     nondiff=True,
     check=_BOOL_CHECK,
     doc=_REDUCE_DOC.format(
@@ -600,6 +626,7 @@ cumsum = defop(
     "cumsum",
     kernel=lambda xp, x, *, axis, reverse: _cumulative(xp, "sum", x, axis, reverse),
     aval=_scan_aval("cumsum", _sum_dtype),
+    batch=axes_batch,
     jvp=LINEAR,
     vjp=(lambda ct, out, x, *, axis, reverse: cumsum(ct, axis=axis, reverse=not reverse),),
     check=Check(shapes=(((2, 3),),), params=_SCAN_PARAMS),
@@ -635,6 +662,7 @@ cumprod = defop(
     "cumprod",
     kernel=lambda xp, x, *, axis, reverse: _cumulative(xp, "prod", x, axis, reverse),
     aval=_scan_aval("cumprod", _prod_dtype),
+    batch=axes_batch,
     jvp=(_cumprod_jvp,),
     vjp=(_cumprod_vjp,),
     check=Check(shapes=(((2, 3),), ((3, 4),)), params=_SCAN_PARAMS, make_args=_zeros_in_slices),
@@ -665,6 +693,7 @@ shift = defop(
     "shift",
     kernel=_shift_kernel,
     aval=lambda x, *, axis, offset, fill: _scan_aval("shift", same)(x, axis=axis, reverse=False),
+    batch=axes_batch,
     jvp=(lambda t, out, x, *, axis, offset, fill: shift(t, axis=axis, offset=offset, fill=0.0),),
     vjp=(lambda ct, out, x, *, axis, offset, fill: shift(ct, axis=axis, offset=-offset, fill=0.0),),
     check=Check(
@@ -728,6 +757,13 @@ def _linear_recurrence_vjp(ct, out, a, b, *, axis, reverse):
     return ct_a, ct_b
 
 
+def _linear_recurrence_batch(op, args, dims, *, axis, reverse):
+    # vmap rule: a and b broadcast against each other as elementwise inputs do, so the
+    # elementwise rule lines up their mapped axes; ``axis`` (of the broadcast shape) moves
+    # past the mapped one.
+    return elementwise_batch(op, args, dims, axis=axis + 1, reverse=reverse)
+
+
 def _lr_args(rng, shapes):
     return [rng.uniform(-1.5, 1.5, s) for s in shapes]
 
@@ -738,6 +774,7 @@ linear_recurrence = defop(
     aval=lambda a, b, *, axis, reverse: _scan_aval("linear_recurrence", same)(
         binary("linear_recurrence")(a, b), axis=axis, reverse=reverse
     ),
+    batch=_linear_recurrence_batch,
     jvp=(
         lambda t, out, a, b, *, axis, reverse: linear_recurrence(
             a,

@@ -39,9 +39,7 @@ NO_BATCH_RULE_YET = frozenset(
     + ["random_bernoulli", "random_bits", "random_categorical", "random_fold_in"]
     + ["random_normal", "random_permutation", "random_randint", "random_split"]
     + ["random_truncated_normal", "random_uniform"]
-    # reduction.py
-    + ["all", "any", "argmax", "argmin", "cumprod", "cumsum", "linear_recurrence"]
-    + ["logsumexp", "logsumexp_weights", "max", "min", "prod", "shift", "sum", "tie_weights"]
+    # reduction.py: every op has a rule
     # shape.py
     + ["broadcast_to", "concatenate", "flip", "pad", "permute_dims", "reshape", "roll", "split"]
     # sorting.py

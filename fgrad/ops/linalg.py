@@ -24,6 +24,7 @@ import numpy as np
 from fgrad import dtypes
 from fgrad.core.op import LINEAR, Check, defop
 from fgrad.errors import DTypeError, ShapeError
+from fgrad.ops._batch import axes_batch, batch_size
 from fgrad.ops._rules import PerInput, ndim_of, shape_of
 from fgrad.ops.elementwise import (
     abs,
@@ -177,6 +178,50 @@ def _linalg_fn(xp, name: str):
     return getattr(getattr(xp, "linalg", None), name, None)
 
 
+
+# ------------------------------------------------------------------------ vmap helpers
+# The mapped axis of a batched value is in front (fgrad/ops/_batch.py). Matrix ops act on
+# trailing axes and broadcast over leading ones, so it is one more stack axis for them.
+
+
+def _stack_batch(op, args, dims, **params):
+    """vmap rule of one-input ops on the last axes (inv, det, qr, ...): the mapped axis
+    is one more leading stack axis."""
+    out = op(*args, **params)
+    return out, (tuple(0 for _ in out) if op.multiple_results else 0)
+
+
+def _unit_axes(x, count: int):
+    """Batched ``x`` ``(B, *rest)`` as ``(B, 1, ..., 1, *rest)`` with ``count`` unit axes,
+    so its example stack axes line up with longer ones when batch axes broadcast."""
+    if count <= 0:
+        return x
+    s = shape_of(x)
+    return reshape(x, shape=(s[0], *([1] * count), *s[1:]))
+
+
+def _to_front(x, axis: int):
+    n = ndim_of(x)
+    axis %= n
+    return permute_dims(x, axes=(axis, *(a for a in range(n) if a != axis)))
+
+
+def _cols_first(y, size: int):
+    """A batched ``y`` ``(B, *stack, k, m)`` as one ``(k, B * prod(stack) * m)`` matrix."""
+    nd = ndim_of(y)
+    moved = permute_dims(y, axes=(nd - 2, *range(nd - 2), nd - 1))
+    return reshape(moved, shape=(shape_of(y)[-2], size))
+
+
+def _from_cols(out, lead: tuple, m: int):
+    """Inverse of :func:`_cols_first` on a product ``(n, B * prod(stack) * m)``: the
+    batch ``(B, *stack, n, m)``."""
+    n = shape_of(out)[0]
+    r = reshape(out, shape=(n, *lead, m))
+    nd = len(lead) + 2
+    return permute_dims(r, axes=(*range(1, nd - 1), 0, nd - 1))
+
+
 # ------------------------------------------------------------------------ matmul
 
 
@@ -246,6 +291,62 @@ def _matrices(rng, shapes):
     return [_general_matrix(rng, s) for s in shapes]
 
 
+def _matmul_batch(op, args, dims):
+    """vmap rule of matmul: one matmul call on the whole batch, whatever the example ranks.
+
+    A shared 2-D operand takes the batch into its matrix product (one large product rather
+    than a stack of small ones); a mapped 1-D operand becomes a row or column of a stack.
+    """
+    x, y = args
+    dx, dy = dims
+    size = batch_size(args, dims)
+    xs, ys = shape_of(x), shape_of(y)
+    rx, ry = len(xs) - (dx is not None), len(ys) - (dy is not None)
+    if rx == 1 and ry == 1:  # dot products
+        if dy is None:
+            return matmul(x, y), 0  # (B, k) @ (k,)
+        if dx is None:
+            return matmul(y, x), 0  # (B, k) @ (k,): matmul does not conjugate, so x.y = y.x
+        k = xs[-1]
+        dots = matmul(reshape(x, shape=(size, 1, k)), reshape(y, shape=(size, k, 1)))
+        return reshape(dots, shape=(size,)), 0
+    if rx == 1:  # x (k,) @ y (..., k, m) -> (..., m)
+        if dx is None:
+            return matmul(x, y), 0  # the row vector broadcasts over (B, ..., k, m)
+        if dy is None:
+            if ry == 2:
+                return matmul(x, y), 0  # (B, k) @ (k, m)
+            lead = ys[:-2]
+            prod = matmul(x, _cols_first(y, _size(lead) * ys[-1]))  # (B, prod(...) * m)
+            return reshape(prod, shape=(size, *lead, ys[-1])), 0
+        rows = _unit_axes(_expand(x, 1), ry - 2)  # (B, 1, ..., 1, k)
+        return _squeeze(matmul(rows, y), -2), 0
+    if ry == 1:  # x (..., n, k) @ y (k,) -> (..., n)
+        if dy is None:
+            return matmul(x, y), 0  # (B, ..., n, k) @ (k,)
+        if dx is None:  # y (B, k): every row of every x against every y in one product
+            lead = xs[:-1]
+            prod = matmul(y, _mT(reshape(x, shape=(_size(lead), xs[-1]))))
+            return reshape(prod, shape=(size, *lead)), 0
+        cols = _unit_axes(_expand(y, -1), rx - 2)  # (B, 1, ..., 1, k, 1)
+        return _squeeze(matmul(x, cols), -1), 0
+    if dy is None and ry == 2:  # (B, ..., n, k) @ (k, m): one (B * ... * n, k) product
+        lead = xs[:-1]
+        prod = matmul(reshape(x, shape=(_size(lead), xs[-1])), y)
+        return reshape(prod, shape=(*lead, ys[-1])), 0
+    if dx is None and rx == 2:  # (n, k) @ (B, ..., k, m): one (n, k) @ (k, B * ... * m)
+        lead = ys[:-2]
+        return _from_cols(matmul(x, _cols_first(y, _size(lead) * ys[-1])), lead, ys[-1]), 0
+    # Stacks on both sides: the mapped axis leads; a shorter mapped stack gets unit axes
+    # so that example stack axes (not the mapped one) broadcast against each other.
+    stack = max(rx, ry) - 2
+    if dx is not None:
+        x = _unit_axes(x, stack - (rx - 2))
+    if dy is not None:
+        y = _unit_axes(y, stack - (ry - 2))
+    return matmul(x, y), 0
+
+
 matmul = defop(
     "matmul",
     # Exactly ``xp.matmul(x, y)``: the op machinery then calls numpy directly (hot path).
@@ -253,6 +354,7 @@ matmul = defop(
     aval=_matmul_aval,
     jvp=LINEAR,  # bilinear: the tangent replaces one operand at a time
     vjp=(_matmul_vjp_x, _matmul_vjp_y),
+    batch=_matmul_batch,
     check=Check(
         shapes=(
             ((3,), (3,)),
@@ -385,6 +487,21 @@ def _einsum_vjp(k, ct, out, *operands, subscripts):
     return einsum(*args, subscripts=f"{','.join(terms)}->{target}")
 
 
+def _einsum_batch(op, args, dims, *, subscripts):
+    """vmap rule of einsum: a fresh index for the mapped axis, in front of each mapped
+    operand's term and of the output."""
+    ins, out = _split_subscripts(subscripts)
+    free = [c for c in _LETTERS if c not in subscripts]
+    if not free:
+        raise NotImplementedError(
+            f"vmap of einsum {subscripts!r}: every letter is in use, none is left for the "
+            "mapped axis; split the einsum into smaller ones"
+        )
+    b = free[0]
+    terms = [b + t if d is not None else t for t, d in zip(ins, dims)]
+    return op(*args, subscripts=f"{','.join(terms)}->{b}{out}"), 0
+
+
 einsum = defop(
     "einsum",
     # array_api_strict has no einsum; numpy and cupy do.
@@ -392,6 +509,7 @@ einsum = defop(
     aval=_einsum_aval,
     jvp=LINEAR,  # multilinear: the tangent replaces one operand at a time
     vjp=PerInput(lambda i: partial(_einsum_vjp, i)),
+    batch=_einsum_batch,
     check=Check(
         shapes=(((3, 3, 2), (2, 4)),),
         params=({"subscripts": "aab,bc->ca"},),
@@ -455,6 +573,7 @@ diagonal = defop(
     kernel=_diagonal_kernel,
     aval=_diagonal_aval,
     jvp=LINEAR,
+    batch=_stack_batch,
     vjp=(
         lambda ct, out, x, *, offset: diag_embed(
             ct, offset=offset, n=shape_of(x)[-2], m=shape_of(x)[-1]
@@ -515,6 +634,7 @@ diag_embed = defop(
     kernel=_diag_embed_kernel,
     aval=_diag_embed_aval,
     jvp=LINEAR,
+    batch=_stack_batch,
     vjp=(lambda ct, out, d, *, offset, n, m: diagonal(ct, offset=offset),),
     check=Check(
         shapes=(((3,),), ((2, 3),)),
@@ -560,6 +680,7 @@ tril = defop(
     kernel=lambda xp, x, *, k: xp.tril(x, k=k),
     aval=_tril_aval,
     jvp=LINEAR,
+    batch=_stack_batch,
     vjp=(lambda ct, out, x, *, k: tril(ct, k=k),),  # a mask is its own transpose
     check=Check(shapes=(((3, 3),), ((2, 3, 4),)), params=({"k": 0}, {"k": -1}, {"k": 1})),
     doc="""Lower triangle of each matrix: entries on and below diagonal ``k``, zeros above.
@@ -599,6 +720,7 @@ inv = defop(
     kernel=lambda xp, x: xp.linalg.inv(x),
     aval=_inv_aval,
     jvp=(lambda t, out, x: negative(matmul(out, matmul(t, out))),),
+    batch=_stack_batch,
     vjp=(_inv_vjp,),
     check=Check(shapes=(((3, 3),), ((2, 3, 3),)), make_args=_matrices),
     doc="""Inverse of each square matrix over the last two axes.
@@ -666,12 +788,40 @@ def _solve_vjp(ct, out, a, b):
     return ct_a, ct_b
 
 
+def _solve_batch(op, args, dims):
+    """vmap rule of solve. A shared ``a`` is factored once: the mapped right-hand sides
+    become more columns of one ``b``. An example ``b`` of shape ``(n,)`` is one vector, so
+    a mapped one is never read as a stack of vectors (numpy 2's rule for ``b``)."""
+    a, b = args
+    da, db = dims
+    size = batch_size(args, dims)
+    sa, sb = shape_of(a), shape_of(b)
+    ra, rb = len(sa) - (da is not None), len(sb) - (db is not None)
+    if rb == 1:  # one vector per example
+        if db is None:
+            return op(a, b), 0  # (B, ..., n, n) with one shared (n,)
+        if da is None:  # the B vectors are the B columns of one (n, B) right-hand side
+            return _to_front(op(a, _mT(b)), -1), 0
+        cols = _unit_axes(_expand(b, -1), ra - 2)  # (B, 1, ..., 1, n, 1)
+        return _squeeze(op(a, cols), -1), 0
+    if da is None and ra == 2:  # (n, n) \ (B, ..., n, k): one (n, B * ... * k) solve
+        lead = sb[:-2]
+        return _from_cols(op(a, _cols_first(b, _size(lead) * sb[-1])), lead, sb[-1]), 0
+    stack = max(ra, rb) - 2
+    if da is not None:
+        a = _unit_axes(a, stack - (ra - 2))
+    if db is not None:
+        b = _unit_axes(b, stack - (rb - 2))
+    return op(a, b), 0
+
+
 solve = defop(
     "solve",
     kernel=lambda xp, a, b: xp.linalg.solve(a, b),
     aval=_solve_aval,
     jvp=(_solve_jvp_a, _solve_jvp_b),
     vjp=_solve_vjp,
+    batch=_solve_batch,
     check=Check(
         shapes=(
             ((3, 3), (3,)),
@@ -725,6 +875,7 @@ det = defop(
     kernel=lambda xp, x: xp.linalg.det(x),
     aval=_det_aval,
     jvp=(lambda t, out, x: multiply(out, _trace_last2(solve(x, t))),),
+    batch=_stack_batch,
     vjp=(_det_vjp,),
     check=Check(shapes=(((3, 3),), ((2, 3, 3),)), make_args=_matrices),
     doc="""Determinant of each square matrix over the last two axes.
@@ -778,6 +929,7 @@ slogdet = defop(
     aval=_slogdet_aval,
     multiple_results=True,
     jvp=(_slogdet_jvp,),
+    batch=_stack_batch,
     vjp=(_slogdet_vjp,),
     check=Check(shapes=(((3, 3),), ((2, 3, 3),)), make_args=_matrices),
     doc="""Sign and natural log of the absolute determinant of each square matrix.
@@ -850,6 +1002,7 @@ cholesky = defop(
     kernel=_cholesky_kernel,
     aval=_cholesky_aval,
     jvp=(_cholesky_jvp,),
+    batch=_stack_batch,
     vjp=(_cholesky_vjp,),
     check=Check(shapes=(((3, 3),), ((2, 3, 3),)), make_args=_spd),
     doc="""Lower Cholesky factor ``L`` of each symmetric positive-definite matrix: ``x = L L^T``.
@@ -935,6 +1088,7 @@ qr = defop(
     aval=_qr_aval,
     multiple_results=True,
     jvp=(_qr_jvp,),
+    batch=_stack_batch,
     vjp=_qr_vjp,
     check=Check(
         shapes=(((3, 3),), ((4, 3),), ((2, 4, 3),)),
@@ -1027,6 +1181,7 @@ eigh = defop(
     aval=_eigh_aval,
     multiple_results=True,
     jvp=(_eigh_jvp,),
+    batch=_stack_batch,
     vjp=_eigh_vjp,
     check=Check(shapes=(((3, 3),), ((2, 3, 3),)), make_args=_distinct_spectrum),
     doc="""Eigenvalues (ascending) and eigenvectors of each symmetric matrix.
@@ -1088,6 +1243,7 @@ eigvalsh = defop(
     kernel=lambda xp, x: xp.linalg.eigvalsh(_sym_kernel(xp, x)),
     aval=_eigvalsh_aval,
     jvp=(_eigvalsh_jvp,),
+    batch=_stack_batch,
     vjp=(_eigvalsh_vjp,),
     check=Check(shapes=(((3, 3),), ((2, 3, 3),)), make_args=_distinct_spectrum, order=1),
     doc="""Eigenvalues (ascending) of each symmetric matrix, input symmetrised as in eigh.
@@ -1210,6 +1366,7 @@ svd = defop(
     aval=_svd_aval,
     multiple_results=True,
     jvp=(_svd_jvp,),
+    batch=_stack_batch,
     vjp=_svd_vjp,
     check=Check(
         shapes=(((3, 3),), ((4, 3),), ((3, 4),), ((2, 4, 3),)),
@@ -1285,6 +1442,7 @@ svdvals = defop(
     kernel=_svdvals_kernel,
     aval=_svdvals_aval,
     jvp=(_svdvals_jvp,),
+    batch=_stack_batch,
     vjp=(_svdvals_vjp,),
     check=Check(shapes=(((3, 3),), ((4, 3),), ((2, 3, 4),)), make_args=_distinct_singular, order=1),
     doc="""Singular values of each matrix, in descending order.
@@ -1357,6 +1515,7 @@ pinv = defop(
     kernel=_pinv_kernel,
     aval=_pinv_aval,
     jvp=(_pinv_jvp,),
+    batch=_stack_batch,
     vjp=(_pinv_vjp,),
     check=Check(
         shapes=(((3, 3),), ((4, 3),), ((3, 4),), ((2, 4, 3),)),
@@ -1493,6 +1652,7 @@ vector_norm = defop(
     kernel=_vector_norm_kernel,
     aval=_vector_norm_aval,
     jvp=(_vector_norm_jvp,),
+    batch=axes_batch,
     vjp=(_vector_norm_vjp,),
     check=Check(
         shapes=(((2, 3),),),

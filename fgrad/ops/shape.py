@@ -10,6 +10,7 @@ import numpy as np
 from fgrad import dtypes
 from fgrad.core.op import LINEAR, Check, defop
 from fgrad.errors import ShapeError
+from fgrad.ops._batch import axes_batch
 from fgrad.ops._rules import PerInput, shape_of
 from fgrad.tensor import ShapeDtype
 
@@ -24,12 +25,18 @@ def _reshape_aval(x, *, shape):
     return ShapeDtype(tuple(shape), x.dtype)
 
 
+def _reshape_batch(op, args, dims, *, shape):
+    (x,) = args
+    return reshape(x, shape=(shape_of(x)[0], *shape)), 0
+
+
 reshape = defop(
     "reshape",
     kernel=lambda xp, x, *, shape: xp.reshape(x, shape),
     aval=_reshape_aval,
     jvp=LINEAR,
     vjp=(lambda ct, out, x, *, shape: reshape(ct, shape=x.shape),),
+    batch=_reshape_batch,
     check=Check(
         shapes=(((2, 3),),), params=({"shape": (3, 2)}, {"shape": (6,)}, {"shape": (1, 6, 1)})
     ),
@@ -116,12 +123,24 @@ def _np_broadcast_view(x, shape: tuple):
     return view
 
 
+def _broadcast_to_batch(op, args, dims, *, shape):
+    # The example axes align with ``shape`` from the right: unit axes go between the
+    # mapped axis and them, so that the mapped axis lines up with the new leading one.
+    (x,) = args
+    size, *xs = shape_of(x)
+    missing = len(shape) - len(xs)
+    if missing > 0:
+        x = reshape(x, shape=(size, *(1,) * missing, *xs))
+    return broadcast_to(x, shape=(size, *shape)), 0
+
+
 broadcast_to = defop(
     "broadcast_to",
     kernel=_broadcast_kernel,
     aval=_broadcast_to_aval,
     jvp=LINEAR,
     vjp=(lambda ct, out, x, *, shape: sum_to_shape(ct, x.shape),),
+    batch=_broadcast_to_batch,
     check=Check(shapes=(((3,),), ((2, 1),)), params=({"shape": (4, 2, 3)},)),
     doc="""Broadcast ``x`` to ``shape`` following numpy's rules (a view; no copy).
 
@@ -153,12 +172,17 @@ def _permute_aval(x, *, axes):
     return ShapeDtype(tuple(xs[a] for a in axes), x.dtype)
 
 
+def _permute_batch(op, args, dims, *, axes):
+    return permute_dims(args[0], axes=(0, *(a + 1 for a in axes))), 0
+
+
 permute_dims = defop(
     "permute_dims",
     kernel=lambda xp, x, *, axes: xp.permute_dims(x, axes),
     aval=_permute_aval,
     jvp=LINEAR,
     vjp=(lambda ct, out, x, *, axes: permute_dims(ct, axes=tuple(np.argsort(axes).tolist())),),
+    batch=_permute_batch,
     check=Check(shapes=(((2, 3, 4),),), params=({"axes": (2, 0, 1)}, {"axes": (1, 0, 2)})),
     doc="""Permute the axes of ``x``: output axis ``i`` is input axis ``axes[i]``.
 
@@ -229,6 +253,7 @@ concatenate = defop(
     aval=_concatenate_aval,
     jvp=PerInput(lambda i: functools.partial(_concatenate_jvp, i)),
     vjp=_concatenate_vjp,
+    batch=axes_batch,  # shared inputs are broadcast to the batch; ``axis`` moves right
     check=Check(
         shapes=(((2, 3), (2, 3)), ((3, 2), (3, 2), (3, 2))),
         params=({"axis": 0}, {"axis": 1}),
@@ -298,6 +323,7 @@ split = defop(
     aval=_split_aval,
     jvp=LINEAR,
     vjp=_split_vjp,
+    batch=axes_batch,
     multiple_results=True,
     check=Check(
         shapes=(((5, 3),),),
@@ -348,6 +374,7 @@ flip = defop(
     aval=_axes_aval("flip"),
     jvp=LINEAR,
     vjp=(lambda ct, out, x, *, axes: flip(ct, axes=axes),),
+    batch=axes_batch,
     check=Check(shapes=(((2, 3),),), params=({"axes": (0,)}, {"axes": (1,)}, {"axes": (0, 1)})),
     doc="""Reverse the order of elements along ``axes``.
 
@@ -377,6 +404,7 @@ roll = defop(
     vjp=(
         lambda ct, out, x, *, shifts, axes: roll(ct, shifts=tuple(-s for s in shifts), axes=axes),
     ),
+    batch=axes_batch,
     check=Check(
         shapes=(((2, 3),),),
         params=({"shifts": (1,), "axes": (1,)}, {"shifts": (1, 2), "axes": (0, 1)}),
@@ -425,12 +453,17 @@ def _unpad(ct, x, pad_width):
     return getitem(ct, index=index)
 
 
+def _pad_batch(op, args, dims, *, pad_width, constant):
+    return pad(args[0], pad_width=((0, 0), *pad_width), constant=constant), 0
+
+
 pad = defop(
     "pad",
     kernel=_pad_kernel,
     aval=_pad_aval,
     jvp=(lambda t, out, x, *, pad_width, constant: pad(t, pad_width=pad_width, constant=0),),
     vjp=(lambda ct, out, x, *, pad_width, constant: _unpad(ct, x, pad_width),),
+    batch=_pad_batch,
     check=Check(
         shapes=(((2, 3),),),
         params=(

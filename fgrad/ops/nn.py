@@ -18,10 +18,11 @@ import numpy as np
 from fgrad import dtypes
 from fgrad.core.op import LINEAR, Check, defop
 from fgrad.errors import DTypeError, ShapeError
-from fgrad.ops._rules import binary, floating, same, shape_of, unary
+from fgrad.ops._batch import axes_batch, batch_size, elementwise_batch, with_batch
+from fgrad.ops._rules import binary, floating, ndim_of, same, shape_of, unary
 from fgrad.ops.elementwise import add, divide, exp, greater, multiply, subtract, where
 from fgrad.ops.reduction import sum as _sum
-from fgrad.ops.shape import broadcast_to
+from fgrad.ops.shape import broadcast_to, reshape
 from fgrad.tensor import ShapeDtype
 
 # Kernel helpers. Kernels that chain several operations write into their own temporaries
@@ -62,6 +63,12 @@ def _is_scalar(value: Any, number: float) -> bool:
     return type(value) in (int, float) and value == number
 
 
+def _example(x: Any, dim: Any) -> Any:
+    """What one example of a vmap rule's input looks like, for the op's aval checks: a
+    batched value without its mapped axis; a shared one as it is."""
+    return x if dim is None else ShapeDtype(shape_of(x)[1:], x.dtype)
+
+
 def _real_floating(name: str, x: Any) -> np.dtype:
     dtype = np.dtype(dtypes.result_type(x))
     if dtype.kind != "f":
@@ -82,6 +89,7 @@ relu = defop(
     kernel=lambda xp, x: xp.maximum(x, 0),
     aval=unary(same),
     # where(x > 0, ., 0) and not maximum's rule: relu'(0) = 0 (JAX, PyTorch), not 0.5.
+    batch=elementwise_batch,
     jvp=(lambda t, out, x: where(greater(x, 0), t, 0),),
     vjp=(lambda ct, out, x: where(greater(x, 0), ct, 0),),
     check=Check(make_args=_relu_args),
@@ -166,6 +174,7 @@ softmax = defop(
     "softmax",
     kernel=_softmax_kernel,
     aval=_axes_aval("softmax"),
+    batch=axes_batch,
     jvp=(_softmax_rule,),
     vjp=(_softmax_rule,),
     vjp_reads=("out",),
@@ -236,6 +245,7 @@ softmax_jvp = defop(
     kernel=_softmax_jvp_kernel,
     aval=_softmax_jvp_aval,
     # Linear in t, with a symmetric matrix: the rule for t is the op itself, both ways.
+    batch=axes_batch,
     jvp=(lambda tt, out, t, s, *, axes: softmax_jvp(tt, s, axes=axes), _softmax_jvp_ds),
     vjp=(lambda ct, out, t, s, *, axes: softmax_jvp(ct, s, axes=axes), _softmax_jvp_s_ct),
     vjp_reads=("inputs",),
@@ -278,6 +288,7 @@ log_softmax = defop(
     kernel=_log_softmax_kernel,
     aval=_axes_aval("log_softmax"),
     # d out = t - sum(softmax * t), with softmax = exp(out) <= 1: nothing overflows.
+    batch=axes_batch,
     jvp=(
         lambda t, out, x, *, axes: subtract(
             t, _sum(multiply(exp(out), t), axes=axes, keepdims=True)
@@ -353,6 +364,7 @@ gelu_tanh_gate = defop(
     "gelu_tanh_gate",
     kernel=_gelu_tanh_gate_kernel,
     aval=lambda x: ShapeDtype(shape_of(x), _real_floating("gelu_tanh_gate", x)),
+    batch=elementwise_batch,
     jvp=(lambda t, out, x: multiply(t, _gelu_tanh_gate_derivative(out, x)),),
     vjp=(lambda ct, out, x: multiply(ct, _gelu_tanh_gate_derivative(out, x)),),
     check=Check(domain=(-3.0, 3.0)),
@@ -456,6 +468,55 @@ def _standardize_grad_aval(g, ct_rstd, xhat, rstd):
     return ShapeDtype(shape, np.dtype(dtypes.result_type(g, ct_rstd, xhat, rstd)))
 
 
+# vmap rules. The row ops work on the last axis of any number of leading ones, so the
+# mapped axis in front is one more leading axis once every input carries it.
+
+
+def _standardize_batch(op, args, dims, *, eps):
+    return op(args[0], eps=eps), (0, 0)
+
+
+def _standardize_grad_batch(op, args, dims):
+    _standardize_grad_aval(*map(_example, args, dims))  # the op's errors, per example
+    size = batch_size(args, dims)
+    g, ct_rstd, xhat, rstd = (
+        a if i == 1 else with_batch(a, d, size) for i, (a, d) in enumerate(zip(args, dims))
+    )
+    if dims[1] is not None and ndim_of(ct_rstd) == 1:
+        # One number per example (a () ct_rstd, mapped): spread over that example's rows.
+        ct_rstd = reshape(ct_rstd, shape=(size,) + (1,) * (ndim_of(rstd) - 1))
+        ct_rstd = broadcast_to(ct_rstd, shape=shape_of(rstd))
+    elif dims[1] is None and ndim_of(ct_rstd) > 0:  # shared rows: every example gets them
+        ct_rstd = with_batch(ct_rstd, None, size)
+    return op(g, ct_rstd, xhat, rstd), 0
+
+
+def _scale_shift_batch(op, args, dims):
+    x, scale, bias = args
+    _scale_shift_aval(*map(_example, args, dims))
+    if dims[1] is None and dims[2] is None:
+        # Shared parameters broadcast over the mapped axis as over the rows.
+        return op(with_batch(x, dims[0], batch_size(args, dims)), scale, bias), 0
+    # Parameters per example: the op takes one (n,) vector, so do its arithmetic (the
+    # same operations in the same order) with the elementwise ops.
+    y, y_dim = x, dims[0]
+    if not _is_scalar(scale, 1):
+        if dims[0] is None and dims[1] is None:
+            y = multiply(x, scale)  # the same for every example
+        else:
+            y, y_dim = elementwise_batch(multiply, (x, scale), dims[:2])
+    if _is_scalar(bias, 0):
+        return y, y_dim
+    return elementwise_batch(add, (y, bias), (y_dim, dims[2]))
+
+
+def _sum_rows_batch(op, args, dims):
+    (x,) = args
+    _sum_rows_aval(_example(x, 0))
+    # Every axis of an example but its last: those between the mapped axis and the last.
+    return _sum(x, axes=tuple(range(1, ndim_of(x) - 1)), keepdims=False), 0
+
+
 # Helpers of the derivative rules, with fgrad ops; a "row" is the last axis.
 
 
@@ -525,6 +586,7 @@ standardize = defop(
     "standardize",
     kernel=_standardize_kernel,
     aval=_standardize_aval,
+    batch=_standardize_batch,
     jvp=(_standardize_jvp,),
     vjp=(lambda cts, out, x, *, eps: standardize_grad(cts[0], cts[1], out[0], out[1]),),
     multiple_results=True,
@@ -569,6 +631,7 @@ standardize_grad = defop(
     "standardize_grad",
     kernel=_standardize_grad_kernel,
     aval=_standardize_grad_aval,
+    batch=_standardize_grad_batch,
     jvp=(
         lambda t, out, g, ct_rstd, xhat, rstd: standardize_grad(t, 0.0, xhat, rstd),
         lambda t, out, g, ct_rstd, xhat, rstd: multiply(
@@ -655,6 +718,7 @@ scale_shift = defop(
     "scale_shift",
     kernel=_scale_shift_kernel,
     aval=_scale_shift_aval,
+    batch=_scale_shift_batch,
     jvp=(
         lambda t, out, x, scale, bias: multiply(t, scale),
         lambda t, out, x, scale, bias: multiply(x, t),
@@ -714,6 +778,7 @@ sum_rows = defop(
     "sum_rows",
     kernel=_sum_rows_kernel,
     aval=_sum_rows_aval,
+    batch=_sum_rows_batch,
     jvp=LINEAR,
     vjp=(lambda ct, out, x: broadcast_to(ct, shape=tuple(x.shape)),),
     vjp_reads=(),  # only the input's shape
@@ -752,6 +817,7 @@ bias_add = defop(
     "bias_add",
     kernel=lambda xp, x, bias: xp.add(x, bias),
     aval=binary("bias_add"),
+    batch=elementwise_batch,
     jvp=(lambda t, out, x, bias: t, lambda t, out, x, bias: t),
     vjp=(lambda ct, out, x, bias: ct, _bias_ct),
     vjp_reads=(),  # only the shapes

@@ -24,8 +24,13 @@ import numpy as np
 from fgrad import backend, dtypes
 from fgrad.core.op import Check, defop
 from fgrad.errors import DTypeError, ShapeError
+from fgrad.ops._batch import axes_batch
 from fgrad.ops._rules import shape_of
+from fgrad.ops.elementwise import astype, isnan, less, less_equal, logical_and, logical_not
+from fgrad.ops.elementwise import logical_or
 from fgrad.ops.indexing import ARRAY, getitem
+from fgrad.ops.reduction import sum as reduce_sum
+from fgrad.ops.shape import reshape
 from fgrad.tensor import ShapeDtype, asarray
 
 __all__ = ["argsort", "searchsorted", "sort", "take_along"]
@@ -117,6 +122,7 @@ argsort = defop(
     "argsort",
     kernel=_argsort_kernel,
     aval=_sort_aval("argsort"),
+    batch=axes_batch,
     nondiff=True,
     check=Check(
         shapes=_SORT_CHECK.shapes,
@@ -165,6 +171,7 @@ sort = defop(
     "sort",
     kernel=_sort_kernel,
     aval=_sort_aval("sort"),
+    batch=axes_batch,
     jvp=(_sort_jvp,),
     vjp=(_sort_vjp,),
     check=Check(
@@ -217,10 +224,38 @@ def _searchsorted_aval(a, v, *, side):
     return ShapeDtype(shape_of(v), np.dtype(np.int64))
 
 
+def _searchsorted_batch(op, args, dims, *, side):
+    # vmap rule. A shared sequence: one search of every example's values. A sequence per
+    # example: xp.searchsorted takes one 1-D sequence, so count instead, per value, the
+    # entries of its own sequence that sort before it (numpy's order, NaN last): for
+    # "left" a < v, for "right" a <= v. O(n) comparisons per value instead of O(log n).
+    a, v = args
+    if dims[0] is None:
+        return op(a, v, side=side), 0
+    _searchsorted_aval(
+        ShapeDtype(shape_of(a)[1:], a.dtype),
+        v if dims[1] is None else ShapeDtype(shape_of(v)[1:], v.dtype),
+        side=side,
+    )
+    size, n = shape_of(a)
+    v_shape = shape_of(v)[1:] if dims[1] is not None else shape_of(v)
+    # a as (B, 1, ..., 1, n) against v as (B, *v_shape, 1) (a shared v broadcasts as is).
+    a = reshape(a, shape=(size,) + (1,) * len(v_shape) + (n,))
+    v = reshape(asarray(v) if type(v) in (bool, int, float) else v, shape=(*shape_of(v), 1))
+    v_nan = isnan(v)
+    if side == "left":
+        before = logical_or(less(a, v), logical_and(v_nan, logical_not(isnan(a))))
+    else:
+        before = logical_or(less_equal(a, v), v_nan)
+    count = reduce_sum(before, axes=(len(v_shape) + 1,), keepdims=False)
+    return astype(count, dtype=np.dtype(np.int64)), 0
+
+
 searchsorted = defop(
     "searchsorted",
     kernel=lambda xp, a, v, *, side: xp.searchsorted(a, v, side=side),
     aval=_searchsorted_aval,
+    batch=_searchsorted_batch,
     nondiff=True,
     check=Check(
         shapes=(((5,), ()), ((5,), (2, 3))),

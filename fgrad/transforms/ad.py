@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 
 from fgrad import dtypes, tree
+from fgrad._config import config
+from fgrad.core.graph import _BACKWARD_SOURCE, _user_source
 from fgrad.core.op import LINEAR
 from fgrad.core.trace import Trace, Tracer, new_trace
 from fgrad.errors import ConcretizationError, ShapeError
@@ -66,14 +68,15 @@ def _fit(value: Any, aval: Any) -> Any:
 class _Node:
     """One recorded op application: what the backward pass needs to apply its VJP."""
 
-    __slots__ = ("op", "primals", "params", "out", "parents")
+    __slots__ = ("op", "primals", "params", "out", "parents", "source")
 
-    def __init__(self, op, primals, params, out, parents):
+    def __init__(self, op, primals, params, out, parents, source=""):
         self.op = op
         self.primals = primals
         self.params = params
         self.out = out
         self.parents = parents  # tuple of (input position, parent node, parent output index)
+        self.source = source  # the user's line, kept where something may report it
 
 
 class ReverseTracer(Tracer):
@@ -114,7 +117,10 @@ class ReverseTrace(Trace):
             _aval(p) if isinstance(p, Tensor) else p for p in primals
         ]
         kept_out = out if "out" in reads or op.multiple_results else _aval(out)
-        node = _Node(op, kept_primals, params, kept_out, tuple(parents))
+        # The user's line costs a frame walk: kept only where it may be reported (debug_nans,
+        # or a trace below this one, such as jit's graph, that records the backward pass).
+        source = _user_source() if self.level > 1 or config.debug_nans else ""
+        node = _Node(op, kept_primals, params, kept_out, tuple(parents), source)
         if op.multiple_results:
             return tuple(
                 ReverseTracer(self, o, node, k) if _is_inexact(o) else o for k, o in enumerate(out)
@@ -173,15 +179,21 @@ def _backward(seeds: list[tuple[_Node, Any, Any]]) -> dict:
                 full_like(o, fill_value=0, dtype=None) if c is None else c
                 for c, o in zip(ct, node.out)
             )
-        if callable(op.vjp):
-            all_cts = op.vjp(ct, node.out, *node.primals, **node.params)
-            in_cts = [(i, parent, k, all_cts[i]) for i, parent, k in node.parents]
-        else:
-            in_cts = [
-                (i, parent, k, op.vjp[i](ct, node.out, *node.primals, **node.params))
-                for i, parent, k in node.parents
-                if op.vjp[i] is not None
-            ]
+        if node.source:
+            _BACKWARD_SOURCE.append(f"{node.source} (in the gradient of {op.name!r})")
+        try:
+            if callable(op.vjp):
+                all_cts = op.vjp(ct, node.out, *node.primals, **node.params)
+                in_cts = [(i, parent, k, all_cts[i]) for i, parent, k in node.parents]
+            else:
+                in_cts = [
+                    (i, parent, k, op.vjp[i](ct, node.out, *node.primals, **node.params))
+                    for i, parent, k in node.parents
+                    if op.vjp[i] is not None
+                ]
+        finally:
+            if node.source:
+                _BACKWARD_SOURCE.pop()
         for i, parent, k, value in in_cts:
             if value is None:
                 continue
@@ -344,7 +356,12 @@ def _normalize_argnums(argnums: int | Sequence[int], nargs: int, name: str) -> t
                 f"{name}: argnums {argnums} out of range for a function called with {nargs} "
                 "positional arguments"
             )
-    return tuple(n % nargs for n in nums)
+    nums = tuple(n % nargs for n in nums)
+    if len(set(nums)) != len(nums):
+        raise ValueError(
+            f"{name}: argnums {argnums} names an argument twice; list each position once"
+        )
+    return nums
 
 
 def partial_args(f: Callable, args: Sequence[Any], nums: Sequence[int], kwargs: dict) -> Callable:
@@ -374,7 +391,8 @@ def _check_diff_inputs(
                 raise TypeError(
                     f"{name}: argument {n} has a leaf {aval} of dtype {aval.dtype}; gradients are "
                     "only defined for floating or complex inputs. Pass floats (for example "
-                    "x.astype('float32')) or leave this argument out of argnums"
+                    "x.astype('float32')), leave this argument out of argnums, or pass "
+                    "allow_int=True for zero gradients on integer leaves"
                 )
 
 

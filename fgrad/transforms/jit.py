@@ -669,9 +669,11 @@ def jit(
             on numpy an output of the same shape and dtype is written into a donated
             array once the program no longer reads it (a training step then updates its
             parameters and optimiser state in place instead of allocating new ones).
-            After the call the donated Tensors raise ``DeletedError`` when used. A donated
-            array that something else may see (a view of it or another Tensor sharing it)
-            is copied first, so no other Tensor ever changes.
+            After the call the donated Tensors raise ``DeletedError`` when used (also when
+            no output could reuse them). A donated argument passed by keyword is donated
+            too. Arrays under 2 KiB are not written into (numpy allocates those faster
+            than planning saves), nor is an array something else may see (a view of it,
+            another Tensor sharing it): no other Tensor ever changes.
 
     Returns:
         A function with ``f``'s signature. ``.cache_info()`` gives hits, misses and size;
@@ -683,7 +685,7 @@ def jit(
         TypeError: a static argument is not hashable.
         ValueError: a ``static_argnums`` position is out of range, a ``static_argnames``
             name is not a parameter of ``f`` (and ``f`` takes no ``**kwargs``), or
-            ``donate_argnums`` overlaps ``static_argnums``.
+            ``donate_argnums`` is out of range or overlaps ``static_argnums``.
 
     Example:
         >>> @fgrad.jit
@@ -700,6 +702,7 @@ def jit(
     )
     static_nums, static_names = _static_positions(f, static_nums, static_names)
     donate_nums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+    donate_names = _donated_names(f, donate_nums)
     if set(donate_nums) & set(static_nums):
         raise ValueError(
             f"jit({_name(f)}): donate_argnums {donate_nums} and static_argnums {static_nums} "
@@ -739,7 +742,7 @@ def jit(
         graph = _trace(flat_f, leaves, in_tree)
         graph = optimize(graph)
         xp = _namespace(leaves)
-        donated = _donated_inputs(dyn_args, nums, donate_nums)
+        donated = _donated_inputs(dyn_args, dyn_kwargs, nums, donate_nums, donate_names)
         # On cupy, chains of elementwise nodes run as one kernel each (fusion.py).
         program = _Program(fuse_for(graph, xp), xp, donated, graph) if xp is not None else None
         cache[key] = (graph, program)
@@ -767,7 +770,7 @@ def jit(
                 stats["hits"] += 1
                 out = entry[1](_run(entry[0], datas))
                 if donate_nums:
-                    _consume(args, donate_nums, f)
+                    _consume(args, {}, donate_nums, donate_names, f)
                 return out
         nums, static, dyn_args, dyn_kwargs = split(args, kwargs)
         leaves, in_tree = tree.flatten((dyn_args, dyn_kwargs))
@@ -790,7 +793,7 @@ def jit(
             fast[fast_key] = (program, build_out)
         out = build_out(_run(program, datas))
         if donate_nums:
-            _consume(args, donate_nums, f)
+            _consume(args, kwargs, donate_nums, donate_names, f)
         return out
 
     def _run(program: _Program, datas: list) -> list:
@@ -823,32 +826,57 @@ def jit(
     return jitted
 
 
-def _donated_inputs(dyn_args: tuple, static: set, donate_nums: tuple) -> tuple[int, ...]:
-    """Indices into the program's inputs (the array leaves, in order) of donated ones."""
+def _donated_names(f: Callable, donate_nums: tuple) -> tuple[str, ...]:
+    """The parameter names of the donated positions (a donated argument may come by
+    keyword, as in JAX); ValueError for a position ``f`` does not have."""
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):  # no signature: positions are checked per call
+        return ()
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return ()
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    for n in donate_nums:
+        if not -len(positional) <= n < len(positional):
+            raise ValueError(
+                f"jit({_name(f)}): donate_argnums {n} is out of range for a function with "
+                f"{len(positional)} positional parameters {positional}"
+            )
+    return tuple(positional[n] for n in donate_nums)
+
+
+def _donated_inputs(
+    dyn_args: tuple, dyn_kwargs: dict, static: set, donate_nums: tuple, donate_names: tuple
+) -> tuple[int, ...]:
+    """Indices into the program's inputs (the array leaves, in order: positional arguments,
+    then keyword arguments by sorted name) of the donated ones."""
     if not donate_nums:
         return ()
     nargs = len(dyn_args)
     positions = {n % nargs for n in donate_nums if -nargs <= n < nargs and n % nargs not in static}
+    parts = [(n in positions, arg) for n, arg in enumerate(dyn_args)]
+    parts += [(k in donate_names, dyn_kwargs[k]) for k in sorted(dyn_kwargs)]
     found: list[int] = []
     k = 0
-    for n, arg in enumerate(dyn_args):
+    for donated, arg in parts:
         for leaf in tree.leaves(arg):
             if type(leaf) in _SCALARS:
                 continue
-            if n in positions and isinstance(leaf, Tensor):
+            if donated and isinstance(leaf, Tensor):
                 found.append(k)
             k += 1
     return tuple(found)
 
 
-def _consume(args: tuple, donate_nums: tuple, f: Callable) -> None:
+def _consume(args: tuple, kwargs: dict, donate_nums: tuple, donate_names: tuple, f: Callable) -> None:
     """Mark the donated argument Tensors deleted: their arrays may now hold outputs."""
     nargs = len(args)
-    for n in donate_nums:
-        if -nargs <= n < nargs:
-            for leaf in tree.leaves(args[n]):
-                if type(leaf) is Tensor:
-                    leaf._data = Donated(f"jit({_name(f)})")
+    donated = [args[n] for n in donate_nums if -nargs <= n < nargs]
+    donated += [v for k, v in kwargs.items() if k in donate_names]
+    for arg in donated:
+        for leaf in tree.leaves(arg):
+            if type(leaf) is Tensor:
+                leaf._data = Donated(f"jit({_name(f)})")
 
 
 def _static_positions(f: Callable, nums: tuple, names: tuple) -> tuple[tuple, tuple]:

@@ -340,3 +340,17 @@ def test_unregistered_container_and_bad_aux_errors_say_what_to_do():
         fgrad.grad(lambda p: p.w)(Params(1.0))
     with pytest.raises(TypeError, match=r"pair \(output, aux\).*Tensor f64\[\]"):
         fgrad.grad(lambda x: x, has_aux=True)(1.0)
+
+
+def test_repeated_argnums_is_an_error():
+    f = lambda a, b: fnp.sum(a * b)  # noqa: E731
+    a, b = fnp.array([1.0, 2.0]), fnp.array([3.0, 4.0])
+    with pytest.raises(ValueError, match="names an argument twice"):
+        fgrad.grad(f, argnums=(0, 0))(a, b)
+    with pytest.raises(ValueError, match="names an argument twice"):
+        fgrad.grad(f, argnums=(0, -2))(a, b)
+
+
+def test_integer_input_error_mentions_allow_int():
+    with pytest.raises(TypeError, match="allow_int=True"):
+        fgrad.grad(lambda n: n * 1.0)(fnp.array(3))

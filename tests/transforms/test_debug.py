@@ -74,3 +74,23 @@ def test_jit_checks_keep_donated_inputs_for_the_hunt(debug_nans):
 def test_jit_nan_inputs_do_not_raise(debug_nans):
     out = fgrad.jit(lambda x: x * 2.0)(fnp.array([np.nan, 1.0]))
     assert np.isnan(float(out[0]))
+
+
+def _norm_of_square(x):
+    r = fnp.sqrt(x * x)  # at 0 the backward pass multiplies sqrt's inf by 0: NaN
+    return fnp.sum(r)
+
+
+_NORM_LINE = _norm_of_square.__code__.co_firstlineno + 1
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [fgrad.grad, lambda f: fgrad.jit(fgrad.grad(f)), lambda f: fgrad.grad(fgrad.jit(f))],
+    ids=["grad", "jit(grad)", "grad(jit)"],
+)
+def test_backward_nans_name_the_forward_line(debug_nans, transform):
+    # The NaN appears in the VJP of x * x; the message names that line and says it is in
+    # the gradient, not the line that called grad.
+    with pytest.raises(fgrad.NaNError, match=rf"test_debug.py:{_NORM_LINE} \(in the gradient of 'multiply'\)"):
+        transform(_norm_of_square)(fnp.array([0.0, 1.0]))

@@ -127,3 +127,20 @@ def test_inside_another_transform_nothing_is_donated():
 def test_donate_and_static_argnums_must_not_overlap():
     with pytest.raises(ValueError, match="donate_argnums .* overlap"):
         fgrad.jit(lambda x, n: x * n, static_argnums=1, donate_argnums=1)
+
+
+def test_a_donated_argument_passed_by_keyword_is_donated():
+    f = fgrad.jit(lambda a, b: a * 2.0 + b, donate_argnums=0)
+    x, y = _t(32, 32), _t(32, 32)
+    want = np.asarray(x) * 2.0 + np.asarray(y)
+    x_id = id(x._data)
+    out = f(a=x, b=y)
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-6)
+    assert id(out._data) == x_id
+    with pytest.raises(DeletedError):
+        x + 1
+
+
+def test_donate_argnums_out_of_range_is_an_error():
+    with pytest.raises(ValueError, match="donate_argnums 3 is out of range"):
+        fgrad.jit(lambda a: a * 2, donate_argnums=3)

@@ -133,9 +133,11 @@ def vmap(
 
     Example:
         >>> xs = fnp.array([[1.0, 2.0], [3.0, 4.0]])
-        >>> fgrad.vmap(lambda x: fnp.exp(x) * x)(xs)
-        Tensor([[  2.71828183,  14.7781122 ],
-                [ 60.25661077, 218.39260013]], dtype=float64)
+        >>> fgrad.vmap(lambda x: fnp.dot(x, x))(xs)
+        Tensor([ 5., 25.], dtype=float64)
+        >>> fgrad.vmap(fgrad.grad(lambda x: fnp.sum(x ** 3)))(xs)
+        Tensor([[ 3., 12.],
+                [27., 48.]], dtype=float64)
         >>> fgrad.vmap(fnp.add, in_axes=(0, None))(xs, fnp.array([10.0, 20.0]))
         Tensor([[11., 22.],
                 [13., 24.]], dtype=float64)

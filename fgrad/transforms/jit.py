@@ -829,20 +829,31 @@ def jit(
 def _donated_names(f: Callable, donate_nums: tuple) -> tuple[str, ...]:
     """The parameter names of the donated positions (a donated argument may come by
     keyword, as in JAX); ValueError for a position ``f`` does not have."""
+    positional = _positional_params(f)
+    if positional is None:  # no signature, or *args: positions are checked per call
+        return ()
+    _check_positions(f, donate_nums, "donate_argnums", positional)
+    return tuple(positional[n] for n in donate_nums)
+
+
+def _positional_params(f: Callable) -> list[str] | None:
+    """Names of ``f``'s positional parameters; None without a signature or with *args."""
     try:
         params = list(inspect.signature(f).parameters.values())
-    except (TypeError, ValueError):  # no signature: positions are checked per call
-        return ()
+    except (TypeError, ValueError):  # builtins and some callables have no signature
+        return None
     if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return ()
-    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    for n in donate_nums:
+        return None
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _check_positions(f: Callable, nums: tuple, what: str, positional: list[str]) -> None:
+    for n in nums:
         if not -len(positional) <= n < len(positional):
             raise ValueError(
-                f"jit({_name(f)}): donate_argnums {n} is out of range for a function with "
+                f"jit({_name(f)}): {what} {n} is out of range for a function with "
                 f"{len(positional)} positional parameters {positional}"
             )
-    return tuple(positional[n] for n in donate_nums)
 
 
 def _donated_inputs(
@@ -898,15 +909,10 @@ def _static_positions(f: Callable, nums: tuple, names: tuple) -> tuple[tuple, tu
                 f"jit({_name(f)}): static_argnames {unknown} name no parameter of "
                 f"{_name(f)}, whose parameters are {known}"
             )
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
+    positional = _positional_params(f)
+    if positional is None:
         return nums, names
-    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    for n in nums:
-        if not -len(positional) <= n < len(positional):
-            raise ValueError(
-                f"jit({_name(f)}): static_argnums {n} is out of range for a function with "
-                f"{len(positional)} positional parameters {positional}"
-            )
+    _check_positions(f, nums, "static_argnums", positional)
     nums = tuple(sorted({n % len(positional) for n in nums} | {positional.index(m) for m in names if m in positional}))
     names = tuple(sorted(set(names) | {positional[n] for n in nums}))
     return nums, names

@@ -21,6 +21,7 @@ from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops._batch import axes_batch, batch_size, elementwise_batch, with_batch
 from fgrad.ops._rules import binary, floating, ndim_of, same, shape_of, unary
 from fgrad.ops.elementwise import add, divide, exp, greater, multiply, subtract, where
+from fgrad.ops.reduction import broadcasting_axes_batch
 from fgrad.ops.reduction import sum as _sum
 from fgrad.ops.shape import broadcast_to, reshape
 from fgrad.tensor import ShapeDtype
@@ -245,7 +246,7 @@ softmax_jvp = defop(
     kernel=_softmax_jvp_kernel,
     aval=_softmax_jvp_aval,
     # Linear in t, with a symmetric matrix: the rule for t is the op itself, both ways.
-    batch=axes_batch,
+    batch=broadcasting_axes_batch,
     jvp=(lambda tt, out, t, s, *, axes: softmax_jvp(tt, s, axes=axes), _softmax_jvp_ds),
     vjp=(lambda ct, out, t, s, *, axes: softmax_jvp(ct, s, axes=axes), _softmax_jvp_s_ct),
     vjp_reads=("inputs",),

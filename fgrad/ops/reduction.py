@@ -22,7 +22,7 @@ import numpy as np
 
 from fgrad.core.op import LINEAR, Check, defop
 from fgrad.errors import ShapeError
-from fgrad.ops._batch import axes_batch, elementwise_batch
+from fgrad.ops._batch import axes_batch, batch_size, elementwise_batch, with_batch
 from fgrad.ops._rules import binary, floating, same, shape_of, to_bool
 from fgrad.ops.elementwise import multiply, subtract
 from fgrad.tensor import ShapeDtype
@@ -64,6 +64,23 @@ def _keep(y, x_shape: tuple, axes: tuple, keepdims: bool):
     if keepdims or not axes or not y.shape:  # a 0-d value broadcasts as it is
         return y
     return reshape(y, shape=reduced_shape(tuple(x_shape), axes, True))
+
+
+def broadcasting_axes_batch(op, args, dims, **params):
+    """vmap rule of an op over ``axes`` whose inputs broadcast against each other, such as
+    ``tie_weights(x, m)`` with ``m`` 0-d when every axis is reduced: each input gets the
+    mapped axis in front of its example axes lined up from the right (unit axes between
+    them), and ``axes`` moves one place right."""
+    size = batch_size(args, dims)
+    rank = builtins.max(len(shape_of(a)) - (d is not None) for a, d in zip(args, dims))
+    lined_up = []
+    for a, d in zip(args, dims):
+        shape = shape_of(a)[d is not None :]
+        if len(shape) < rank:
+            ones = (1,) * (rank - len(shape))
+            a = reshape(a, shape=(shape_of(a)[:1] if d is not None else ()) + ones + shape)
+        lined_up.append(with_batch(a, d, size))
+    return op(*lined_up, axes=tuple(a + 1 for a in params.pop("axes")), **params), 0
 
 
 def _sum_dtype(dtype):
@@ -244,7 +261,7 @@ tie_weights = defop(
     "tie_weights",
     kernel=_tie_weights_kernel,
     aval=lambda x, m, *, axes: ShapeDtype(shape_of(x), x.dtype),
-    batch=axes_batch,
+    batch=broadcasting_axes_batch,
     nondiff=True,
     check=Check(
         shapes=(((2, 3), (1, 3)),),
@@ -422,7 +439,7 @@ logsumexp_weights = defop(
     kernel=_logsumexp_weights_kernel,
     aval=_logsumexp_weights_aval,
     # Constant in y: y only shifts the exponent, and the weights are normalised.
-    batch=axes_batch,
+    batch=broadcasting_axes_batch,
     jvp=(_softmax_rule, None),
     vjp=(_softmax_rule, None),
     check=Check(

@@ -26,8 +26,15 @@ from fgrad.core.op import Check, defop
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops._batch import axes_batch
 from fgrad.ops._rules import shape_of
-from fgrad.ops.elementwise import astype, isnan, less, less_equal, logical_and, logical_not
-from fgrad.ops.elementwise import logical_or
+from fgrad.ops.elementwise import (
+    astype,
+    isnan,
+    less,
+    less_equal,
+    logical_and,
+    logical_not,
+    logical_or,
+)
 from fgrad.ops.indexing import ARRAY, getitem
 from fgrad.ops.reduction import sum as reduce_sum
 from fgrad.ops.shape import reshape

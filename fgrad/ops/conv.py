@@ -31,7 +31,9 @@ import numpy as np
 from fgrad import dtypes
 from fgrad.core.op import LINEAR, Check, defop
 from fgrad.errors import DTypeError, ShapeError
+from fgrad.ops._batch import batch_size, with_batch
 from fgrad.ops._rules import shape_of
+from fgrad.ops.shape import permute_dims, reshape
 from fgrad.tensor import ShapeDtype
 
 __all__ = [
@@ -261,6 +263,128 @@ def _backprop_filter_aval(x, ct, *, kernel_size, stride, padding, dilation, grou
     return ShapeDtype(w_shape, dtype)
 
 
+# ------------------------------------------------------------------------ vmap rules
+# The mapped axis B is in front of each batched value (fgrad/ops/_batch.py). No loops:
+# mapped images fold into the image batch N. A mapped filter (or cotangent) becomes B
+# times the channels: B * groups groups when both operands are mapped, or, when the other
+# operand is shared, B times the channels within each group, so nothing shared is copied.
+
+
+def _fold(x):
+    """``(B, N, ...)`` as ``(B * N, ...)``."""
+    s = shape_of(x)
+    return reshape(x, shape=(s[0] * s[1], *s[2:]))
+
+
+def _unfold(x, size: int):
+    """``(B * N, ...)`` as ``(B, N, ...)``."""
+    s = shape_of(x)
+    return reshape(x, shape=(size, s[0] // size, *s[1:]))
+
+
+def _channels_in(x):
+    """Images ``(B, N, C, h, w)`` as ``(N, B * C, h, w)``, channels ordered ``(b, c)``: with
+    ``B * groups`` groups, example ``b``'s channels form groups of their own."""
+    b, n, c, h, w = shape_of(x)
+    return reshape(permute_dims(x, axes=(1, 0, 2, 3, 4)), shape=(n, b * c, h, w))
+
+
+def _channels_out(y, size: int):
+    """Inverse of :func:`_channels_in`: ``(N, B * C, h, w)`` as ``(B, N, C, h, w)``."""
+    n, bc, h, w = shape_of(y)
+    return permute_dims(reshape(y, shape=(n, size, bc // size, h, w)), axes=(1, 0, 2, 3, 4))
+
+
+def _group_major(a, groups: int, axis: int):
+    """Batched ``a`` ``(B, ...)`` with its channel axis ``axis`` (counted without ``B``)
+    merged with ``B``: ``B * C`` channels ordered ``(group, b, channel within the group)``,
+    so that each of ``groups`` groups holds its channels of every example."""
+    s = shape_of(a)
+    size, c = s[0], s[axis + 1]
+    before, after = s[1 : axis + 1], s[axis + 2 :]
+    split = reshape(a, shape=(size, *before, groups, c // groups, *after))
+    order = (*range(1, axis + 2), 0, *range(axis + 2, len(s) + 1))
+    return reshape(permute_dims(split, axes=order), shape=(*before, size * c, *after))
+
+
+def _group_major_out(y, size: int, groups: int, axis: int):
+    """Inverse of :func:`_group_major`: axis ``axis`` of ``y`` (``(group, b, c)``) split
+    into ``B`` (moved in front) and ``groups * c``."""
+    s = shape_of(y)
+    c = s[axis] // (groups * size)
+    before, after = s[:axis], s[axis + 1 :]
+    split = reshape(y, shape=(*before, groups, size, c, *after))
+    order = (axis + 1, *range(axis + 1), *range(axis + 2, len(s) + 2))
+    return reshape(permute_dims(split, axes=order), shape=(size, *before, groups * c, *after))
+
+
+def _filters_in(w):
+    """Mapped filters ``(B, O, C/G, kh, kw)`` as one ``(O, B * C/G, kh, kw)`` filter whose
+    input channels within each group are ordered ``(b, c)`` (``_group_major``'s layout)."""
+    b, o, cg, kh, kw = shape_of(w)
+    return reshape(permute_dims(w, axes=(1, 0, 2, 3, 4)), shape=(o, b * cg, kh, kw))
+
+
+def _filters_in_out(y, size: int):
+    """Inverse of :func:`_filters_in`: ``(O, B * C/G, kh, kw)`` as ``(B, O, C/G, kh, kw)``."""
+    o, bcg, kh, kw = shape_of(y)
+    return permute_dims(reshape(y, shape=(o, size, bcg // size, kh, kw)), axes=(1, 0, 2, 3, 4))
+
+
+def _conv_batch(op, args, dims, *, stride, padding, dilation, groups):
+    """vmap rule of conv2d (see the comment above)."""
+    x, w = args
+    dx, dw = dims
+    size = batch_size(args, dims)
+    p = dict(stride=stride, padding=padding, dilation=dilation)
+    if dw is None:
+        return _unfold(op(_fold(x), w, groups=groups, **p), size), 0
+    if dx is None:  # output channels (group, b, o)
+        y = op(x, _group_major(w, groups, 0), groups=groups, **p)
+        return _group_major_out(y, size, groups, 1), 0
+    y = op(_channels_in(x), _fold(w), groups=size * groups, **p)
+    return _channels_out(y, size), 0
+
+
+def _backprop_input_batch(op, args, dims, *, input_size, stride, padding, dilation, groups):
+    """vmap rule of conv2d_backprop_input (the adjoint of conv2d's rule in ``x``)."""
+    ct, w = args
+    dct, dw = dims
+    size = batch_size(args, dims)
+    p = dict(input_size=input_size, stride=stride, padding=padding, dilation=dilation)
+    if dw is None:
+        return _unfold(op(_fold(ct), w, groups=groups, **p), size), 0
+    if dct is None:  # input channels (group, b, c)
+        y = op(ct, _filters_in(w), groups=groups, **p)
+        return _group_major_out(y, size, groups, 1), 0
+    y = op(_channels_in(ct), _fold(w), groups=size * groups, **p)
+    return _channels_out(y, size), 0
+
+
+def _backprop_filter_batch(op, args, dims, *, kernel_size, stride, padding, dilation, groups):
+    """vmap rule of conv2d_backprop_filter (the adjoint of conv2d's rule in ``w``)."""
+    x, ct = args
+    dx, dct = dims
+    size = batch_size(args, dims)
+    p = dict(kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation)
+    if dct is None:  # input channels (group, b, c)
+        y = op(_group_major(x, groups, 1), ct, groups=groups, **p)
+        return _filters_in_out(y, size), 0
+    if dx is None:  # output channels (group, b, o)
+        y = op(x, _group_major(ct, groups, 1), groups=groups, **p)
+        return _group_major_out(y, size, groups, 0), 0
+    y = op(_channels_in(x), _channels_in(ct), groups=size * groups, **p)
+    return _unfold(y, size), 0
+
+
+def _pool_batch(op, args, dims, **params):
+    """vmap rule of the pooling ops: the examples' images are one larger image batch."""
+    size = batch_size(args, dims)
+    out = op(*[_fold(with_batch(a, d, size)) for a, d in zip(args, dims)], **params)
+    return _unfold(out, size), 0
+
+
+
 # ------------------------------------------------------------------------ the conv family
 
 
@@ -286,6 +410,7 @@ conv2d = defop(
         lambda t, out, x, w, **p: conv2d(t, w, **p),
         lambda t, out, x, w, **p: conv2d(x, t, **p),
     ),
+    batch=_conv_batch,
     vjp=(_conv_vjp_x, _conv_vjp_w),
     check=Check(
         shapes=(((2, 4, 5, 6), (6, 2, 3, 2)),),
@@ -340,6 +465,7 @@ conv2d_backprop_input = defop(
         lambda t, out, ct, w, **p: conv2d_backprop_input(t, w, **p),
         lambda t, out, ct, w, **p: conv2d_backprop_input(ct, t, **p),
     ),
+    batch=_backprop_input_batch,
     vjp=(
         lambda g, out, ct, w, *, input_size, **p: conv2d(g, w, **p),
         lambda g, out, ct, w, *, input_size, **p: conv2d_backprop_filter(
@@ -396,6 +522,7 @@ conv2d_backprop_filter = defop(
         lambda t, out, x, ct, **p: conv2d_backprop_filter(t, ct, **p),
         lambda t, out, x, ct, **p: conv2d_backprop_filter(x, t, **p),
     ),
+    batch=_backprop_filter_batch,
     vjp=(
         lambda g, out, x, ct, *, kernel_size, **p: conv2d_backprop_input(
             ct, g, input_size=tuple(x.shape[2:]), **p
@@ -562,6 +689,7 @@ max_pool2d = defop(
     kernel=_max_pool_kernel,
     aval=_max_pool_aval,
     jvp=(lambda t, out, x, **p: max_pool2d_gather(t, x, **p),),
+    batch=_pool_batch,
     vjp=(lambda ct, out, x, **p: max_pool2d_scatter(ct, x, **p),),
     check=Check(shapes=(((2, 3, 5, 6),),), params=_POOL_PARAMS, make_args=_distinct),
     doc=f"""Maximum over each ``kh x kw`` window of NCHW images.
@@ -597,6 +725,7 @@ max_pool2d_gather = defop(
     kernel=_gather_kernel,
     aval=_gather_aval,
     jvp=(lambda t, out, t0, x, **p: max_pool2d_gather(t, x, **p), None),
+    batch=_pool_batch,
     vjp=(lambda ct, out, t, x, **p: max_pool2d_scatter(ct, x, **p), None),
     check=Check(
         shapes=(((2, 3, 5, 6), (2, 3, 5, 6)),), params=_POOL_PARAMS, make_args=_gather_args
@@ -629,6 +758,7 @@ max_pool2d_scatter = defop(
     kernel=_scatter_kernel,
     aval=_scatter_aval,
     jvp=(lambda t, out, ct, x, **p: max_pool2d_scatter(t, x, **p), None),
+    batch=_pool_batch,
     vjp=(lambda g, out, ct, x, **p: max_pool2d_gather(g, x, **p), None),
     check=Check(
         shapes=(((2, 3, 5, 6), (2, 3, 5, 6)),),
@@ -723,6 +853,7 @@ avg_pool2d = defop(
     kernel=_avg_pool_kernel,
     aval=_avg_pool_aval,
     jvp=LINEAR,
+    batch=_pool_batch,
     vjp=(_avg_pool_vjp,),
     check=Check(
         shapes=(((2, 3, 5, 6),),),
@@ -761,6 +892,7 @@ avg_pool2d_transpose = defop(
     kernel=_avg_pool_transpose_kernel,
     aval=_avg_pool_transpose_aval,
     jvp=LINEAR,
+    batch=_pool_batch,
     vjp=(lambda g, out, ct, *, input_size, **p: avg_pool2d(g, **p),),
     check=Check(
         shapes=(((2, 3, 3, 3),),),

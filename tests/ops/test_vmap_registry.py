@@ -23,9 +23,7 @@ N_EXAMPLES = 3
 NO_BATCH_RULE_YET = frozenset(
     # control.py
     ["cond", "scan", "while_loop"]
-    # conv.py
-    + ["avg_pool2d", "avg_pool2d_transpose", "conv2d", "conv2d_backprop_filter"]
-    + ["conv2d_backprop_input", "max_pool2d", "max_pool2d_gather", "max_pool2d_scatter"]
+    # conv.py: every op has a rule
     # indexing.py
     + ["dynamic_slice", "dynamic_update_slice", "getitem", "scatter_add", "scatter_multiply"]
     + ["scatter_set", "scatter_winners"]

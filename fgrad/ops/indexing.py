@@ -31,12 +31,13 @@ import functools
 
 import numpy as np
 
-from fgrad import dtypes
-from fgrad.core.op import LINEAR, Check, defop
-from fgrad.errors import DTypeError, ShapeError
+from fgrad import backend, dtypes
+from fgrad.core.op import LINEAR, REGISTRY, Check, defop
+from fgrad.errors import ConcretizationError, DTypeError, ShapeError
+from fgrad.ops._batch import batch_size, moved_to_front, with_batch
 from fgrad.ops._rules import broadcasts_to, shape_of
-from fgrad.ops.elementwise import astype, full_like, multiply
-from fgrad.tensor import ShapeDtype
+from fgrad.ops.elementwise import add, astype, full_like, maximum, minimum, multiply
+from fgrad.tensor import ShapeDtype, Tensor, asarray
 
 __all__ = [
     "ARRAY",
@@ -191,6 +192,199 @@ def _scatter_args(rng, shapes):
     ]
 
 
+# ------------------------------------------------------------------------ vmap rules
+#
+# Under ``vmap`` the mapped axis is in front of every batched input. Three cases:
+#
+# * only ``x`` is batched: a whole slice ``(0, B, 1)`` is put in front of ``index``. The
+#   mapped axis stays in front of the result, except when the advanced indices are not
+#   adjacent: numpy then puts their broadcast dimensions first, and the mapped axis follows
+#   them (``_batch_position``).
+# * some index arrays are batched and ``x`` is shared: the mapped axis becomes one more
+#   dimension of the broadcast index shape (batched arrays get unit axes after it so they
+#   line up), and lands where numpy puts the advanced dimensions.
+# * ``x`` and some index arrays are batched: as JAX does, an iota over the batch
+#   (``arange(B)`` shaped ``(B, 1, ..., 1)``) indexes the mapped axis of ``x`` as one more
+#   advanced index, so example ``b`` reads only its own slice. The result has the advanced
+#   dimensions first; when the example's result has basic dimensions before them, those
+#   are permuted back into place (``_advanced_order``).
+#
+# Dynamic slices with batched start indices are the same gather (scatter) with an index
+# array per axis: the clamped start plus ``arange(size)``.
+
+
+def _device(like):
+    """The device of ``like``, for constants (the iota) created next to it."""
+    try:
+        return like.device if isinstance(like, Tensor) else backend.device_of(like)
+    except ConcretizationError:  # a value of an outer vmap: its device is one level down
+        inner = getattr(like, "val", None)
+        return None if inner is None else _device(inner)
+
+
+def _constant(values, like):
+    return asarray(values, device=_device(like))
+
+
+def _iota(size: int, ndim: int, like):
+    """``arange(size)`` shaped ``(size, 1, ..., 1)`` with ``ndim`` dimensions."""
+    return _constant(np.arange(size, dtype=np.int64).reshape((size,) + (1,) * (ndim - 1)), like)
+
+
+def _example_avals(arrays: tuple, dims: tuple) -> tuple:
+    """The index arrays as one example sees them (the mapped axis left out)."""
+    return tuple(
+        a if d is None else ShapeDtype(shape_of(a)[1:], np.dtype(a.dtype)) for a, d in zip(arrays, dims)
+    )
+
+
+def _lifted(arrays: tuple, dims: tuple, rank: int) -> tuple:
+    """Batched index arrays ``(B, *s)`` as ``(B, 1, ..., 1, *s)`` of ``rank + 1``
+    dimensions, so that their mapped axes line up in front of the broadcast index shape
+    (``rank`` is the examples' broadcast rank); shared arrays broadcast as they are."""
+    out = []
+    for a, d in zip(arrays, dims):
+        if d is not None:
+            size, *s = shape_of(a)
+            if len(s) < rank:
+                a = REGISTRY["reshape"](a, shape=(size, *(1,) * (rank - len(s)), *s))
+        out.append(a)
+    return tuple(out)
+
+
+def _batch_position(name: str, x_shape: tuple, index: tuple, arrays: tuple) -> int:
+    """Where ``x[index]`` puts the axis that the leading entry of ``index`` indexes."""
+    _, start, ndim = index_layout(name, x_shape, index, arrays)
+    return ndim if start == 0 else 0
+
+
+def _advanced_order(before: int, adv: int, rank: int) -> tuple:
+    """The permutation taking ``(B, *adv_dims, *before_dims, *rest)`` (the iota's layout)
+    to ``(B, *before_dims, *adv_dims, *rest)`` (the example's layout)."""
+    return (0, *range(1 + adv, 1 + adv + before), *range(1, 1 + adv), *range(1 + adv + before, rank))
+
+
+def _inverse(order: tuple) -> tuple:
+    return tuple(np.argsort(order).tolist())
+
+
+def _permuted(x, order: tuple):
+    if order == tuple(range(len(order))):
+        return x
+    return REGISTRY["permute_dims"](x, axes=order)
+
+
+def _getitem_batch(op, args, dims, *, index):
+    x, arrays = args[0], args[1:]
+    xd, adims = dims[0], dims[1:]
+    size = batch_size(args, dims)
+    if all(d is None for d in adims):
+        full = ((0, size, 1), *index)
+        out = op(x, *arrays, index=full)
+        return moved_to_front(out, _batch_position("getitem", shape_of(x), full, arrays)), 0
+    avals = _example_avals(arrays, adims)
+    x_shape = shape_of(x)[1:] if xd is not None else shape_of(x)
+    _, start, rank = index_layout("getitem", x_shape, index, avals)
+    lifted = _lifted(arrays, adims, rank)
+    if xd is None:
+        out = op(x, *lifted, index=index)
+        return moved_to_front(out, start), 0
+    out = op(x, _iota(size, rank + 1, x), *lifted, index=(ARRAY, *index))
+    return _permuted(out, _advanced_order(start, rank, len(shape_of(out)))), 0
+
+
+def _values_for(v, vd, size: int, n: int, order: tuple):
+    """Scatter values ``v`` (for each example, broadcastable to an ``n``-d target) made to
+    broadcast against the batched target whose axes are the example's ``(B, *target)``
+    taken in ``order``."""
+    if type(v) in (bool, int, float, complex):
+        return v
+    reshape = REGISTRY["reshape"]
+    vs = shape_of(v)[1:] if vd is not None else shape_of(v)
+    full = (1,) * (n - len(vs)) + tuple(vs)
+    lead = (size,) if vd is not None else (1,)
+    identity = order == tuple(range(n + 1))
+    if vd is None and identity:
+        return v  # broadcasts from the right as it is
+    if vs != full or vd is None:
+        v = reshape(v, shape=lead + full)
+    return _permuted(v, order)
+
+
+def _scatter_batch(op, args, dims, *, index):
+    x, v, arrays = args[0], args[1], args[2:]
+    xd, vd, adims = dims[0], dims[1], dims[2:]
+    size = batch_size(args, dims)
+    x = with_batch(x, xd, size)  # each example writes into its own copy
+    if all(d is None for d in adims):
+        full = ((0, size, 1), *index)
+        target, start, ndim = index_layout(op.name, shape_of(x), full, arrays)
+        pos = ndim if start == 0 else 0
+        n = len(target) - 1
+        order = (*range(1, pos + 1), 0, *range(pos + 1, n + 1))  # the mapped axis to pos
+        return op(x, _values_for(v, vd, size, n, order), *arrays, index=full), 0
+    avals = _example_avals(arrays, adims)
+    target, start, rank = index_layout(op.name, shape_of(x)[1:], index, avals)
+    order = _inverse(_advanced_order(start, rank, len(target) + 1))
+    values = _values_for(v, vd, size, len(target), order)
+    lifted = _lifted(arrays, adims, rank)
+    return op(x, values, _iota(size, rank + 1, x), *lifted, index=(ARRAY, *index)), 0
+
+
+def _winners_batch(op, args, dims, *, index, shape):
+    # Only reached with a batched index array: the iota keeps the examples apart, and the
+    # writes of each example keep their order, so the same writes win.
+    size = batch_size(args, dims)
+    avals = _example_avals(args, dims)
+    _, start, rank = index_layout("scatter_winners", shape, index, avals)
+    lifted = _lifted(args, dims, rank)
+    out = op(_iota(size, rank + 1, lifted[0]), *lifted, index=(ARRAY, *index), shape=(size, *shape))
+    return _permuted(out, _advanced_order(start, rank, len(shape_of(out)))), 0
+
+
+def _windows(starts, sdims, x_shape, sizes, like) -> tuple:
+    """Index arrays of the clamped blocks ``start + arange(size)``, one per axis, each
+    shaped to broadcast against ``(B, *sizes)``."""
+    nd = len(x_shape)
+    out = []
+    for k, (s, sd, n, m) in enumerate(zip(starts, sdims, x_shape, sizes)):
+        place = (1,) * (k + 1) + (m,) + (1,) * (nd - k - 1)
+        if sd is None and not isinstance(s, Tensor):
+            first = min(max(int(s), 0), n - m)
+            out.append(_constant(np.arange(first, first + m, dtype=np.int64).reshape(place), like))
+            continue
+        clamped = minimum(maximum(s, 0), n - m)
+        if sd is not None:
+            clamped = REGISTRY["reshape"](clamped, shape=(shape_of(clamped)[0],) + (1,) * nd)
+        out.append(add(clamped, _constant(np.arange(m, dtype=np.int64).reshape(place), like)))
+    return tuple(out)
+
+
+def _dynamic_slice_batch(op, args, dims, *, slice_sizes):
+    x, starts = args[0], args[1:]
+    size = batch_size(args, dims)
+    x = with_batch(x, dims[0], size)
+    if all(d is None for d in dims[1:]):
+        return op(x, 0, *starts, slice_sizes=(size, *slice_sizes)), 0
+    windows = _windows(starts, dims[1:], shape_of(x)[1:], slice_sizes, x)
+    iota = _iota(size, len(slice_sizes) + 1, x)
+    return getitem(x, iota, *windows, index=(ARRAY,) * (len(windows) + 1)), 0
+
+
+def _dus_batch(op, args, dims):
+    x, update, starts = args[0], args[1], args[2:]
+    size = batch_size(args, dims)
+    x = with_batch(x, dims[0], size)
+    update = with_batch(update, dims[1], size)
+    if all(d is None for d in dims[2:]):
+        return op(x, update, 0, *starts), 0
+    sizes = shape_of(update)[1:]
+    windows = _windows(starts, dims[2:], shape_of(x)[1:], sizes, x)
+    iota = _iota(size, len(sizes) + 1, x)
+    # The clamped block of one example never repeats a position: a plain scatter.
+    return scatter_set(x, update, iota, *windows, index=(ARRAY,) * (len(windows) + 1)), 0
+
+
 # ------------------------------------------------------------------------ gather
 
 
@@ -213,6 +407,7 @@ getitem = defop(
     aval=_getitem_aval,
     jvp=LINEAR,
     vjp=lambda ct, out, x, *arrays, index: (unindex(ct, x, arrays, index),),
+    batch=_getitem_batch,
     # General numpy indexing (arrays mixed with slices and new axes) is beyond the Array
     # API's integer-array indexing, which array_api_strict enforces: strict=False.
     check=Check(
@@ -321,6 +516,7 @@ scatter_add = defop(
         lambda t, out, x, v, *arrays, index: unindex(t, x, arrays, index),
     ),
     vjp=lambda ct, out, x, v, *arrays, index: (ct, getitem(ct, *arrays, index=index)),
+    batch=_scatter_batch,
     check=Check(
         shapes=(((4, 3), (3, 3), (3,)),),
         params=({"index": (ARRAY,)}, {"index": (ARRAY, (0, 3, 1))}, {"index": ((1, 4, 1), ARRAY)}),
@@ -369,6 +565,7 @@ scatter_set = defop(
         scatter_set(ct, 0, *arrays, index=index),
         _set_ct_v(ct, x, arrays, index),
     ),
+    batch=_scatter_batch,
     check=Check(
         shapes=(((4, 3), (3, 3), (3,)),),
         params=(
@@ -410,6 +607,7 @@ scatter_multiply = defop(
         scatter_multiply(ct, v, *arrays, index=index),
         getitem(multiply(ct, x), *arrays, index=index),
     ),
+    batch=_scatter_batch,
     check=Check(
         shapes=(((4, 3), (3, 3), (3,)),),
         params=({"index": (ARRAY,)}, {"index": ((1, 4, 1), ARRAY)}),
@@ -456,6 +654,7 @@ scatter_winners = defop(
     "scatter_winners",
     kernel=_winners_kernel,
     aval=_winners_aval,
+    batch=_winners_batch,
     nondiff=True,
     check=Check(
         shapes=(((3,),), ((2, 2),)),
@@ -537,6 +736,7 @@ dynamic_slice = defop(
     vjp=lambda ct, out, x, *starts, slice_sizes: (
         dynamic_update_slice(_zeros(x, ct.dtype), ct, *starts),
     ),
+    batch=_dynamic_slice_batch,
     check=Check(
         shapes=(((5, 4), (), ()),),
         params=({"slice_sizes": (2, 3)}, {"slice_sizes": (5, 1)}),
@@ -597,6 +797,7 @@ dynamic_update_slice = defop(
         dynamic_update_slice(ct, _zeros(u, ct.dtype), *starts),
         dynamic_slice(ct, *starts, slice_sizes=tuple(u.shape)),
     ),
+    batch=_dus_batch,
     check=Check(
         shapes=(((5, 4), (2, 3), (), ()), ((5, 4), (5, 1), (), ())),
         make_args=lambda rng, shapes: [

@@ -24,15 +24,10 @@ NO_BATCH_RULE_YET = frozenset(
     # control.py
     ["cond", "scan", "while_loop"]
     # conv.py: every op has a rule
-    # indexing.py
-    + ["dynamic_slice", "dynamic_update_slice", "getitem", "scatter_add", "scatter_multiply"]
-    + ["scatter_set", "scatter_winners"]
+    # indexing.py: every op has a rule
     # linalg.py: every op has a rule
     # nn.py: every op has a rule
-    # random.py
-    + ["random_bernoulli", "random_bits", "random_categorical", "random_fold_in"]
-    + ["random_normal", "random_permutation", "random_randint", "random_split"]
-    + ["random_truncated_normal", "random_uniform"]
+    # random.py: every op has a rule
     # reduction.py: every op has a rule
     # shape.py: every op has a rule
     # sorting.py: every op has a rule

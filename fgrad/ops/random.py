@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np  # dtype metadata and limits only; arrays go through xp
 
 from fgrad import dtypes
-from fgrad.core.op import Check, defop
+from fgrad.core.op import REGISTRY, Check, defop
 from fgrad.errors import DTypeError, ShapeError
-from fgrad.ops._rules import broadcasts_to, shape_of
+from fgrad.ops._batch import batch_size, with_batch
+from fgrad.ops._rules import broadcasts_to, ndim_of, shape_of
 from fgrad.tensor import ShapeDtype
 
 __all__ = [
@@ -99,16 +100,26 @@ def _counters(xp: Any, idx: Any, tag: int) -> tuple[Any, Any]:
 
 
 def _hash(xp: Any, kd: Any, idx: Any, tag: int) -> tuple[Any, Any]:
-    """Threefry blocks of key data ``kd`` at flat indices ``idx`` of stream ``tag``."""
-    return threefry2x32(xp, kd[0:1], kd[1:2], *_counters(xp, idx, tag))
+    """Threefry blocks of stream ``tag`` under the ``(K, 2)`` key data ``kd``.
+
+    ``idx`` an int ``n``: blocks ``0..n-1`` of every key, two ``(K, n)`` arrays. ``idx`` a
+    pair ``(rows, cols)`` of int64 arrays: block ``cols[j]`` of key ``rows[j]``, two ``(m,)``
+    arrays (rejection rounds redraw scattered elements of a batch of keys).
+    """
+    if isinstance(idx, int):
+        return threefry2x32(xp, kd[:, 0:1], kd[:, 1:2], *_counters(xp, idx, tag))
+    rows, cols = idx
+    k = xp.take(kd, rows, axis=0)
+    return threefry2x32(xp, k[:, 0], k[:, 1], *_counters(xp, cols, tag))
 
 
 def _block(xp: Any, kd: Any, hi: int, lo: Any) -> Any:
-    """The ``(2,)`` block of ``kd`` at counter ``(hi, lo)``: a derived key."""
+    """The ``(K, 2)`` blocks of ``kd`` at counter ``(hi, lo)``: derived keys (``lo`` an int,
+    or a ``(K, 1)`` uint32 array, one counter per key)."""
     if isinstance(lo, int):
         lo = xp.asarray([lo], dtype=xp.uint32)
-    y0, y1 = threefry2x32(xp, kd[0:1], kd[1:2], xp.asarray([hi], dtype=xp.uint32), lo)
-    return xp.reshape(xp.stack([y0, y1], axis=1), (2,))
+    y0, y1 = threefry2x32(xp, kd[:, 0:1], kd[:, 1:2], xp.asarray([hi], dtype=xp.uint32), lo)
+    return xp.concat([y0, y1], axis=1)
 
 
 def _subkey(xp: Any, kd: Any, j: int) -> Any:
@@ -117,13 +128,13 @@ def _subkey(xp: Any, kd: Any, j: int) -> Any:
 
 
 def _bits32(xp: Any, kd: Any, n: int) -> Any:
-    """``n`` random uint32 words: element ``i`` is word ``i % 2`` of block ``i // 2``."""
+    """``(K, n)`` random uint32 words: element ``i`` is word ``i % 2`` of block ``i // 2``."""
     y0, y1 = _hash(xp, kd, (n + 1) // 2, _TAG_BITS)
-    return xp.reshape(xp.stack([y0, y1], axis=1), (-1,))[:n]
+    return xp.reshape(xp.stack([y0, y1], axis=2), (kd.shape[0], -1))[:, :n]
 
 
 def _bits64(xp: Any, kd: Any, idx: Any) -> Any:
-    """Random uint64 values at flat indices ``idx`` (int: ``arange(idx)``): block ``i``."""
+    """Random uint64 values at blocks ``idx`` (as :func:`_hash`): block ``i``, element ``i``."""
     y0, y1 = _hash(xp, kd, idx, _TAG_BITS)
     return (xp.astype(y0, xp.uint64) << 32) | xp.astype(y1, xp.uint64)
 
@@ -134,7 +145,8 @@ def _unit(xp: Any, kd: Any, idx: Any, dtype: np.dtype, *, open_: bool = False) -
     With ``open_``, ``(m + 0.5) * 2**-p`` in ``(0, 1)``: the same lattice shifted by half a
     step, symmetric about 1/2 and never 0 or 1 (for logarithms). Both are exact in ``dtype``
     (``m + 0.5`` needs ``p + 1`` significant bits, which every IEEE format has).
-    ``idx``: an int ``n`` (elements ``0..n-1``), or an int64 index array (float64 only).
+    ``idx``: an int ``n`` (elements ``0..n-1`` of each key, ``(K, n)``), or a ``(rows,
+    cols)`` pair as in :func:`_hash` (float64 only).
     """
     p = MANTISSA[dtype]
     if p > 23:
@@ -148,26 +160,30 @@ def _unit(xp: Any, kd: Any, idx: Any, dtype: np.dtype, *, open_: bool = False) -
 
 
 def _normal_flat(xp: Any, kd: Any, n: int, dtype: np.dtype) -> Any:
-    """``n`` standard normals by Box-Muller: ``sqrt(-2 log u1) cos(2 pi u2)``."""
+    """``(K, n)`` standard normals by Box-Muller: ``sqrt(-2 log u1) cos(2 pi u2)``."""
     u1 = _unit(xp, _subkey(xp, kd, 0), n, dtype, open_=True)
     u2 = _unit(xp, _subkey(xp, kd, 1), n, dtype)
     return xp.sqrt(-2.0 * xp.log(u1)) * xp.cos((2.0 * math.pi) * u2)
 
 
 def _rejection(xp: Any, kd: Any, n: int, propose: Any, fn: str) -> Any:
-    """Rejection sampling in rounds; element ``i`` depends only on the key and ``i``.
+    """Rejection sampling in rounds; element ``i`` of key ``k`` depends only on ``k``, ``i``.
 
-    Round ``r`` calls ``propose(key_r, idx)`` for the pending flat indices ``idx`` with
-    sub-stream key ``key_r`` and keeps the accepted values. The number of rounds depends on
-    the data, the output shape does not, so this runs inside a kernel, also under ``jit``.
+    Round ``r`` calls ``propose(key_r, idx)`` with the ``(K, 2)`` sub-stream keys ``key_r``:
+    first with ``idx = n`` (every element of every key), then with ``(rows, cols)`` of the
+    pending elements (as :func:`_hash`), and keeps the accepted values. ``propose`` returns
+    flat values and acceptances (``(K * n,)`` or ``(m,)``); the result is ``(K * n,)``. The
+    number of rounds depends on the data, the output shape does not, so this runs inside a
+    kernel, also under ``jit``.
     """
-    idx = xp.arange(n, dtype=xp.int64)
-    out = None
+    out = idx = None
     for r in range(_MAX_ROUNDS):
-        values, ok = propose(_subkey(xp, kd, r), idx if out is not None else n)
+        kr = _subkey(xp, kd, r)
         if out is None:
-            out = values
+            out, ok = propose(kr, n)
+            idx = xp.arange(out.shape[0], dtype=xp.int64)
         else:
+            values, ok = propose(kr, (idx // n, idx % n))
             out[idx[ok]] = values[ok]  # numpy/cupy advanced assignment on our own array
         idx = idx[~ok]
         if idx.shape[0] == 0:
@@ -200,13 +216,22 @@ def _size(shape: tuple[int, ...]) -> int:
     return math.prod(shape)
 
 
-def _key_aval(op: str, key: Any) -> None:
-    """Check a key's aval: a ``(2,)`` uint32 array."""
+def _key_aval(op: str, key: Any) -> tuple[int, ...]:
+    """Check a key's aval, a uint32 array of shape ``(2,)`` or a batch of keys ``(*kb,
+    2)``; return the batch shape ``kb`` (``()`` for one key)."""
     dtype = np.dtype(dtypes.result_type(key))
     if dtype != np.uint32:
         raise DTypeError(f"{op}: a key is a uint32 array of shape (2,), got dtype {dtype}")
-    if shape_of(key) != (2,):
-        raise ShapeError(f"{op}: a key has shape (2,), got {shape_of(key)}")
+    shape = shape_of(key)
+    if not shape or shape[-1] != 2:
+        raise ShapeError(f"{op}: a key has shape (2,) (a batch of keys (..., 2)), got {shape}")
+    return shape[:-1]
+
+
+def _keys(xp: Any, key: Any) -> tuple[Any, tuple[int, ...]]:
+    """A key or batch of keys ``(*kb, 2)`` as ``(K, 2)`` key data, and ``kb``."""
+    kb = tuple(key.shape[:-1])
+    return xp.reshape(key, (_size(kb), 2)), kb
 
 
 def _fits(op: str, shape: tuple[int, ...], **inputs: Any) -> None:
@@ -223,11 +248,12 @@ def _real_input(op: str, name: str, x: Any) -> None:
 
 
 def _key_args(*extra: Any):
-    """``make_args`` for the sweep: a key from the rng, then the ``extra`` sampler inputs
-    (each a function of ``(rng, shape)``), one per further input shape."""
+    """``make_args`` for the sweep: a key (or a batch of keys, for a key shape ``(*kb, 2)``)
+    from the rng, then the ``extra`` sampler inputs (each a function of ``(rng, shape)``),
+    one per further input shape."""
 
     def make(rng, shapes):
-        key = np.asarray(rng.integers(0, 2**32, 2), dtype=np.uint32)
+        key = np.asarray(rng.integers(0, 2**32, shapes[0]), dtype=np.uint32)
         return [key, *(f(rng, s) for f, s in zip(extra, shapes[1:]))]
 
     return make
@@ -269,47 +295,97 @@ def _refused(sampler: str, *bounds: str) -> tuple:
 
 def _sampler_aval(op: str, *bounds: str):
     """The shape rule of a sampler of ``shape`` and ``dtype`` whose inputs after the key are
-    the real ``bounds``, each broadcasting to ``shape``."""
+    the real ``bounds``: the output is ``(*kb, *shape)`` for keys ``(*kb, 2)``, and each
+    bound broadcasts to it."""
 
     def aval(key, *values, shape, dtype):
-        _key_aval(op, key)
+        full = (*_key_aval(op, key), *shape)
         for name, x in zip(bounds, values):
             _real_input(op, name, x)
-        _fits(op, shape, **dict(zip(bounds, values)))
-        return ShapeDtype(shape, np.dtype(dtype))
+        _fits(op, full, **dict(zip(bounds, values)))
+        return ShapeDtype(full, np.dtype(dtype))
 
     return aval
 
 
+# --------------------------------------------------------------------------- vmap rules
+#
+# Every op takes a batch of keys ``(*kb, 2)`` and gives one result per key, ``(*kb, ...)``,
+# computed by hashing all keys at once (Threefry is counter-based). Under ``vmap`` a
+# mapped key is such a batch. A shared key with a mapped parameter (``p``, logits, bounds)
+# is broadcast to one copy per example, so every example draws the same numbers, as the
+# per-example loop does; the mapped parameters get unit axes after the mapped axis so that
+# they broadcast against ``(B, *kb, *shape)``.
+
+
+def _unit_axes(x: Any, dim: Any, rank: int) -> Any:
+    """A mapped ``x`` of shape ``(B, *s)`` as ``(B, 1, ..., 1, *s)`` with ``rank`` example
+    axes; shared values broadcast from the right as they are."""
+    if dim is None:
+        return x
+    shape = shape_of(x)
+    missing = rank - (len(shape) - 1)
+    if missing <= 0:
+        return x
+    return REGISTRY["reshape"](x, shape=(shape[0], *([1] * missing), *shape[1:]))
+
+
+def _key_batch(op: Any, args: tuple, dims: tuple, **params: Any) -> tuple[Any, Any]:
+    """Rule of the ops whose inputs after the key broadcast to ``(*kb, *shape)``."""
+    size = batch_size(args, dims)
+    key, *rest = args
+    rank = ndim_of(key) - 1 - (dims[0] is not None) + len(params.get("shape", ()))
+    key = with_batch(key, dims[0], size)
+    rest = [_unit_axes(x, d, rank) for x, d in zip(rest, dims[1:])]
+    return op(key, *rest, **params), 0
+
+
+def _categorical_batch(op: Any, args: tuple, dims: tuple, *, axis: int, shape: tuple):
+    """Rule of ``random_categorical``: the logits' class axis moves past the added axes."""
+    size = batch_size(args, dims)
+    key, logits = args
+    if dims[1] is not None:
+        rank = ndim_of(key) - 1 - (dims[0] is not None) + len(shape)
+        ex = shape_of(logits)[1:]
+        missing = max(rank - (len(ex) - 1), 0)
+        logits = _unit_axes(logits, 0, rank + 1)
+        axis = axis + 1 + missing
+    return op(with_batch(key, dims[0], size), logits, axis=axis, shape=shape), 0
+
+
 # Check cases shared by the samplers with two real bounds (uniform, truncated_normal).
-_BOUNDED_SHAPES = (((2,), (), ()), ((2,), (3,), ()))
+_BOUNDED_SHAPES = (((2,), (), ()), ((2,), (3,), ()), ((2, 2), (2, 1), ()))
 _FLOAT_PARAMS = (
     {"shape": (3,), "dtype": np.dtype(np.float64)},
     {"shape": (2, 3), "dtype": np.dtype(np.float32)},
 )
 
-_KEY_DOC = "key: ``(2,)`` uint32 key array."
+_KEY_DOC = (
+    "key: ``(2,)`` uint32 key array, or a batch of keys ``(*kb, 2)``: then the result\n"
+    "            has ``kb`` in front, one result per key (what ``vmap`` over keys runs)."
+)
 
 # --------------------------------------------------------------------------- keys
 
 
 def _split_kernel(xp, key, *, shape):
-    y0, y1 = _hash(xp, key, _size(shape), _TAG_SPLIT)
-    return xp.reshape(xp.stack([y0, y1], axis=1), (*shape, 2))
+    kd, kb = _keys(xp, key)
+    y0, y1 = _hash(xp, kd, _size(shape), _TAG_SPLIT)
+    return xp.reshape(xp.stack([y0, y1], axis=2), (*kb, *shape, 2))
 
 
 def _split_aval(key, *, shape):
-    _key_aval("random_split", key)
-    return ShapeDtype((*shape, 2), _UINT32)
+    return ShapeDtype((*_key_aval("random_split", key), *shape, 2), _UINT32)
 
 
 random_split = defop(
     "random_split",
+    batch=_key_batch,
     kernel=_split_kernel,
     aval=_split_aval,
     nondiff=True,
     check=Check(
-        shapes=(((2,),),),
+        shapes=(((2,),), ((2, 2),)),
         params=({"shape": (3,)}, {"shape": (2, 2)}, {"shape": ()}),
         make_args=_key_args(),
     ),
@@ -333,33 +409,36 @@ random_split = defop(
 
 
 def _fold_in_kernel(xp, key, data):
+    kd, kb = _keys(xp, key)
     if isinstance(data, int):
         lo = data % 2**32
     else:  # an integer array: its low 32 bits (negative values wrap modulo 2**32)
-        lo = xp.reshape(xp.astype(xp.asarray(data), xp.int64), (1,))
+        lo = xp.astype(xp.asarray(data), xp.int64)
+        lo = xp.reshape(xp.broadcast_to(lo, kb), (kd.shape[0], 1))
         lo = xp.astype(lo & _MASK32, xp.uint32)
-    return _block(xp, key, _TAG_FOLD << 30, lo)
+    return xp.reshape(_block(xp, kd, _TAG_FOLD << 30, lo), (*kb, 2))
 
 
 def _fold_in_aval(key, data):
-    _key_aval("random_fold_in", key)
+    kb = _key_aval("random_fold_in", key)
     dtype = np.dtype(dtypes.result_type(data))
-    if dtype.kind not in "iu" or shape_of(data) != ():
+    if dtype.kind not in "iu" or not broadcasts_to(shape_of(data), kb):
         raise DTypeError(
-            "random_fold_in: data must be an integer scalar, got "
-            f"{ShapeDtype(shape_of(data), dtype)}"
+            "random_fold_in: data must be an integer scalar (one per key for a batch of "
+            f"keys {kb}), got {ShapeDtype(shape_of(data), dtype)}"
         )
-    return ShapeDtype((2,), _UINT32)
+    return ShapeDtype((*kb, 2), _UINT32)
 
 
 random_fold_in = defop(
     "random_fold_in",
+    batch=_key_batch,
     kernel=_fold_in_kernel,
     aval=_fold_in_aval,
     nondiff=True,
     check=Check(
-        shapes=(((2,), ()),),
-        make_args=_key_args(lambda rng, s: np.asarray(rng.integers(-(2**31), 2**32), np.int64)),
+        shapes=(((2,), ()), ((3, 2), ()), ((3, 2), (3,))),
+        make_args=_key_args(lambda rng, s: np.asarray(rng.integers(-(2**31), 2**32, s), np.int64)),
     ),
     doc=f"""A key from a key and an integer: Threefry at counter ``(0x80000000, data mod 2**32)``.
 
@@ -384,24 +463,26 @@ random_fold_in = defop(
 
 
 def _bits_kernel(xp, key, *, shape, dtype):
+    kd, kb = _keys(xp, key)
     dt = _dtype(dtype)
     n = _size(shape)
     if dt.itemsize == 8:
-        flat = _bits64(xp, key, n)
+        flat = _bits64(xp, kd, n)
     else:
-        flat = _bits32(xp, key, n)
+        flat = _bits32(xp, kd, n)
         if dt.itemsize < 4:
             flat = xp.astype(flat >> (32 - 8 * dt.itemsize), _xdt(xp, dt))
-    return xp.reshape(flat, shape)
+    return xp.reshape(flat, (*kb, *shape))
 
 
 random_bits = defop(
     "random_bits",
+    batch=_key_batch,
     kernel=_bits_kernel,
     aval=_sampler_aval("random_bits"),
     nondiff=True,
     check=Check(
-        shapes=(((2,),),),
+        shapes=(((2,),), ((2, 2),)),
         params=tuple(
             {"shape": s, "dtype": np.dtype(d)}
             for s, d in (((5,), "uint32"), ((2, 3), "uint8"), ((), "uint16"), ((3,), "uint64"))
@@ -435,7 +516,8 @@ def _uniform_kernel(xp, key, minval, maxval, *, shape, dtype):
     hi = _as(xp, maxval, dtype)
     if not bool(xp.all(xp.isfinite(lo)) and xp.all(xp.isfinite(hi)) and xp.all(lo < hi)):
         raise ValueError("random.uniform: needs finite bounds with minval < maxval")
-    u = xp.reshape(_unit(xp, key, _size(shape), _dtype(dtype)), shape)
+    kd, kb = _keys(xp, key)
+    u = xp.reshape(_unit(xp, kd, _size(shape), _dtype(dtype)), (*kb, *shape))
     out = xp.maximum(lo + (hi - lo) * u, lo)
     return xp.where(out < hi, out, xp.nextafter(hi, lo))  # rounding may reach maxval
 
@@ -448,6 +530,7 @@ def _bound_args(lo: int, hi: int):
 
 random_uniform = defop(
     "random_uniform",
+    batch=_key_batch,
     kernel=_uniform_kernel,
     aval=_sampler_aval("random_uniform", "minval", "maxval"),
     jvp=_refused("uniform", "minval", "maxval"),
@@ -483,27 +566,29 @@ random_uniform = defop(
 
 
 def _normal_kernel(xp, key, *, shape, dtype):
+    kd, kb = _keys(xp, key)
     dt = _dtype(dtype)
     n = _size(shape)
     if dt.kind == "c":
         part = np.dtype(np.float32 if dt == np.complex64 else np.float64)
-        re = _normal_flat(xp, _subkey(xp, key, 2), n, part)
-        im = _normal_flat(xp, _subkey(xp, key, 3), n, part)
+        re = _normal_flat(xp, _subkey(xp, kd, 2), n, part)
+        im = _normal_flat(xp, _subkey(xp, kd, 3), n, part)
         flat = (xp.astype(re, _xdt(xp, dt)) + 1j * xp.astype(im, _xdt(xp, dt))) * (0.5**0.5)
     elif dt == np.float16:
-        flat = xp.astype(_normal_flat(xp, key, n, np.dtype(np.float32)), xp.float16)
+        flat = xp.astype(_normal_flat(xp, kd, n, np.dtype(np.float32)), xp.float16)
     else:
-        flat = _normal_flat(xp, key, n, dt)
-    return xp.reshape(flat, shape)
+        flat = _normal_flat(xp, kd, n, dt)
+    return xp.reshape(flat, (*kb, *shape))
 
 
 random_normal = defop(
     "random_normal",
+    batch=_key_batch,
     kernel=_normal_kernel,
     aval=_sampler_aval("random_normal"),
     nondiff=True,
     check=Check(
-        shapes=(((2,),),),
+        shapes=(((2,),), ((2, 2),)),
         params=tuple(
             {"shape": s, "dtype": np.dtype(d)}
             for s, d in (
@@ -545,24 +630,26 @@ random_normal = defop(
 
 def _bernoulli_kernel(xp, key, p, *, shape):
     prob = _as(xp, p, np.float64)
-    w = xp.reshape(_bits32(xp, key, _size(shape)), shape)
+    kd, kb = _keys(xp, key)
+    w = xp.reshape(_bits32(xp, kd, _size(shape)), (*kb, *shape))
     return xp.astype(w, xp.float64) < prob * 4294967296.0
 
 
 def _bernoulli_aval(key, p, *, shape):
-    _key_aval("random_bernoulli", key)
+    full = (*_key_aval("random_bernoulli", key), *shape)
     _real_input("random_bernoulli", "p", p)
-    _fits("random_bernoulli", shape, p=p)
-    return ShapeDtype(shape, dtypes.bool_)
+    _fits("random_bernoulli", full, p=p)
+    return ShapeDtype(full, dtypes.bool_)
 
 
 random_bernoulli = defop(
     "random_bernoulli",
+    batch=_key_batch,
     kernel=_bernoulli_kernel,
     aval=_bernoulli_aval,
     nondiff=True,
     check=Check(
-        shapes=(((2,), ()), ((2,), (3,))),
+        shapes=(((2,), ()), ((2,), (3,)), ((2, 2), (2, 1, 3))),
         params=({"shape": (3,)}, {"shape": (2, 3)}),
         make_args=_key_args(lambda rng, s: rng.uniform(0.0, 1.0, s)),
     ),
@@ -588,14 +675,15 @@ random_bernoulli = defop(
 
 def _categorical_kernel(xp, key, logits, *, axis, shape):
     lg = xp.moveaxis(_as(xp, logits, np.float64), axis, -1)
-    full = (*shape, lg.shape[-1])
-    u = xp.reshape(_unit(xp, key, _size(full), np.dtype(np.float64), open_=True), full)
+    kd, kb = _keys(xp, key)
+    full = (*kb, *shape, lg.shape[-1])
+    u = xp.reshape(_unit(xp, kd, _size(full[len(kb) :]), np.dtype(np.float64), open_=True), full)
     gumbel = -xp.log(-xp.log(u))
     return xp.astype(xp.argmax(lg + gumbel, axis=-1), xp.int64)
 
 
 def _categorical_aval(key, logits, *, axis, shape):
-    _key_aval("random_categorical", key)
+    shape = (*_key_aval("random_categorical", key), *shape)
     _real_input("random_categorical", "logits", logits)
     lshape = shape_of(logits)
     if not 0 <= axis < len(lshape):
@@ -607,11 +695,12 @@ def _categorical_aval(key, logits, *, axis, shape):
 
 random_categorical = defop(
     "random_categorical",
+    batch=_categorical_batch,
     kernel=_categorical_kernel,
     aval=_categorical_aval,
     nondiff=True,
     check=Check(
-        shapes=(((2,), (4,)), ((2,), (2, 3))),
+        shapes=(((2,), (4,)), ((2,), (2, 3)), ((2, 2), (4, 2, 1))),
         params=({"axis": 0, "shape": (3,)}, {"axis": 0, "shape": (2, 3)}),
         make_args=_key_args(lambda rng, s: rng.normal(size=s)),
     ),
@@ -654,24 +743,27 @@ def _randint_kernel(xp, key, minval, maxval, *, shape, dtype):
             f"random.randint: bounds must lie in [{info.min}, {info.max + 1}] for dtype "
             f"{_dtype(dtype)}"
         )
-    lo_u = xp.reshape(xp.astype(xp.broadcast_to(lo, shape), xp.uint64), (-1,))
-    span = xp.reshape(xp.astype(xp.broadcast_to(hi, shape), xp.uint64), (-1,)) - lo_u
+    kd, kb = _keys(xp, key)
+    n, full = _size(shape), (*kb, *shape)
+    lo_u = xp.reshape(xp.astype(xp.broadcast_to(lo, full), xp.uint64), (-1,))
+    span = xp.reshape(xp.astype(xp.broadcast_to(hi, full), xp.uint64), (-1,)) - lo_u
     # 2**64 mod span, as (2**64 - span) mod span in wrapping uint64 arithmetic.
     rem = (~span + 1) % span
     accept_max = ~rem  # 2**64 - 1 - rem: accepted words are w <= this
 
     def propose(kr: Any, idx: Any) -> tuple[Any, Any]:
-        w = _bits64(xp, kr, idx)
+        w = xp.reshape(_bits64(xp, kr, idx), (-1,))
         if isinstance(idx, int):
             return w % span, w <= accept_max
-        return w % xp.take(span, idx), w <= xp.take(accept_max, idx)
+        flat = idx[0] * n + idx[1]
+        return w % xp.take(span, flat), w <= xp.take(accept_max, flat)
 
-    r = _rejection(xp, key, _size(shape), propose, "randint")
-    return xp.reshape(xp.astype(lo_u + r, _xdt(xp, dtype)), shape)
+    r = _rejection(xp, kd, n, propose, "randint")
+    return xp.reshape(xp.astype(lo_u + r, _xdt(xp, dtype)), full)
 
 
 def _randint_aval(key, minval, maxval, *, shape, dtype):
-    _key_aval("random_randint", key)
+    shape = (*_key_aval("random_randint", key), *shape)
     for name, x in (("minval", minval), ("maxval", maxval)):
         if np.dtype(dtypes.result_type(x)).kind not in "biu":
             raise DTypeError(
@@ -683,11 +775,12 @@ def _randint_aval(key, minval, maxval, *, shape, dtype):
 
 random_randint = defop(
     "random_randint",
+    batch=_key_batch,
     kernel=_randint_kernel,
     aval=_randint_aval,
     nondiff=True,
     check=Check(
-        shapes=(((2,), (), ()), ((2,), (3,), ())),
+        shapes=(((2,), (), ()), ((2,), (3,), ()), ((2, 2), (2, 1, 3), ())),
         params=(
             {"shape": (2, 3), "dtype": np.dtype(np.int64)},
             {"shape": (5, 3), "dtype": np.dtype(np.uint8)},
@@ -735,29 +828,31 @@ def _argsort(xp: Any, a: Any) -> Any:
 
 
 def _permutation_kernel(xp, key, *, shape):
-    n = shape[-1]
+    kd, kb = _keys(xp, key)
+    n, full = shape[-1], (*kb, *shape)
     rounds = max(1, math.ceil(3 * math.log2(max(n, 2)) / 64))
-    idx = xp.broadcast_to(xp.arange(n, dtype=xp.int64), shape)
+    idx = xp.broadcast_to(xp.arange(n, dtype=xp.int64), full)
     for r in range(rounds):
-        sort_keys = xp.reshape(_bits64(xp, _subkey(xp, key, r), _size(shape)), shape)
+        sort_keys = xp.reshape(_bits64(xp, _subkey(xp, kd, r), _size(shape)), full)
         idx = xp.take_along_axis(idx, _argsort(xp, sort_keys), axis=-1)
     return idx
 
 
 def _permutation_aval(key, *, shape):
-    _key_aval("random_permutation", key)
+    kb = _key_aval("random_permutation", key)
     if not shape:
         raise ShapeError("random_permutation: shape needs at least one axis")
-    return ShapeDtype(shape, dtypes.int64)
+    return ShapeDtype((*kb, *shape), dtypes.int64)
 
 
 random_permutation = defop(
     "random_permutation",
+    batch=_key_batch,
     kernel=_permutation_kernel,
     aval=_permutation_aval,
     nondiff=True,
     check=Check(
-        shapes=(((2,),),),
+        shapes=(((2,),), ((2, 2),)),
         params=({"shape": (6,)}, {"shape": (3, 4)}, {"shape": (0,)}),
         make_args=_key_args(),
     ),
@@ -790,8 +885,10 @@ def _truncated_normal_kernel(xp, key, lower, upper, *, shape, dtype):
     hi = _as(xp, upper, np.float64)
     if not bool(xp.all(lo < hi)):
         raise ValueError("random.truncated_normal: needs lower < upper everywhere (and no NaN)")
-    lo = xp.reshape(xp.broadcast_to(lo, shape), (-1,))
-    hi = xp.reshape(xp.broadcast_to(hi, shape), (-1,))
+    kd, kb = _keys(xp, key)
+    n, full = _size(shape), (*kb, *shape)
+    lo = xp.reshape(xp.broadcast_to(lo, full), (-1,))
+    hi = xp.reshape(xp.broadcast_to(hi, full), (-1,))
     flip = hi <= 0.0
     a = xp.where(flip, -hi, lo)  # now a < 0 < b, or 0 <= a < b
     b = xp.where(flip, -lo, hi)
@@ -810,12 +907,13 @@ def _truncated_normal_kernel(xp, key, lower, upper, *, shape, dtype):
     one = np.dtype(np.float64)
 
     def propose(kr: Any, idx: Any) -> tuple[Any, Any]:
-        u1 = _unit(xp, _subkey(xp, kr, 0), idx, one, open_=True)
-        u2 = _unit(xp, _subkey(xp, kr, 1), idx, one, open_=True)
+        u1 = xp.reshape(_unit(xp, _subkey(xp, kr, 0), idx, one, open_=True), (-1,))
+        u2 = xp.reshape(_unit(xp, _subkey(xp, kr, 1), idx, one, open_=True), (-1,))
         whole = isinstance(idx, int)
+        flat = None if whole else idx[0] * n + idx[1]
 
         def at(v: Any) -> Any:
-            return v if whole else xp.take(v, idx)
+            return v if whole else xp.take(v, flat)
 
         aa, bb, al = at(a), at(b), at(alpha)
         z_norm = xp.sqrt(-2.0 * xp.log(u1)) * xp.cos((2.0 * math.pi) * u2)
@@ -829,13 +927,14 @@ def _truncated_normal_kernel(xp, key, lower, upper, *, shape, dtype):
         ok = xp.where(un, (aa <= z_norm) & (z_norm <= bb), xp.where(ue, ok_exp, ok_unif))
         return xp.minimum(xp.maximum(z, aa), bb), ok
 
-    z = _rejection(xp, key, _size(shape), propose, "truncated_normal")
+    z = _rejection(xp, kd, n, propose, "truncated_normal")
     z = xp.where(flip, -z, z)
-    return xp.reshape(xp.astype(z, _xdt(xp, dtype)), shape)
+    return xp.reshape(xp.astype(z, _xdt(xp, dtype)), full)
 
 
 random_truncated_normal = defop(
     "random_truncated_normal",
+    batch=_key_batch,
     kernel=_truncated_normal_kernel,
     aval=_sampler_aval("random_truncated_normal", "lower", "upper"),
     jvp=_refused("truncated_normal", "lower", "upper"),

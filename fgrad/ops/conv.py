@@ -32,7 +32,8 @@ from fgrad import dtypes
 from fgrad.core.op import LINEAR, Check, defop
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops._batch import batch_size, with_batch
-from fgrad.ops._rules import shape_of
+from fgrad.ops._rules import dtype_of, shape_of
+from fgrad.ops.elementwise import full_like
 from fgrad.ops.shape import permute_dims, reshape
 from fgrad.tensor import ShapeDtype
 
@@ -331,12 +332,38 @@ def _filters_in_out(y, size: int):
     return permute_dims(reshape(y, shape=(o, size, bcg // size, kh, kw)), axes=(1, 0, 2, 3, 4))
 
 
+def _no_examples(op, args, dims, params):
+    """The (empty) result of a batch of zero examples, whose folded shapes would lose the
+    other axes (``0 * N`` hides ``N``) and whose groups would number zero."""
+    examples = [
+        ShapeDtype(tuple(shape_of(a)[d is not None :]), dtype_of(a)) for a, d in zip(args, dims)
+    ]
+    out = op.abstract_eval(*examples, **params)
+    mapped = next(a for a, d in zip(args, dims) if d is not None)
+    empty = full_like(mapped, fill_value=0, dtype=out.dtype)
+    return reshape(empty, shape=(0, *out.shape)), 0
+
+
+def _batched_rule(rule):
+    """``rule`` with the zero-example batch answered by :func:`_no_examples`."""
+
+    def batch(op, args, dims, **params):
+        if batch_size(args, dims) == 0:
+            return _no_examples(op, args, dims, params)
+        return rule(op, args, dims, **params)
+
+    batch.__name__ = batch.__qualname__ = rule.__name__
+    batch.__doc__ = rule.__doc__
+    return batch
+
+
+@_batched_rule
 def _conv_batch(op, args, dims, *, stride, padding, dilation, groups):
     """vmap rule of conv2d (see the comment above)."""
     x, w = args
     dx, dw = dims
     size = batch_size(args, dims)
-    p = dict(stride=stride, padding=padding, dilation=dilation)
+    p = {"stride": stride, "padding": padding, "dilation": dilation}
     if dw is None:
         return _unfold(op(_fold(x), w, groups=groups, **p), size), 0
     if dx is None:  # output channels (group, b, o)
@@ -346,12 +373,13 @@ def _conv_batch(op, args, dims, *, stride, padding, dilation, groups):
     return _channels_out(y, size), 0
 
 
+@_batched_rule
 def _backprop_input_batch(op, args, dims, *, input_size, stride, padding, dilation, groups):
     """vmap rule of conv2d_backprop_input (the adjoint of conv2d's rule in ``x``)."""
     ct, w = args
     dct, dw = dims
     size = batch_size(args, dims)
-    p = dict(input_size=input_size, stride=stride, padding=padding, dilation=dilation)
+    p = {"input_size": input_size, "stride": stride, "padding": padding, "dilation": dilation}
     if dw is None:
         return _unfold(op(_fold(ct), w, groups=groups, **p), size), 0
     if dct is None:  # input channels (group, b, c)
@@ -361,12 +389,13 @@ def _backprop_input_batch(op, args, dims, *, input_size, stride, padding, dilati
     return _channels_out(y, size), 0
 
 
+@_batched_rule
 def _backprop_filter_batch(op, args, dims, *, kernel_size, stride, padding, dilation, groups):
     """vmap rule of conv2d_backprop_filter (the adjoint of conv2d's rule in ``w``)."""
     x, ct = args
     dx, dct = dims
     size = batch_size(args, dims)
-    p = dict(kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation)
+    p = {"kernel_size": kernel_size, "stride": stride, "padding": padding, "dilation": dilation}
     if dct is None:  # input channels (group, b, c)
         y = op(_group_major(x, groups, 1), ct, groups=groups, **p)
         return _filters_in_out(y, size), 0
@@ -377,12 +406,12 @@ def _backprop_filter_batch(op, args, dims, *, kernel_size, stride, padding, dila
     return _unfold(y, size), 0
 
 
+@_batched_rule
 def _pool_batch(op, args, dims, **params):
     """vmap rule of the pooling ops: the examples' images are one larger image batch."""
     size = batch_size(args, dims)
     out = op(*[_fold(with_batch(a, d, size)) for a, d in zip(args, dims)], **params)
     return _unfold(out, size), 0
-
 
 
 # ------------------------------------------------------------------------ the conv family
@@ -834,7 +863,9 @@ def _avg_pool_aval(x, *, window, stride, padding, count_include_pad):
 def _avg_pool_transpose_aval(ct, *, input_size, window, stride, padding, count_include_pad):
     cs = shape_of(ct)
     if np.dtype(ct.dtype).kind not in "fc":
-        raise DTypeError(f"avg_pool2d_transpose: needs a floating cotangent, got {ShapeDtype(cs, ct.dtype)}")
+        raise DTypeError(
+            f"avg_pool2d_transpose: needs a floating cotangent, got {ShapeDtype(cs, ct.dtype)}"
+        )
     x_shape = (*cs[:2], *input_size) if len(cs) == 4 else cs
     want = _pool_out_shape(
         "avg_pool2d_transpose", ShapeDtype(x_shape, ct.dtype), window, stride, padding

@@ -178,7 +178,6 @@ def _linalg_fn(xp, name: str):
     return getattr(getattr(xp, "linalg", None), name, None)
 
 
-
 # ------------------------------------------------------------------------ vmap helpers
 # The mapped axis of a batched value is in front (fgrad/ops/_batch.py). Matrix ops act on
 # trailing axes and broadcast over leading ones, so it is one more stack axis for them.
@@ -794,7 +793,6 @@ def _solve_batch(op, args, dims):
     a mapped one is never read as a stack of vectors (numpy 2's rule for ``b``)."""
     a, b = args
     da, db = dims
-    size = batch_size(args, dims)
     sa, sb = shape_of(a), shape_of(b)
     ra, rb = len(sa) - (da is not None), len(sb) - (db is not None)
     if rb == 1:  # one vector per example

@@ -5,6 +5,7 @@ vmap composed with grad and jit. Every check compares with the per-example loop.
 from __future__ import annotations
 
 import re
+from functools import partial
 
 import numpy as np
 import pytest
@@ -150,12 +151,12 @@ def test_vector_norm_axes_and_diagonals():
     x = rng.standard_normal((3, B, 4))  # mapped axis 1
     for ord_ in (2, 1, np.inf, 0.5):
         for axis in (None, 0, -1, (0, 1)):
-            f = lambda a: fnp.linalg.vector_norm(a, ord=ord_, axis=axis)
+            f = partial(fnp.linalg.vector_norm, ord=ord_, axis=axis)
             _assert_vmap_matches(f, [x], (1,))
     m = rng.standard_normal((B, 3, 4))
     for k in (-1, 0, 2):
-        _assert_vmap_matches(lambda a: fnp.tril(a, k=k), [m], (0,))
-        _assert_vmap_matches(lambda a: fnp.linalg.diagonal(a, offset=k), [m], (0,))
+        _assert_vmap_matches(partial(fnp.tril, k=k), [m], (0,))
+        _assert_vmap_matches(partial(fnp.linalg.diagonal, offset=k), [m], (0,))
     d = rng.standard_normal((3, B))
     _assert_vmap_matches(lambda v: linalg.diag_embed(v, offset=1, n=3, m=4), [d], (-1,))
 
@@ -217,8 +218,8 @@ def _eye_at(shape, axis):
 # ------------------------------------------------------------------------ conv and pooling
 
 _CONV_PARAMS = [
-    dict(stride=(1, 1), padding=((1, 1), (0, 1)), dilation=(1, 1), groups=1),
-    dict(stride=(2, 1), padding=((0, 0), (0, 0)), dilation=(1, 2), groups=2),
+    {"stride": (1, 1), "padding": ((1, 1), (0, 1)), "dilation": (1, 1), "groups": 1},
+    {"stride": (2, 1), "padding": ((0, 0), (0, 0)), "dilation": (1, 2), "groups": 2},
 ]
 _MAPPINGS = [(0, 0), (0, None), (None, 0), (1, -1)]
 
@@ -234,7 +235,9 @@ def test_conv_family_every_mapping(p):
         _assert_vmap_matches(lambda a, b: conv.conv2d(a, b, **p), [x, w], axes)
         ct = _batched(out_shape, axes[0], rng)
         _assert_vmap_matches(
-            lambda c, b: conv.conv2d_backprop_input(c, b, input_size=x_shape[2:], **p), [ct, w], axes
+            lambda c, b: conv.conv2d_backprop_input(c, b, input_size=x_shape[2:], **p),
+            [ct, w],
+            axes,
         )
         ct = _batched(out_shape, axes[1], rng)
         _assert_vmap_matches(
@@ -303,7 +306,7 @@ def test_per_example_gradients_of_an_mlp():
 
 def test_per_example_gradients_of_a_convnet_and_jit():
     rng = _rng(12)
-    p = dict(stride=(1, 1), padding=((1, 1), (1, 1)), dilation=(1, 1), groups=1)
+    p = {"stride": (1, 1), "padding": ((1, 1), (1, 1)), "dilation": (1, 1), "groups": 1}
     pool = {"window": (2, 2), "stride": (2, 2), "padding": ((0, 0), (0, 0))}
 
     def loss(w, x):
@@ -363,3 +366,29 @@ def test_vmap_of_vmap_through_matmul():
     out = fgrad.vmap(fgrad.vmap(fnp.matmul, in_axes=(0, 0)), in_axes=(0, None))(x, w)
     want = np.einsum("abk,bkm->abm", np.asarray(x), np.asarray(w))
     np.testing.assert_allclose(np.asarray(out), want, rtol=1e-12)
+
+
+def test_zero_examples():
+    # A mapped axis of size 0 gives empty results of the right shape and dtype (the conv
+    # rules cannot fold it: 0 * N hides N, and 0 groups are no convolution).
+    p = {"stride": (1, 1), "padding": ((0, 0), (0, 0)), "dilation": (1, 1), "groups": 2}
+    x, w = fnp.zeros((0, 1, 4, 4, 4)), fnp.zeros((0, 6, 2, 3, 3))
+    ct = fnp.zeros((0, 1, 6, 2, 2))
+    for axes in [(0, 0), (0, None), (None, 0)]:
+        xa, wa, cta = (
+            a if d is not None else fnp.zeros(a.shape[1:])
+            for a, d in zip((x, w, ct), (axes[0], axes[1], axes[0]))
+        )
+        out = fgrad.vmap(lambda a, b: conv.conv2d(a, b, **p), in_axes=axes)(xa, wa)
+        assert out.shape == (0, 1, 6, 2, 2)
+        out = fgrad.vmap(
+            lambda c, b: conv.conv2d_backprop_input(c, b, input_size=(4, 4), **p), in_axes=axes
+        )(cta, wa)
+        assert out.shape == (0, 1, 4, 4, 4)
+    pool = {"window": (2, 2), "stride": (2, 2), "padding": ((0, 0), (0, 0))}
+    assert fgrad.vmap(lambda a: conv.max_pool2d(a, **pool))(x).shape == (0, 1, 4, 2, 2)
+    x32 = fnp.zeros((0, 2, 3), dtype=np.float32)
+    out = fgrad.vmap(fnp.matmul, in_axes=(0, None))(x32, fnp.zeros((3, 4), dtype=np.float32))
+    assert out.shape == (0, 2, 4) and out.dtype == np.float32
+    solved = fgrad.vmap(fnp.linalg.solve, in_axes=(None, 0))(fnp.eye(3), fnp.zeros((0, 3)))
+    assert solved.shape == (0, 3)

@@ -19,7 +19,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from fgrad import tree
+from fgrad import backend, tree
 from fgrad.core.trace import Trace, Tracer, new_trace
 from fgrad.errors import ConcretizationError
 from fgrad.ops._batch import moved_to_front, with_batch
@@ -45,6 +45,12 @@ class BatchTracer(Tracer):
     def aval(self) -> ShapeDtype:
         aval = self.val.aval
         return ShapeDtype(tuple(aval.shape[1:]), aval.dtype)
+
+    @property
+    def device(self):
+        # The examples share one device, the batch's: no concrete value needed.
+        val = self.val
+        return val.device if isinstance(val, Tensor) else backend.device_of(val)
 
     def _concrete(self) -> Any:
         raise ConcretizationError(

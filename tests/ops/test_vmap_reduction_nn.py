@@ -257,21 +257,8 @@ _OPS = {
     # sorting.py
     "sort",
 }
-# sort's derivative builds its gather indices on the device of the cotangent
-# (``sorting._iota`` reads ``.device``), and a BatchTracer has no ``device`` yet: it falls
-# back to Tracer.device, which needs a concrete value. Drop the mark once BatchTracer
-# answers ``device`` with that of its batched value.
-_NO_DEVICE_YET = pytest.mark.xfail(
-    raises=fgrad.ConcretizationError, strict=False, reason="BatchTracer.device"
-)
 _DIFF_CASES = [
-    pytest.param(
-        op,
-        shapes,
-        params,
-        id=f"{op.name}-{k}",
-        marks=[_NO_DEVICE_YET] if op.name == "sort" else [],
-    )
+    pytest.param(op, shapes, params, id=f"{op.name}-{k}")
     for op in sorted(REGISTRY.values(), key=lambda o: o.name)
     if op.name in _OPS
     for k, (shapes, params) in enumerate(op_cases(op, 2))

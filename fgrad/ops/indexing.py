@@ -234,7 +234,8 @@ def _iota(size: int, ndim: int, like):
 def _example_avals(arrays: tuple, dims: tuple) -> tuple:
     """The index arrays as one example sees them (the mapped axis left out)."""
     return tuple(
-        a if d is None else ShapeDtype(shape_of(a)[1:], np.dtype(a.dtype)) for a, d in zip(arrays, dims)
+        a if d is None else ShapeDtype(shape_of(a)[1:], np.dtype(a.dtype))
+        for a, d in zip(arrays, dims)
     )
 
 
@@ -261,7 +262,12 @@ def _batch_position(name: str, x_shape: tuple, index: tuple, arrays: tuple) -> i
 def _advanced_order(before: int, adv: int, rank: int) -> tuple:
     """The permutation taking ``(B, *adv_dims, *before_dims, *rest)`` (the iota's layout)
     to ``(B, *before_dims, *adv_dims, *rest)`` (the example's layout)."""
-    return (0, *range(1 + adv, 1 + adv + before), *range(1, 1 + adv), *range(1 + adv + before, rank))
+    return (
+        0,
+        *range(1 + adv, 1 + adv + before),
+        *range(1, 1 + adv),
+        *range(1 + adv + before, rank),
+    )
 
 
 def _inverse(order: tuple) -> tuple:

@@ -21,8 +21,12 @@ def _loop(f, args, in_axes):
     """The per-example loop ``vmap`` must match, stacked along a new leading axis."""
     outs = []
     for b in range(B):
-        ex = [a if ax is None else np.take(np.asarray(a), b, axis=ax) for a, ax in zip(args, in_axes)]
-        outs.append(np.asarray(f(*[fnp.asarray(e) if isinstance(e, np.ndarray) else e for e in ex])))
+        ex = [
+            a if ax is None else np.take(np.asarray(a), b, axis=ax) for a, ax in zip(args, in_axes)
+        ]
+        outs.append(
+            np.asarray(f(*[fnp.asarray(e) if isinstance(e, np.ndarray) else e for e in ex]))
+        )
     return np.stack(outs)
 
 
@@ -46,7 +50,9 @@ def _maybe_batched(value, batched):
     """``value`` for one example, or B different values stacked (with in_axes 0)."""
     if not batched:
         return value, None
-    return np.stack([value] + [np.roll(value, k + 1) if value.ndim else value + k for k in range(B - 1)]), 0
+    return np.stack(
+        [value] + [np.roll(value, k + 1) if value.ndim else value + k for k in range(B - 1)]
+    ), 0
 
 
 # ---------------------------------------------------------------------------- shape ops
@@ -214,7 +220,9 @@ def test_vmap_of_grad_through_set_with_repeated_batched_indices():
         return fnp.sum(x.at[i].set(v) * fnp.arange(1.0, 6.0))
 
     got = fgrad.vmap(fgrad.grad(f))(fnp.asarray(vs), fnp.asarray(idx))
-    want = np.stack([np.asarray(fgrad.grad(f)(fnp.asarray(v), fnp.asarray(i))) for v, i in zip(vs, idx)])
+    want = np.stack(
+        [np.asarray(fgrad.grad(f)(fnp.asarray(v), fnp.asarray(i))) for v, i in zip(vs, idx)]
+    )
     np.testing.assert_allclose(np.asarray(got), want)
     assert want[2].tolist() == [0.0, 0.0, 3.0]
 
@@ -226,7 +234,9 @@ def test_vmap_of_grad_through_a_batched_gather():
         return fnp.sum(fnp.sin(x[i, 1:]))
 
     got = fgrad.vmap(fgrad.grad(f))(fnp.asarray(xs), fnp.asarray(idx))
-    want = np.stack([np.asarray(fgrad.grad(f)(fnp.asarray(x), fnp.asarray(i))) for x, i in zip(xs, idx)])
+    want = np.stack(
+        [np.asarray(fgrad.grad(f)(fnp.asarray(x), fnp.asarray(i))) for x, i in zip(xs, idx)]
+    )
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
 
 
@@ -240,18 +250,25 @@ def test_grad_of_vmap_and_jit_of_vmap_through_indexing():
     want = np.stack([np.asarray(f(fnp.asarray(x), i)) for x, i in zip(xs, idx)])
     np.testing.assert_allclose(np.asarray(fgrad.jit(vf)(fnp.asarray(xs), idx)), want, rtol=1e-12)
     g = fgrad.grad(lambda x: fnp.sum(vf(x, idx) ** 2))(fnp.asarray(xs))
-    g_loop = np.stack(
-        [np.asarray(fgrad.grad(lambda x: fnp.sum(f(x, i) ** 2))(fnp.asarray(x))) for x, i in zip(xs, idx)]
-    )
+    loss = fgrad.grad(lambda x, i: fnp.sum(f(x, i) ** 2))
+    g_loop = np.stack([np.asarray(loss(fnp.asarray(x), i)) for x, i in zip(xs, idx)])
     np.testing.assert_allclose(np.asarray(g), g_loop, rtol=1e-12)
 
 
 def test_nested_vmap_with_batched_indices():
     xs = _data((2, B, 5))
     idx = _index((2, B, 4), 4)
-    got = fgrad.vmap(fgrad.vmap(lambda x, i: x[i].at[i[:2]].set(0.0)))(fnp.asarray(xs), fnp.asarray(idx))
+    got = fgrad.vmap(fgrad.vmap(lambda x, i: x[i].at[i[:2]].set(0.0)))(
+        fnp.asarray(xs), fnp.asarray(idx)
+    )
     want = np.array(
-        [[np.asarray(fnp.asarray(xs[a, b])[idx[a, b]].at[idx[a, b, :2]].set(0.0)) for b in range(B)] for a in range(2)]
+        [
+            [
+                np.asarray(fnp.asarray(xs[a, b])[idx[a, b]].at[idx[a, b, :2]].set(0.0))
+                for b in range(B)
+            ]
+            for a in range(2)
+        ]
     )
     np.testing.assert_array_equal(np.asarray(got), want)
 
@@ -265,14 +282,20 @@ def test_dynamic_slice_with_per_example_starts(x_mapped):
     starts = np.array([-2, 1, 9])  # clamped per example, as lax.dynamic_slice
     _check(lambda x, i: fnp.dynamic_slice(x, (i, 2), (3, 2)), [xs, starts], (xa, 0))
     _check(lambda x, i: fnp.dynamic_slice(x, (1, i), (4, 3)), [xs, starts], (xa, 0))
-    _check(lambda x, i, j: fnp.dynamic_slice(x, (i, j), (2, 2)), [xs, starts, starts[::-1]], (xa, 0, 0))
+    _check(
+        lambda x, i, j: fnp.dynamic_slice(x, (i, j), (2, 2)), [xs, starts, starts[::-1]], (xa, 0, 0)
+    )
     j = fnp.asarray(np.int32(4))  # a shared 0-d Tensor start
-    _check(lambda x, i: fnp.dynamic_slice(x, (i, j), (2, 2)), [xs, starts.astype(np.int32)], (xa, 0))
+    _check(
+        lambda x, i: fnp.dynamic_slice(x, (i, j), (2, 2)), [xs, starts.astype(np.int32)], (xa, 0)
+    )
     if x_mapped:
         _check(lambda x: fnp.dynamic_slice(x, (2, j), (3, 1)), [xs], (0,))
 
 
-@pytest.mark.parametrize("mapped", [m for m in itertools.product([False, True], repeat=3) if any(m)])
+@pytest.mark.parametrize(
+    "mapped", [m for m in itertools.product([False, True], repeat=3) if any(m)]
+)
 def test_dynamic_update_slice(mapped):
     x_m, u_m, s_m = mapped
     xs, xa = _maybe_batched(_data((6, 5)), x_m)

@@ -33,7 +33,7 @@ import numpy as np
 
 from fgrad import backend, dtypes
 from fgrad.core.op import LINEAR, REGISTRY, Check, defop
-from fgrad.errors import ConcretizationError, DTypeError, ShapeError
+from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops._batch import batch_size, moved_to_front, with_batch
 from fgrad.ops._rules import broadcasts_to, shape_of
 from fgrad.ops.elementwise import add, astype, full_like, maximum, minimum, multiply
@@ -213,17 +213,10 @@ def _scatter_args(rng, shapes):
 # array per axis: the clamped start plus ``arange(size)``.
 
 
-def _device(like):
-    """The device of ``like``, for constants (the iota) created next to it."""
-    try:
-        return like.device if isinstance(like, Tensor) else backend.device_of(like)
-    except ConcretizationError:  # a value of an outer vmap: its device is one level down
-        inner = getattr(like, "val", None)
-        return None if inner is None else _device(inner)
-
-
 def _constant(values, like):
-    return asarray(values, device=_device(like))
+    """``values`` (a numpy array) as a Tensor on the device of ``like``."""
+    device = like.device if isinstance(like, Tensor) else backend.device_of(like)
+    return asarray(values, device=device)
 
 
 def _iota(size: int, ndim: int, like):

@@ -162,12 +162,8 @@ def test_argmax_gather():
     _check(lambda x: fnp.take(x, fnp.argmin(x, axis=0), axis=1), [xs], (0,))
 
 
-@pytest.mark.xfail(
-    reason="BatchTracer has no device (batching.py): fnp's x[list], take_along_axis and "
-    "x.at[idx].set(np_array) ask x.device to place the index/values",
-    strict=False,
-)
 def test_list_and_numpy_index_under_vmap():
+    # fnp places these index arrays and values on x.device (a BatchTracer's is its batch's)
     xs = _data((B, 4, 5))
     _check(lambda x: fnp.take_along_axis(x, fnp.argsort(x, axis=1), axis=1), [xs], (0,))
     _check(lambda x: x[[0, 2]], [xs], (0,))

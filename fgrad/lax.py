@@ -122,7 +122,8 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
     Equivalent to ``true_fun(*operands) if pred else false_fun(*operands)``, but ``pred``
     may be traced: under ``jit`` both branches are traced and one ``cond`` node records
     the choice. Differentiable in both modes and to any order; the derivative is the
-    chosen branch's (JAX's semantics: the other branch does not run).
+    chosen branch's (JAX's semantics: the other branch does not run). Under ``vmap`` a
+    ``pred`` that differs between examples runs both branches and selects per example.
 
     Args:
         pred: scalar bool or integer (non-zero is True): Python value or Tensor.
@@ -261,6 +262,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     Forward-mode differentiable (``jvp``); once recorded, reverse mode raises as in JAX,
     because the trip count is known only at run time: use :func:`fori_loop` with concrete
     bounds or :func:`scan`. (Eager ``grad`` runs the Python loop and differentiates it.)
+    Under ``vmap`` a predicate that differs between examples records the node too: it
+    loops while any example's predicate holds, and finished examples keep their carry.
 
     Args:
         cond_fun: function of the carry returning a scalar bool.
@@ -293,9 +296,14 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     """
     if not _staging():
         val = init_val
-        while _predicate(cond_fun(val)):
+        while True:
+            known, more = _predicate(cond_fun(val))
+            if not known:  # one answer per example (vmap): record the loop from here on
+                init_val = val
+                break
+            if not more:
+                return val
             val = body_fun(val)
-        return val
     leaves, in_tree = tree.flatten(init_val)
     leaves = [_as_tensor(x) for x in leaves]
     avals = [x.aval for x in leaves]
@@ -327,9 +335,11 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     return tree.unflatten(in_tree, list(outs))
 
 
-def _predicate(x: Any) -> bool:
+def _predicate(x: Any) -> tuple[bool, bool]:
+    """Whether the predicate ``x`` has a value (not so when ``vmap`` maps it), and it."""
     _scalar_operand("while_loop", "cond_fun's result", x, "b")
-    return bool(_concrete_value(x))
+    known, value = _concrete(x)
+    return known, known and bool(value)
 
 
 def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:

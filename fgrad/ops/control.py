@@ -16,6 +16,11 @@ step (the body's intermediates are recomputed there, not stored). ``while_loop``
 forward-differentiable only, as in JAX: its trip count is known only at run time, so
 reverse mode has nothing to walk back along.
 
+Under ``vmap`` each op runs once for the whole batch (JAX's batching of control flow): a
+``cond`` with a mapped predicate runs every branch and selects per example, with a shared
+one the batched branches; a loop runs its batched body, and a ``while_loop`` whose
+predicate is mapped runs until every example is done, finished examples keeping their carry.
+
 Reference: the semantics of ``jax.lax.cond``, ``switch``, ``while_loop`` and ``scan``
 (https://docs.jax.dev/en/latest/jax.lax.html#control-flow-operators).
 """
@@ -29,11 +34,24 @@ import numpy as np
 
 from fgrad import tree
 from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
-from fgrad.core.op import Check, defop
+from fgrad.core.op import REGISTRY, Check, defop
 from fgrad.core.trace import Tracer, new_trace
 from fgrad.errors import DTypeError, ShapeError
-from fgrad.ops._rules import PerInput
-from fgrad.ops.elementwise import add, cos, exp, full_like, less, multiply, sin, subtract
+from fgrad.ops._batch import batch_size, with_batch
+from fgrad.ops._rules import PerInput, shape_of
+from fgrad.ops.elementwise import (
+    add,
+    cos,
+    equal,
+    exp,
+    full_like,
+    greater_equal,
+    less,
+    multiply,
+    sin,
+    subtract,
+    where,
+)
 from fgrad.tensor import ShapeDtype, Tensor, _wrap
 
 __all__ = ["SubGraph", "Traced", "close", "cond", "scan", "trace_function", "while_loop"]
@@ -287,6 +305,137 @@ def _xp_dtype(xp: Any, dtype: Any) -> Any:
     return getattr(xp, np.dtype(dtype).name)
 
 
+# ------------------------------------------------------------------------ vmap
+#
+# A sub-graph is batched the way vmap batches a function: each node's op runs through its
+# own batching rule (``op.batch``) on the values with the mapped axis in front, and an op
+# whose inputs are all shared runs as it is. Traced on batched avals, that gives the
+# batched sub-graph a new node holds; evaluated directly, it runs every branch of a
+# ``cond`` whose predicate is mapped. As in JAX (``jax/_src/lax/control_flow``), a loop's
+# carry is batched when its initial value or the body's output for it is (a fixpoint over
+# the body), so a shared counter stays shared.
+
+
+def _batch_eval(graph: Graph, vals: Sequence[Any], dims: Sequence[Any]) -> list[tuple]:
+    """``graph``'s outputs for inputs ``vals`` whose mapped axes are ``dims`` (0 or None),
+    each as ``(value, dim)``."""
+    env = {id(v): (x, d) for v, x, d in zip(graph.invars, vals, dims)}
+
+    def read(v: Any) -> tuple:
+        return env[id(v)] if isinstance(v, Var) else (v, None)
+
+    for node in graph.nodes:
+        op = node.op
+        ins = [read(v) for v in node.inputs]
+        args = tuple(x for x, _ in ins)
+        in_dims = tuple(d for _, d in ins)
+        if all(d is None for d in in_dims):
+            out = op(*args, **node.params)
+            out_dims = (None,) * len(node.outputs) if op.multiple_results else None
+        elif op.batch is None:
+            raise NotImplementedError(
+                f"vmap: op {op.name!r} (inside a cond, while_loop or scan) has no batching "
+                "rule yet (defop(batch=...)); apply the function to each example and stack "
+                "the results (fgrad.numpy.stack) instead"
+            )
+        else:
+            out, out_dims = op.batch(op, args, in_dims, **node.params)
+        if not op.multiple_results:
+            out, out_dims = (out,), (out_dims,)
+        for v, o, d in zip(node.outputs, out, out_dims):
+            env[id(v)] = (o, d)
+    return [read(v) for v in graph.outvars]
+
+
+def _batched_avals(avals: Sequence[ShapeDtype], dims: Sequence[Any], size: int) -> list:
+    return [a if d is None else ShapeDtype((size, *a.shape), a.dtype) for a, d in zip(avals, dims)]
+
+
+def _graph_of(fun: Callable, in_avals: Sequence[ShapeDtype], name: str) -> SubGraph:
+    traced = trace_function(fun, in_avals)
+    assert not traced.consts, "a batched graph closed over a tracer"
+    return close(traced, [], name)
+
+
+def _vmapped(
+    sub: SubGraph, dims: tuple, size: int, force: tuple | None = None
+) -> tuple[SubGraph, tuple]:
+    """``sub`` on inputs with mapped axes ``dims`` (``size`` examples), and the mapped axes
+    of its outputs; the outputs where ``force`` is True are made mapped. Memoised."""
+    force = force or (False,) * len(sub.out_avals)
+    key = ("vmap", dims, size, force)
+    hit = sub.derived.get(key)
+    if hit is None:
+        out_dims: list = []
+
+        def fun(leaves: list) -> list:
+            outs = []
+            for (o, d), f in zip(_batch_eval(sub.graph, leaves, dims), force):
+                if f and d is None:
+                    o, d = with_batch(o, None, size), 0
+                outs.append(o)
+                out_dims.append(d)
+            return outs
+
+        graph = _graph_of(fun, _batched_avals(sub.in_avals, dims, size), f"vmap({sub.name})")
+        hit = sub.derived[key] = (graph, tuple(out_dims))
+    return hit
+
+
+def _mapped_carry(body: SubGraph, lead: tuple, carry: list, tail: tuple, size: int) -> list:
+    """Which carries a loop must map: those mapped initially, and (to a fixpoint) those the
+    body maps from the mapped ones. ``body`` takes ``(*lead, *carry, *tail)`` and returns
+    the carry first."""
+    while True:
+        dims = (*lead, *(0 if b else None for b in carry), *tail)
+        out_dims = _vmapped(body, dims, size)[1]
+        new = [b or out_dims[k] is not None for k, b in enumerate(carry)]
+        if new == carry:
+            return carry
+        carry = new
+
+
+def _swap01(x: Any) -> Any:
+    """``x`` with its first two axes exchanged (a scan's steps and the mapped axis)."""
+    nd = len(shape_of(x))
+    return REGISTRY["permute_dims"](x, axes=(1, 0, *range(2, nd)))
+
+
+def _per_example(mask: Any, rank: int) -> Any:
+    """A mapped ``(B,)`` mask as ``(B, 1, ..., 1)``, to select ``rank``-d examples."""
+    if rank == 0:
+        return mask
+    return REGISTRY["reshape"](mask, shape=(shape_of(mask)[0], *([1] * rank)))
+
+
+def _cond_batch(op, args, dims, *, branches):
+    """``cond`` under vmap. A shared index runs one ``cond`` of the batched branches; a
+    mapped index runs every branch on every example and selects per example (``where``),
+    as JAX does (so both branches' costs are paid)."""
+    size = batch_size(args, dims)
+    index, *operands = args
+    in_dims = tuple(dims[1:])
+    if dims[0] is None:
+        per_branch = [_vmapped(b, in_dims, size)[1] for b in branches]
+        force = tuple(any(d is not None for d in ds) for ds in zip(*per_branch))
+        subs = tuple(_vmapped(b, in_dims, size, force)[0] for b in branches)
+        out = cond(index, *operands, branches=subs)
+        return out, tuple(0 if f else None for f in force)
+    results = [_batch_eval(b.graph, operands, in_dims) for b in branches]
+    n = len(branches)
+    boolean = np.dtype(index.dtype) == np.bool_
+    outs = []
+    for j, aval in enumerate(branches[0].out_avals):
+        rank = len(aval.shape)
+        out = results[0][j][0]
+        for k in range(1, 2 if boolean else n):
+            # the clamped index: k for k < n - 1, and the last branch for index >= n - 1
+            mask = index if boolean else (equal if k < n - 1 else greater_equal)(index, k)
+            out = where(_per_example(mask, rank), results[k][j][0], out)
+        outs.append(out)
+    return tuple(outs), (0,) * len(outs)
+
+
 # ------------------------------------------------------------------------ cond / switch
 
 
@@ -388,6 +537,7 @@ cond = defop(
     "cond",
     kernel=_cond_kernel,
     aval=_cond_aval,
+    batch=_cond_batch,
     jvp=PerInput(_cond_jvp),
     vjp=_cond_vjp,
     multiple_results=True,
@@ -524,6 +674,68 @@ def _while_vjp(cts, out, *args, **params):
     )
 
 
+def _while_batch(op, args, dims, *, cond, body, n_cond_consts, n_body_consts):
+    """``while_loop`` under vmap. A shared predicate loops the batched body. A mapped one
+    loops while any example's predicate holds; an example whose predicate is False keeps
+    its carry (``where``), so each ends with the carry of its own last iteration."""
+    size = batch_size(args, dims)
+    cc, bc, carry = _split(args, n_cond_consts, n_body_consts)
+    ccd, bcd, cd = (tuple(d) for d in _split(dims, n_cond_consts, n_body_consts))
+    mapped = _mapped_carry(body, bcd, [d is not None for d in cd], (), size)
+    carry_dims = tuple(0 if b else None for b in mapped)
+    new_cond, (pred_dim,) = _vmapped(cond, ccd + carry_dims, size)
+    if pred_dim is None:
+        new_body, _ = _vmapped(body, bcd + carry_dims, size, tuple(mapped))
+        init = [with_batch(c, d, size) if b else c for c, d, b in zip(carry, cd, mapped)]
+        out = while_loop(
+            *cc,
+            *bc,
+            *init,
+            cond=new_cond,
+            body=new_body,
+            n_cond_consts=n_cond_consts,
+            n_body_consts=n_body_consts,
+        )
+        return out, carry_dims
+    n_carry = len(carry)
+    all_dims = (0,) * n_carry
+    key = ("vmap-while", cond, ccd, bcd, size)
+    graphs = body.derived.get(key)
+    if graphs is None:
+        avals = _batched_avals(body.out_avals, all_dims, size)
+        cc_avals = _batched_avals(cond.in_avals[:n_cond_consts], ccd, size)
+        bc_avals = _batched_avals(body.in_avals[:n_body_consts], bcd, size)
+
+        def any_running(leaves: list) -> list:
+            pred = _batch_eval(cond.graph, leaves, ccd + all_dims)[0][0]
+            return [REGISTRY["any"](pred, axes=(0,), keepdims=False)]
+
+        def step(leaves: list) -> list:
+            c, b, old = _chunks(leaves, n_cond_consts, n_body_consts, n_carry)
+            pred = _batch_eval(cond.graph, c + old, ccd + all_dims)[0][0]
+            new = _batch_eval(body.graph, b + old, bcd + all_dims)
+            return [
+                where(_per_example(pred, len(a.shape) - 1), n, o)
+                for (n, _), o, a in zip(new, old, avals)
+            ]
+
+        graphs = body.derived[key] = (
+            _graph_of(any_running, [*cc_avals, *avals], f"vmap_any({cond.name})"),
+            _graph_of(step, [*cc_avals, *bc_avals, *avals], f"vmap_masked({body.name})"),
+        )
+    out = while_loop(
+        *cc,
+        *cc,
+        *bc,
+        *[with_batch(c, d, size) for c, d in zip(carry, cd)],
+        cond=graphs[0],
+        body=graphs[1],
+        n_cond_consts=n_cond_consts,
+        n_body_consts=n_cond_consts + n_body_consts,
+    )
+    return out, all_dims
+
+
 _WHILE_COND = _example_graph(lambda i, x: less(i, 4), (_I0, _I3), "cond_fun")
 _WHILE_BODY = _example_graph(
     lambda i, x: (add(i, 1), add(multiply(x, 2), i)), (_I0, _I3), "body_fun"
@@ -533,6 +745,7 @@ while_loop = defop(
     "while_loop",
     kernel=_while_kernel,
     aval=_while_aval,
+    batch=_while_batch,
     jvp=PerInput(_while_jvp),
     vjp=_while_vjp,
     multiple_results=True,
@@ -771,6 +984,31 @@ def _scan_vjp(cts, out, *args, body, n_consts, n_carry, length, reverse):
     return tuple(res)
 
 
+def _scan_batch(op, args, dims, *, body, n_consts, n_carry, length, reverse):
+    """``scan`` under vmap: one scan of the batched body. A mapped ``xs`` leaf ``(B, L,
+    ...)`` is scanned as ``(L, B, ...)`` (the mapped axis second, so each step's slice is
+    mapped in front), and mapped ``ys`` come back ``(B, L, ...)``."""
+    size = batch_size(args, dims)
+    consts, carry, xs = _split(args, n_consts, n_carry)
+    kd, cd, xd = (tuple(d) for d in _split(dims, n_consts, n_carry))
+    mapped = _mapped_carry(body, kd, [d is not None for d in cd], xd, size)
+    carry_dims = tuple(0 if b else None for b in mapped)
+    force = (*mapped, *(False,) * (len(body.out_avals) - n_carry))
+    new_body, out_dims = _vmapped(body, kd + carry_dims + xd, size, force)
+    out = scan(
+        *consts,
+        *[with_batch(c, d, size) if b else c for c, d, b in zip(carry, cd, mapped)],
+        *[x if d is None else _swap01(x) for x, d in zip(xs, xd)],
+        body=new_body,
+        n_consts=n_consts,
+        n_carry=n_carry,
+        length=length,
+        reverse=reverse,
+    )
+    ys = [y if d is None else _swap01(y) for y, d in zip(out[n_carry:], out_dims[n_carry:])]
+    return (*out[:n_carry], *ys), out_dims
+
+
 # c' = sin(c) * w + x, y = c * x: smooth, one const, one carry, one x, one y.
 _SCAN_BODY = _example_graph(
     lambda w, c, x: (add(multiply(sin(c), w), x), multiply(c, exp(x))), (_F3, _F3, _F3), "f"
@@ -785,6 +1023,7 @@ scan = defop(
     "scan",
     kernel=_scan_kernel,
     aval=_scan_aval,
+    batch=_scan_batch,
     jvp=PerInput(_scan_jvp),
     vjp=_scan_vjp,
     multiple_results=True,

@@ -7,6 +7,11 @@ shape rule and ``jit`` records it with a traced key; keys, probabilities, logits
 are inputs (data). The public functions with argument checks are in :mod:`fgrad.random`,
 whose module docstring describes the counter layout (the stream tags below).
 
+Every op also takes a batch of keys ``(*kb, 2)`` and returns one result per key,
+``(*kb, ...)``, equal to calling it key by key: the keys are hashed together, since
+Threefry is counter-based. That is what ``vmap`` over keys runs (``_key_batch``), e.g.
+per-example dropout masks.
+
 None of these ops has a derivative. ``random_uniform`` and ``random_truncated_normal``
 declare rules for their bounds only to *refuse* them: a bound differentiated through a
 jitted sampler raises TypeError instead of silently getting a zero derivative.

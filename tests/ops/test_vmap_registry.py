@@ -21,8 +21,8 @@ N_EXAMPLES = 3
 # Ops without a batching rule yet. vmap raises NotImplementedError naming them; this list
 # only shrinks (test_batch_rules_only_missing_where_listed fails for a new op without one).
 NO_BATCH_RULE_YET = frozenset(
-    # control.py
-    ["cond", "scan", "while_loop"]
+    # control.py: every op has a rule
+    []
     # conv.py: every op has a rule
     # indexing.py: every op has a rule
     # linalg.py: every op has a rule

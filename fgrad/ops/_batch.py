@@ -21,6 +21,7 @@ from fgrad.core.op import REGISTRY, Op
 from fgrad.ops._rules import ndim_of, shape_of
 
 __all__ = [
+    "aligned",
     "axes_batch",
     "batch_size",
     "elementwise_batch",
@@ -61,7 +62,7 @@ def _as_array(x: Any) -> Any:
     return x
 
 
-def _align(x: Any, dim: Any, rank: int) -> Any:
+def aligned(x: Any, dim: Any, rank: int) -> Any:
     """A batched ``x`` reshaped so its example axes broadcast against ``rank``-d examples:
     ``(B, *shape)`` becomes ``(B, 1, ..., 1, *shape)``. Shared values broadcast already."""
     if dim is None:
@@ -80,7 +81,7 @@ def elementwise_batch(op: Op, args: tuple, dims: tuple, **params: Any) -> tuple[
     lower example rank gets unit axes after its mapped axis so that the mapped axes line up.
     """
     rank = max(ndim_of(a) - (d is not None) for a, d in zip(args, dims))
-    out = op(*[_align(a, d, rank) for a, d in zip(args, dims)], **params)
+    out = op(*[aligned(a, d, rank) for a, d in zip(args, dims)], **params)
     return out, (tuple(0 for _ in out) if op.multiple_results else 0)
 
 

@@ -31,7 +31,7 @@ import numpy as np  # dtype metadata and limits only; arrays go through xp
 from fgrad import dtypes
 from fgrad.core.op import REGISTRY, Check, defop
 from fgrad.errors import DTypeError, ShapeError
-from fgrad.ops._batch import batch_size, with_batch
+from fgrad.ops._batch import aligned, batch_size, with_batch
 from fgrad.ops._rules import broadcasts_to, ndim_of, shape_of
 from fgrad.tensor import ShapeDtype
 
@@ -323,25 +323,13 @@ def _sampler_aval(op: str, *bounds: str):
 # they broadcast against ``(B, *kb, *shape)``.
 
 
-def _unit_axes(x: Any, dim: Any, rank: int) -> Any:
-    """A mapped ``x`` of shape ``(B, *s)`` as ``(B, 1, ..., 1, *s)`` with ``rank`` example
-    axes; shared values broadcast from the right as they are."""
-    if dim is None:
-        return x
-    shape = shape_of(x)
-    missing = rank - (len(shape) - 1)
-    if missing <= 0:
-        return x
-    return REGISTRY["reshape"](x, shape=(shape[0], *([1] * missing), *shape[1:]))
-
-
 def _key_batch(op: Any, args: tuple, dims: tuple, **params: Any) -> tuple[Any, Any]:
     """Rule of the ops whose inputs after the key broadcast to ``(*kb, *shape)``."""
     size = batch_size(args, dims)
     key, *rest = args
     rank = ndim_of(key) - 1 - (dims[0] is not None) + len(params.get("shape", ()))
     key = with_batch(key, dims[0], size)
-    rest = [_unit_axes(x, d, rank) for x, d in zip(rest, dims[1:])]
+    rest = [aligned(x, d, rank) for x, d in zip(rest, dims[1:])]
     return op(key, *rest, **params), 0
 
 
@@ -353,7 +341,7 @@ def _categorical_batch(op: Any, args: tuple, dims: tuple, *, axis: int, shape: t
         rank = ndim_of(key) - 1 - (dims[0] is not None) + len(shape)
         ex = shape_of(logits)[1:]
         missing = max(rank - (len(ex) - 1), 0)
-        logits = _unit_axes(logits, 0, rank + 1)
+        logits = aligned(logits, 0, rank + 1)
         axis = axis + 1 + missing
     return op(with_batch(key, dims[0], size), logits, axis=axis, shape=shape), 0
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from fgrad import backend, tree
 from fgrad.core.trace import Trace, Tracer, new_trace
-from fgrad.errors import ConcretizationError
+from fgrad.errors import ConcretizationError, DTypeError, ShapeError
 from fgrad.ops._batch import moved_to_front, with_batch
 from fgrad.ops._rules import shape_of
 from fgrad.ops.shape import permute_dims
@@ -77,7 +77,14 @@ class BatchTrace(Trace):
                 f"vmap: op {op.name!r} has no batching rule yet (defop(batch=...)); apply the "
                 "function to each example and stack the results (fgrad.numpy.stack) instead"
             )
-        out, out_dims = op.batch(op, tuple(vals), tuple(dims), **params)
+        try:
+            out, out_dims = op.batch(op, tuple(vals), tuple(dims), **params)
+        except (ShapeError, DTypeError) as err:
+            examples = ", ".join(str(a.aval) if isinstance(a, Tensor) else repr(a) for a in args)
+            raise type(err)(
+                f"{err}\n(under vmap: the shapes above include the mapped axis in front and "
+                f"axis parameters shifted past it; per example, op {op.name!r} got {examples})"
+            ) from err
         if op.multiple_results:
             return tuple(self._wrap(o, d) for o, d in zip(out, out_dims))
         return self._wrap(out, out_dims)
@@ -122,7 +129,9 @@ def vmap(
         in_axes: where the mapped axis is in each positional argument: an int (every
             argument, every leaf), or a tuple with one entry per argument, each an int,
             None (the argument is shared by all examples) or a pytree of them shaped like
-            the argument. Negative axes count from the end.
+            the argument. Negative axes count from the end. Keyword arguments are always
+            mapped over their first axis, as in JAX (pass shared values positionally with
+            None, or close over them).
         out_axes: where the mapped axis goes in the outputs: an int, None (the output is
             the same for every example), or a pytree of them shaped like the output.
         axis_size: the mapped axis' size, needed only when no argument is mapped.
@@ -132,8 +141,9 @@ def vmap(
 
     Raises:
         ValueError: the mapped axes of the arguments differ in size, ``in_axes`` does not
-            match the arguments, nothing is mapped and ``axis_size`` is not given, or an
-            output given ``out_axes=None`` differs between examples.
+            match the arguments, an in or out axis is out of range, nothing is mapped and
+            ``axis_size`` is not given, or an output given ``out_axes=None`` differs
+            between examples.
         NotImplementedError: ``f`` uses an op that has no batching rule.
         ConcretizationError: ``f`` branches in Python on a mapped value.
 
@@ -160,17 +170,24 @@ def vmap(
             specs = list(in_axes)
         else:
             specs = [in_axes] * len(args)
-        flat_axes = []
+        flat_axes, where = [], []
         for n, (arg, spec) in enumerate(zip(args, specs)):
-            flat_axes += _axes_for(spec, arg, f"in_axes[{n}]" if isinstance(in_axes, (list, tuple)) else "in_axes")
-        leaves, in_tree = tree.flatten(args)
-        size = _mapped_size(leaves, flat_axes, axis_size)
+            axes = _axes_for(spec, arg, f"in_axes[{n}]" if isinstance(in_axes, (list, tuple)) else "in_axes")
+            flat_axes += axes
+            where += [f"argument {n}"] * len(axes)
+        for name in sorted(kwargs):  # keyword arguments are mapped over their first axis (JAX)
+            axes = _axes_for(0, kwargs[name], "keyword arguments")
+            flat_axes += axes
+            where += [f"keyword argument {name!r}"] * len(axes)
+        leaves, in_tree = tree.flatten((args, kwargs))
+        size = _mapped_size(leaves, flat_axes, where, axis_size)
         with new_trace(BatchTrace()) as trace:
             inputs = [
                 leaf if axis is None else BatchTracer(trace, _front(leaf, axis))
                 for leaf, axis in zip(leaves, flat_axes)
             ]
-            out = f(*tree.unflatten(in_tree, inputs), **kwargs)
+            batched_args, batched_kwargs = tree.unflatten(in_tree, inputs)
+            out = f(*batched_args, **batched_kwargs)
             out_leaves, out_tree = tree.flatten(out)
             out_specs = _axes_for(out_axes, out, "out_axes")
             results = [_place(o, trace, axis, size) for o, axis in zip(out_leaves, out_specs)]
@@ -179,32 +196,32 @@ def vmap(
     return vmapped
 
 
-def _mapped_size(leaves: list, axes: list, axis_size: int | None) -> int:
-    sizes = {}
-    for i, (leaf, axis) in enumerate(zip(leaves, axes)):
+def _mapped_size(leaves: list, axes: list, where: list, axis_size: int | None) -> int:
+    sizes: dict[int, list[str]] = {}
+    for leaf, axis, arg in zip(leaves, axes, where):
         if axis is None:
             continue
         shape = shape_of(leaf)
-        if not -len(shape) <= axis < max(len(shape), 1) or not shape:
+        if not shape or not -len(shape) <= axis < len(shape):
             raise ValueError(
-                f"vmap: in_axes {axis} is out of range for an argument of shape {shape}; map "
-                "an axis the argument has, or give None to share it"
+                f"vmap: in_axes {axis} is out of range for {arg}, of shape {shape}; map an "
+                "axis the argument has, or give None to share it"
             )
-        sizes[i] = shape[axis]
-    distinct = set(sizes.values())
+        sizes.setdefault(shape[axis], []).append(f"axis {axis} of {arg} (shape {shape})")
     if axis_size is not None:
-        distinct.add(axis_size)
-    if len(distinct) > 1:
+        sizes.setdefault(axis_size, []).append("axis_size")
+    if len(sizes) > 1:
+        listed = "; ".join(f"{n}: {', '.join(parts)}" for n, parts in sorted(sizes.items()))
         raise ValueError(
-            f"vmap: the mapped axes have different sizes: {sorted(distinct)} (argument leaves "
-            f"{sorted(sizes)}); every mapped axis must have the same length"
+            f"vmap: the mapped axes have different sizes ({listed}); every mapped axis must "
+            "have the same length"
         )
-    if not distinct:
+    if not sizes:
         raise ValueError(
             "vmap: no argument is mapped (all in_axes are None); pass axis_size to say how "
             "many examples there are"
         )
-    return distinct.pop()
+    return next(iter(sizes))
 
 
 def _front(leaf: Any, axis: int) -> Any:
@@ -224,6 +241,11 @@ def _place(out: Any, trace: Trace, axis: Any, size: int) -> Any:
         return out
     val = out.val if batched else with_batch(asarray(out) if type(out) in _SCALARS else out, None, size)
     nd = len(shape_of(val))
+    if not -nd <= axis < nd:
+        raise ValueError(
+            f"vmap: out_axes {axis} is out of range for an output of {nd - 1} dimensions per "
+            f"example ({val.aval}, the mapped axis included); give an axis from {-nd} to {nd - 1}"
+        )
     axis %= nd
     if axis == 0:
         return val

@@ -64,8 +64,12 @@ def test_axis_size_when_nothing_is_mapped():
 
 
 def test_errors_name_the_problem():
-    with pytest.raises(ValueError, match=r"different sizes: \[2, 3\]"):
+    with pytest.raises(ValueError, match=r"different sizes \(2: axis 0 of argument 0 .*; 3: axis 0 of argument 1"):
         fgrad.vmap(fnp.add)(fnp.ones(2), fnp.ones(3))
+    with pytest.raises(ValueError, match=r"7: axis_size"):
+        fgrad.vmap(fnp.sin, axis_size=7)(fnp.ones(2))
+    with pytest.raises(ValueError, match="out_axes 5 is out of range"):
+        fgrad.vmap(lambda a: a * 2, out_axes=5)(fnp.ones((3, 4)))
     with pytest.raises(ValueError, match="in_axes has 1 entries but the function got 2"):
         fgrad.vmap(fnp.add, in_axes=(0,))(fnp.ones(2), fnp.ones(2))
     with pytest.raises(ValueError, match="out of range"):
@@ -135,3 +139,19 @@ def test_jacobian_rows_by_vmap_of_vjp():
     _, f_vjp = fgrad.vjp(f, x)
     rows = fgrad.vmap(lambda ct: f_vjp(ct)[0])(fnp.eye(3))
     np.testing.assert_allclose(np.asarray(rows), np.asarray(fgrad.jacrev(f)(x)), rtol=1e-12)
+
+
+def test_keyword_arguments_are_mapped_over_their_first_axis():
+    x = _t(4, 6)
+    got = fgrad.vmap(lambda a, b: a * b)(x, b=x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(x) ** 2)
+    keys = fgrad.random.split(fgrad.random.key(0), 4)
+    drop = fgrad.vmap(lambda x, key: fgrad.nn.dropout(x, 0.5, key=key))(x, key=keys)
+    for i in range(4):
+        want = fgrad.nn.dropout(x[i], 0.5, key=keys[i])
+        np.testing.assert_array_equal(np.asarray(drop[i]), np.asarray(want))
+
+
+def test_shape_errors_under_vmap_give_the_per_example_shapes():
+    with pytest.raises(fgrad.ShapeError, match=r"under vmap.*op 'add' got f64\[4\], f64\[3\]"):
+        fgrad.vmap(lambda a, b: a + b, in_axes=(1, None))(fnp.ones((4, 8)), fnp.ones(3))

@@ -79,6 +79,7 @@ __all__ = [
     "bernoulli",
     "bits",
     "categorical",
+    "choice",
     "fold_in",
     "key",
     "normal",
@@ -762,3 +763,146 @@ def truncated_normal(
     if clo is not None and chi is not None and not _all(clo < chi):
         raise ValueError("random.truncated_normal: needs lower < upper everywhere (and no NaN)")
     return random_truncated_normal(key, lo, hi, shape=shape, dtype=dt)
+
+
+def choice(
+    key: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = None, axis: int = 0
+) -> Tensor:
+    """Random samples from ``arange(a)`` or from the entries of ``a`` along ``axis``
+    (``jax.random.choice``).
+
+    Built from the other samplers, as JAX does: uniform with replacement is
+    :func:`randint`; uniform without replacement takes the first draws of a
+    :func:`permutation`; with probabilities ``p`` and replacement, the inverse CDF
+    (``searchsorted(cumsum(p), total * (1 - u))``); with ``p`` and without replacement, the
+    Gumbel-top-k trick (the ``k`` largest ``log(p) + g`` for standard Gumbel noise ``g``,
+    which draws exactly as sequential sampling proportional to ``p`` does). Shapes are
+    static, so it works under :func:`fgrad.jit` (keys and ``p`` traced) and
+    :func:`fgrad.vmap` (keys mapped). The result is differentiable in an array ``a`` (it
+    is a gather from ``a``); the choice itself has no derivative.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        a: a static int ``n`` (sample from ``arange(n)``), or a Tensor/array with at least
+            one axis (sample its slices along ``axis``).
+        shape: the shape of the draws (int or tuple).
+        replace: with replacement (default) or without.
+        p: None (uniform) or the ``(n,)`` non-negative weights of the ``n`` candidates; they
+            need not sum to 1. Weights traced by :func:`fgrad.jit` are not checked.
+        axis: the axis of an array ``a`` to sample along.
+
+    Returns:
+        int64 Tensor of ``shape`` for an int ``a``; otherwise a Tensor of ``a``'s dtype and
+        shape ``a.shape[:axis] + shape + a.shape[axis + 1:]``.
+
+    Raises:
+        TypeError: ``key`` is not a key; ``a`` is not an int or an array (or is a traced
+            int).
+        ValueError: ``replace=False`` with more draws than candidates; ``a`` has no
+            candidates (``n <= 0``) while draws are asked for; ``a`` is a 0-d array; ``p``
+            does not have shape ``(n,)``, or has negative entries or a zero sum.
+        ShapeError: ``axis`` is out of range for ``a``.
+
+    Example:
+        >>> from fgrad import random
+        >>> random.choice(random.key(0), 5, (3,), replace=False)
+        Tensor([1, 0, 3], dtype=int64)
+        >>> random.choice(random.key(1), fnp.array([10.0, 20.0, 30.0]), (4,),
+        ...               p=fnp.array([0.0, 0.5, 0.5]))
+        Tensor([30., 30., 20., 20.], dtype=float64)
+
+    References:
+        W. Kool, H. van Hoof, M. Welling, "Stochastic Beams and Where to Find Them: The
+        Gumbel-Top-k Trick for Sampling Sequences Without Replacement", ICML 2019.
+    """
+    key, device = _key_data(key, "choice")
+    shape = _shape(shape, "choice")
+    n_draws = int(np.prod(shape, dtype=np.int64))
+    arr = None
+    if isinstance(a, Tracer) and not a.shape:
+        raise TypeError(
+            f"random.choice: a is a traced scalar {a.aval}; the number of candidates must be "
+            "static: pass a Python int (or mark it static in jit)"
+        )
+    raw = a._data if isinstance(a, Tensor) and not isinstance(a, Tracer) else a
+    if isinstance(raw, (bool, np.bool_)):
+        raise TypeError(f"random.choice: a must be an int or an array, got {a!r}")
+    if _is_int_scalar(raw):
+        n = int(raw)
+    elif isinstance(a, Tracer):
+        arr = a
+    else:
+        if isinstance(raw, (float, complex)) or not (
+            hasattr(raw, "shape") or isinstance(raw, (list, tuple))
+        ):
+            raise TypeError(
+                f"random.choice: a must be an int or an array, got {type(a).__name__} {a!r}"
+            )
+        if not hasattr(raw, "shape"):
+            raw = np.asarray(raw)
+        if device is not None and backend.device_of(raw) != device:
+            raw = backend.to_device(raw, device)
+        arr = a if isinstance(a, Tensor) else _wrap(raw)
+        if not arr.shape:
+            raise ValueError(
+                "random.choice: a must be an int or have at least one axis, got a 0-d array"
+            )
+    if arr is not None:
+        ndim = len(arr.shape)
+        if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+            raise TypeError(f"random.choice: axis must be an int, got {axis!r}")
+        if not -ndim <= axis < ndim:
+            raise ShapeError(f"random.choice: a of shape {tuple(arr.shape)} has no axis {axis}")
+        axis = int(axis) % ndim
+        n = arr.shape[axis]
+    if n_draws == 0:
+        if arr is None:
+            return fnp.zeros(shape, dtype=np.int64, device=device)
+        out = arr.shape[:axis] + shape + arr.shape[axis + 1 :]
+        return fnp.zeros(out, dtype=arr.dtype, device=device)
+    if n <= 0:
+        raise ValueError(
+            f"random.choice: a must be greater than 0 unless no samples are taken; got {n} "
+            f"candidates for {n_draws} draws (shape={shape})"
+        )
+    if not replace and n_draws > n:
+        raise ValueError(
+            f"random.choice: cannot take a larger sample (size {n_draws}, shape={shape}) than "
+            f"the population (size {n}) when replace=False"
+        )
+    if p is None:
+        if replace:
+            ind = random_randint(key, 0, n, shape=shape, dtype=np.dtype(np.int64))
+        else:
+            ind = fnp.reshape(random_permutation(key, shape=(n,))[:n_draws], shape)
+    else:
+        prob = _param(p, device, "choice", "p", traced="read")
+        if shape_of(prob) != (n,):
+            raise ValueError(
+                f"random.choice: p must be None or have shape ({n},) (one weight per "
+                f"candidate), got shape {shape_of(prob)}"
+            )
+        if isinstance(prob, (bool, int, float)) or _name(prob.dtype)[:3] != "flo":
+            prob = fnp.astype(prob, np.float64)
+        cp = _concrete(prob, np.float64)
+        if cp is not None and not (_all(cp >= 0) and bool(cp.sum() > 0)):
+            raise ValueError(
+                "random.choice: p must be non-negative with a positive sum (and no NaN)"
+            )
+        if replace:
+            cdf = fnp.cumsum(prob)
+            u = random_uniform(key, 0.0, 1.0, shape=shape, dtype=np.dtype(prob.dtype))
+            # 1 - u lies in (0, 1], so the target lies in (0, total]: never past the end,
+            # and never on a candidate of weight 0
+            ind = fnp.searchsorted(cdf, cdf[-1] * (1.0 - u))
+        else:
+            tiny = float(np.finfo(np.dtype(prob.dtype)).tiny)
+            u = random_uniform(key, tiny, 1.0, shape=(n,), dtype=np.dtype(prob.dtype))
+            gumbel = -fnp.log(-fnp.log(u))
+            positive = prob > 0
+            logp = fnp.where(positive, fnp.log(fnp.where(positive, prob, 1.0)), -np.inf)
+            ind = fnp.argsort(logp + gumbel, descending=True)[:n_draws]
+            ind = fnp.reshape(ind, shape)
+    if arr is None:
+        return ind
+    return fnp.take(arr, ind, axis=axis)

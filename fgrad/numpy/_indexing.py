@@ -16,7 +16,7 @@ from fgrad import backend
 from fgrad.core.trace import concrete_value
 from fgrad.errors import ConcretizationError, ShapeError
 from fgrad.ops import indexing as _ix
-from fgrad.ops.elementwise import add, divide, multiply, subtract
+from fgrad.ops.elementwise import add, divide, full_like, multiply, power, subtract
 from fgrad.ops.shape import reshape as _reshape
 from fgrad.tensor import Tensor, _wrap, asarray
 
@@ -45,6 +45,7 @@ def _mask_error(where: str) -> ConcretizationError:
 
 def _traced_slice_error(where: str, e: slice, dim: int, shape: tuple) -> ConcretizationError:
     """A slice bound traced by jit: the slice's length would depend on values."""
+
     def tup(items: list) -> str:
         return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
@@ -336,17 +337,9 @@ class _IndexUpdateRef:
         """
         where = "x.at[idx].multiply"
         index, arrays, values = self._prepare(values, where)
-        if not arrays or unique_indices:
+        if unique_indices or not _may_repeat(arrays):
             return _ix.scatter_multiply(self.x, values, *arrays, index=index)
-        try:
-            datas = [np.asarray(_wrap(concrete_value(a))) for a in arrays]  # to the host
-        except ConcretizationError:
-            raise ConcretizationError(
-                f"{where}: the index arrays are traced abstractly, so repeated indices cannot "
-                "be detected; pass unique_indices=True if no position is indexed twice, or "
-                "compute the indices outside the traced function"
-            ) from None
-        rounds = _rounds(self.x, index, datas)
+        rounds = _rounds(self.x, index, _host_arrays(arrays, where))
         if rounds is None:
             return _ix.scatter_multiply(self.x, values, *arrays, index=index)
         out = self.x
@@ -359,14 +352,155 @@ class _IndexUpdateRef:
             out = _ix.scatter_multiply(out, factor, *arrays, index=index)
         return out
 
-    def divide(self, values: Any) -> Any:
-        """``x`` with ``x[idx]`` divided by ``values``.
+    mul = multiply  # JAX's alias
+
+    def divide(self, values: Any, *, unique_indices: bool = False) -> Any:
+        """``x`` with ``x[idx]`` divided by ``values``; repeated indices divide in turn.
 
         Example:
             >>> fnp.ones(2).at[0].divide(4.0)
             Tensor([0.25, 1.  ], dtype=float64)
         """
-        return self.multiply(divide(1.0, values))
+        return self.multiply(divide(1.0, values), unique_indices=unique_indices)
+
+    def power(self, values: Any, *, unique_indices: bool = False) -> Any:
+        """``x`` with ``x[idx]`` raised to the power ``values`` (``x[idx] **= values``).
+
+        As in JAX, the exponents written to one position multiply, and the result is
+        ``x ** e`` with ``e`` those products at ``idx`` and 1 elsewhere: repeated indices
+        raise in turn, ``(x ** a) ** b == x ** (a * b)``. Differentiable in ``x`` and
+        ``values`` as :func:`fgrad.numpy.power` (real ``x < 0`` needs integer exponents).
+
+        Args:
+            values: exponents, broadcastable to the shape of ``x[idx]``.
+            unique_indices: as in :meth:`multiply` (needed only for abstractly traced index
+                arrays).
+
+        Raises:
+            ConcretizationError: abstractly traced index arrays without ``unique_indices``.
+
+        Example:
+            >>> x = fnp.array([2.0, 3.0, 4.0])
+            >>> x.at[fnp.array([0, 0, 2])].power(fnp.array([2.0, 3.0, 0.5]))
+            Tensor([64.,  3.,  2.], dtype=float64)
+        """
+        where = "x.at[idx].power"
+        ones = _IndexUpdateRef(
+            full_like(self.x, fill_value=1, dtype=np.dtype(self.x.dtype)), self.idx
+        )
+        return power(self.x, ones._multiply(values, unique_indices, where))
+
+    def min(self, values: Any) -> Any:
+        """``x`` with ``x[idx]`` replaced by ``minimum(x[idx], values)``.
+
+        Repeated indices combine every value written there (``jax.lax.scatter_min``,
+        ``numpy.minimum.at``). The derivative goes to the selected contender (``x``'s
+        element or a value); ties split it evenly (JAX's convention).
+
+        Example:
+            >>> x = fnp.array([1.0, 5.0, 3.0])
+            >>> x.at[fnp.array([0, 1, 1])].min(fnp.array([2.0, 4.0, 0.0]))
+            Tensor([1., 0., 3.], dtype=float64)
+        """
+        index, arrays, values = self._prepare(values, "x.at[idx].min")
+        return _ix.scatter_min(self.x, values, *arrays, index=index)
+
+    def max(self, values: Any) -> Any:
+        """``x`` with ``x[idx]`` replaced by ``maximum(x[idx], values)``.
+
+        Repeated indices combine every value written there (``jax.lax.scatter_max``,
+        ``numpy.maximum.at``). The derivative goes to the selected contender (``x``'s
+        element or a value); ties split it evenly (JAX's convention).
+
+        Example:
+            >>> x = fnp.array([1.0, 5.0, 3.0])
+            >>> x.at[fnp.array([0, 1, 1])].max(fnp.array([2.0, 4.0, 6.0]))
+            Tensor([2., 6., 3.], dtype=float64)
+        """
+        index, arrays, values = self._prepare(values, "x.at[idx].max")
+        return _ix.scatter_max(self.x, values, *arrays, index=index)
+
+    def apply(self, func: Any, *, unique_indices: bool = False) -> Any:
+        """``x`` with the elementwise function ``func`` applied at ``idx`` (``func.at(x, idx)``).
+
+        As in JAX (and numpy's ``ufunc.at``), a position indexed ``k`` times gets ``func``
+        applied ``k`` times. ``func`` maps a Tensor to a Tensor of the same shape
+        elementwise (a unary ufunc such as ``fnp.sin``, or a lambda); its result is cast to
+        ``x.dtype``. Unlike JAX's ``scatter_apply``, the result is differentiable in ``x``
+        (through ``func``).
+
+        Args:
+            func: unary elementwise function of Tensors.
+            unique_indices: promise that no position is indexed twice (needed only for
+                index arrays traced abstractly by ``jit``/``make_graph``).
+
+        Raises:
+            ConcretizationError: abstractly traced index arrays without ``unique_indices``.
+            ShapeError: ``func`` changed the shape of its argument.
+
+        Example:
+            >>> x = fnp.array([1.0, 2.0, 3.0])
+            >>> x.at[fnp.array([0, 0, 2])].apply(lambda v: v * 10.0)
+            Tensor([100.,   2.,  30.], dtype=float64)
+        """
+        where = "x.at[idx].apply"
+        index, arrays = _parse(self.x, self.idx, where)
+        if not index:
+            index = ((0, self.x.shape[0], 1),) if self.x.ndim else (None,)
+        if unique_indices or not _may_repeat(arrays):
+            return _apply_once(self.x, func, index, arrays, where)
+        datas = _host_arrays(arrays, where)
+        rounds = _rounds(self.x, index, datas)
+        if rounds is None:
+            return _apply_once(self.x, func, index, arrays, where)
+        out = self.x
+        bcast = np.broadcast_arrays(*datas)
+        for mask in rounds:  # round r applies func once more where r + 1 writes land
+            picked = tuple(_index_array(b[mask], self.x) for b in bcast)
+            out = _apply_once(out, func, index, picked, where)
+        return out
+
+    def _multiply(self, values: Any, unique_indices: bool, where: str) -> Any:
+        try:
+            return self.multiply(values, unique_indices=unique_indices)
+        except ConcretizationError as err:
+            raise ConcretizationError(str(err).replace("x.at[idx].multiply", where)) from None
+
+
+def _may_repeat(arrays: tuple) -> bool:
+    """Whether index arrays could write a position twice: they pick more than one
+    position (their broadcast shape, known while tracing, has more than one element)."""
+    if not arrays:
+        return False  # basic indices never repeat a position
+    try:
+        shape = np.broadcast_shapes(*(tuple(a.shape) for a in arrays))
+    except ValueError:
+        return True  # the op raises its own IndexError
+    return int(np.prod(shape)) > 1
+
+
+def _host_arrays(arrays: tuple, where: str) -> list:
+    """The concrete index arrays as numpy arrays, or a ConcretizationError naming the fix."""
+    try:
+        return [np.asarray(_wrap(concrete_value(a))) for a in arrays]  # to the host
+    except ConcretizationError:
+        raise ConcretizationError(
+            f"{where}: the index arrays are traced abstractly, so repeated indices cannot "
+            "be detected; pass unique_indices=True if no position is indexed twice, or "
+            "compute the indices outside the traced function"
+        ) from None
+
+
+def _apply_once(x: Any, func: Any, index: tuple, arrays: tuple, where: str) -> Any:
+    """``x.at[index].set(func(x[index]))`` for indices that write each position once."""
+    picked = _ix.getitem(x, *arrays, index=index)
+    result = func(picked)
+    if tuple(getattr(result, "shape", ())) != tuple(picked.shape):
+        raise ShapeError(
+            f"{where}: func must be elementwise, keeping the shape {tuple(picked.shape)} of "
+            f"x[idx]; it returned shape {tuple(getattr(result, 'shape', ()))}"
+        )
+    return _ix.scatter_set(x, result, *arrays, index=index)
 
 
 def _rounds(x: Any, index: tuple, datas: list) -> list | None:
@@ -404,8 +538,9 @@ def _rounds(x: Any, index: tuple, datas: list) -> list | None:
 
 
 def _at(x: Any) -> _IndexUpdateHelper:
-    """``x.at[idx]``: functional updates ``set``, ``add``, ``subtract``, ``multiply``,
-    ``divide`` and ``get``, each returning a new Tensor (Tensors are immutable).
+    """``x.at[idx]``: functional updates ``set``, ``add``, ``subtract``, ``multiply``
+    (alias ``mul``), ``divide``, ``power``, ``min``, ``max``, ``apply`` and ``get``, each
+    returning a new Tensor (Tensors are immutable), as JAX's ``x.at``.
 
     Example:
         >>> x = fnp.zeros(3)

@@ -36,7 +36,16 @@ from fgrad.core.op import LINEAR, REGISTRY, Check, defop
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops._batch import batch_size, moved_to_front, with_batch
 from fgrad.ops._rules import broadcasts_to, shape_of
-from fgrad.ops.elementwise import add, astype, full_like, maximum, minimum, multiply
+from fgrad.ops.elementwise import (
+    add,
+    astype,
+    divide,
+    equal,
+    full_like,
+    maximum,
+    minimum,
+    multiply,
+)
 from fgrad.tensor import ShapeDtype, Tensor, asarray
 
 __all__ = [
@@ -47,6 +56,8 @@ __all__ = [
     "index_key",
     "index_layout",
     "scatter_add",
+    "scatter_max",
+    "scatter_min",
     "scatter_multiply",
     "scatter_set",
     "scatter_winners",
@@ -633,6 +644,108 @@ scatter_multiply = defop(
         >>> fnp.ones(3).at[fnp.array([0, 2, 2])].multiply(fnp.array([2.0, 3.0, 4.0]))
         Tensor([ 2.,  1., 12.], dtype=float64)
     """,
+)
+
+
+def _extremal_coefficients(out, x, v, arrays, index):
+    """The share of the derivative that ``x`` and each value of ``v`` get in
+    ``scatter_min`` / ``scatter_max`` (JAX's ``_scatter_extremal_jvp``).
+
+    At a written position every contender equal to the result (``x``'s element and each
+    value written there) gets ``1 / count`` of the derivative, ``count`` being how many
+    tie; a position that is not written passes ``x``'s derivative through; a NaN result
+    (no contender equals it) passes none.
+
+    Returns:
+        ``(cx, cv)``: shares of ``x`` (its shape) and of the values (the indexed shape).
+    """
+    dtype = np.dtype(out.dtype)
+    if dtype.kind not in "fc":
+        dtype = np.dtype(np.float64)
+    one = full_like(x, fill_value=1, dtype=dtype)
+    untouched = scatter_set(one, 0, *arrays, index=index)
+    wins_x = maximum(astype(equal(x, out), dtype=dtype), untouched)
+    wins_v = astype(equal(v, getitem(out, *arrays, index=index)), dtype=dtype)
+    count = add(wins_x, unindex(wins_v, x, arrays, index))
+    count = maximum(count, 1)  # 0 only at a NaN result, where both shares are 0
+    return divide(wins_x, count), divide(wins_v, getitem(count, *arrays, index=index))
+
+
+def _extremal_jvp_x(t, out, x, v, *arrays, index):
+    return multiply(t, _extremal_coefficients(out, x, v, arrays, index)[0])
+
+
+def _extremal_jvp_v(t, out, x, v, *arrays, index):
+    cv = _extremal_coefficients(out, x, v, arrays, index)[1]
+    return unindex(multiply(t, cv), out, arrays, index)
+
+
+def _extremal_vjp(ct, out, x, v, *arrays, index):
+    cx, cv = _extremal_coefficients(out, x, v, arrays, index)
+    return multiply(ct, cx), multiply(getitem(ct, *arrays, index=index), cv)
+
+
+def _extremal_args(rng, shapes):
+    """Check helper: ``x`` and values drawn apart (no ties: the op has a kink there),
+    index arrays with repeated entries."""
+    x = rng.permutation(int(np.prod(shapes[0]))).reshape(shapes[0]) * 0.5 - 3.0
+    v = rng.permutation(int(np.prod(shapes[1]))).reshape(shapes[1]) * 0.5 - 2.75
+    return [x, v] + _int_index_args(rng, (shapes[0],) + shapes[2:])[1:]
+
+
+def _extremal_op(name: str, ufunc: str, word: str, example: str):
+    return defop(
+        name,
+        kernel=_scatter_ufunc_kernel(ufunc),
+        aval=_scatter_aval(name),
+        jvp=(_extremal_jvp_x, _extremal_jvp_v),
+        vjp=_extremal_vjp,
+        batch=_scatter_batch,
+        check=Check(
+            shapes=(((4, 3), (3, 3), (3,)), ((4, 3), (1,), (5,))),
+            params=(
+                {"index": (ARRAY,)},
+                {"index": (ARRAY, (0, 3, 1))},
+                {"index": ((1, 4, 1), ARRAY)},
+            ),
+            make_args=_extremal_args,
+            strict=False,  # xp.<ufunc>.at is numpy's, not the Array API's
+        ),
+        doc=f"""``x`` with ``x[index]`` replaced by the {word} of it and ``v`` (``x.at[idx].{word[:3]}(v)``).
+
+    Every value written to a position takes part (repeated indices combine, as
+    ``jax.lax.scatter_{word[:3]}`` and ``numpy.{ufunc}.at``); NaN propagates.
+
+    The derivative goes to whichever contender is selected: ``x``'s element or the value
+    written there. Ties split it evenly among all tied contenders (JAX's convention for
+    scatter min/max, as for ``fnp.{ufunc}``); positions not written pass ``x``'s derivative
+    through.
+
+    Args:
+        x: real Tensor of any shape.
+        v: values, broadcastable to the shape of ``x[index]``; cast to ``x.dtype``.
+        {_SCATTER_DOC}
+
+    Example:
+        {example}
+    """,
+    )
+
+
+scatter_min = _extremal_op(
+    "scatter_min",
+    "minimum",
+    "minimum",
+    """>>> fnp.zeros(3).at[fnp.array([0, 0, 2])].min(fnp.array([-1.0, -3.0, 2.0]))
+        Tensor([-3.,  0.,  0.], dtype=float64)""",
+)
+
+scatter_max = _extremal_op(
+    "scatter_max",
+    "maximum",
+    "maximum",
+    """>>> fnp.zeros(3).at[fnp.array([0, 0, 2])].max(fnp.array([1.0, 3.0, -2.0]))
+        Tensor([3., 0., 0.], dtype=float64)""",
 )
 
 

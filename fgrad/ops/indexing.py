@@ -693,10 +693,22 @@ def _extremal_args(rng, shapes):
     return [x, v] + _int_index_args(rng, (shapes[0],) + shapes[2:])[1:]
 
 
+def _quiet_nan_kernel(ufunc: str):
+    """``_scatter_ufunc_kernel(ufunc)`` without numpy's warning for a NaN compared at a
+    repeated index (NaN propagates as in ``xp.minimum``, which does not warn)."""
+    kernel = _scatter_ufunc_kernel(ufunc)
+
+    def quiet(xp, x, v, *arrays, index):
+        with np.errstate(invalid="ignore"):
+            return kernel(xp, x, v, *arrays, index=index)
+
+    return quiet
+
+
 def _extremal_op(name: str, ufunc: str, word: str, example: str):
     return defop(
         name,
-        kernel=_scatter_ufunc_kernel(ufunc),
+        kernel=_quiet_nan_kernel(ufunc),
         aval=_scatter_aval(name),
         jvp=(_extremal_jvp_x, _extremal_jvp_v),
         vjp=_extremal_vjp,

@@ -224,6 +224,15 @@ def test_apply_under_vmap_with_shared_indices():
     np.testing.assert_array_equal(a(got), want)
 
 
+def test_apply_with_indices_mapped_by_vmap():
+    xs = fnp.asarray(np.arange(8.0).reshape(2, 4))
+    ids = fnp.array([[0, 3], [2, 1]])
+    with pytest.raises(ConcretizationError, match="vmap.*unique_indices"):
+        fgrad.vmap(lambda x, i: x.at[i].apply(fnp.negative))(xs, ids)
+    got = fgrad.vmap(lambda x, i: x.at[i].apply(fnp.negative, unique_indices=True))(xs, ids)
+    np.testing.assert_array_equal(a(got), [[-0.0, 1.0, 2.0, -3.0], [4.0, -5.0, -6.0, 7.0]])
+
+
 def test_mul_is_multiply():
     assert _IndexUpdateRef.mul is _IndexUpdateRef.multiply
     x = fnp.array([1.0, 2.0, 3.0])

@@ -485,9 +485,9 @@ def _host_arrays(arrays: tuple, where: str) -> list:
         return [np.asarray(_wrap(concrete_value(a))) for a in arrays]  # to the host
     except ConcretizationError:
         raise ConcretizationError(
-            f"{where}: the index arrays are traced abstractly, so repeated indices cannot "
-            "be detected; pass unique_indices=True if no position is indexed twice, or "
-            "compute the indices outside the traced function"
+            f"{where}: the index arrays are traced abstractly (jit, make_graph) or mapped "
+            "by vmap, so repeated indices cannot be detected; pass unique_indices=True if "
+            "no position is indexed twice, or compute the indices outside the traced function"
         ) from None
 
 

@@ -33,7 +33,6 @@ from fgrad.core.debug import check_program
 from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
 from fgrad.core.trace import Tracer, new_trace
 from fgrad.tensor import Donated, ShapeDtype, Tensor, _wrap
-from fgrad.transforms.fusion import fuse_for
 from fgrad.transforms.passes import exact_key, optimize
 
 __all__ = ["jit"]
@@ -743,8 +742,14 @@ def jit(
         graph = optimize(graph)
         xp = _namespace(leaves)
         donated = _donated_inputs(dyn_args, dyn_kwargs, nums, donate_nums, donate_names)
-        # On cupy, chains of elementwise nodes run as one kernel each (fusion.py).
-        program = _Program(fuse_for(graph, xp), xp, donated, graph) if xp is not None else None
+        program = None
+        if xp is not None:
+            run_graph = graph
+            if xp is not np:  # on cupy, chains of elementwise nodes run as one kernel each
+                from fgrad.transforms.fusion import fuse_for  # its tables: only when needed
+
+                run_graph = fuse_for(graph, xp)
+            program = _Program(run_graph, xp, donated, graph)
         cache[key] = (graph, program)
         stats["misses"] += 1
         return graph, program

@@ -113,6 +113,29 @@ def _coerce(
             )
 
 
+def _check_carry(name: str, what: str, new: Any, init: Any) -> None:
+    """Eager loops: raise as the traced ones do (``_coerce``) when an array leaf of the
+    carry changed shape or dtype (numpy promotion can widen it: float32 + an int64 index
+    is float64), so eager and ``jit`` agree. Python numbers are weak and pass."""
+    new_leaves, new_tree = tree.flatten(new)
+    init_leaves, init_tree = tree.flatten(init)
+    if new_tree != init_tree:
+        raise TypeError(
+            f"{name}: {what} must have the structure of the initial carry, {init_tree}; it "
+            f"returned {new_tree}"
+        )
+    for k, (got, want) in enumerate(zip(new_leaves, init_leaves)):
+        if type(got) in (bool, int, float, complex) or type(want) in (bool, int, float, complex):
+            continue
+        g, w = _aval(got), _aval(want)
+        if tuple(g.shape) != tuple(w.shape) or np.dtype(g.dtype) != np.dtype(w.dtype):
+            error = _ShapeError if tuple(g.shape) != tuple(w.shape) else _DTypeError
+            raise error(
+                f"{name}: {what} leaf {k} has aval {g}, but the initial carry has {w}; they "
+                f"must match in shape and dtype (cast with .astype('{np.dtype(w.dtype).name}'))"
+            )
+
+
 # ------------------------------------------------------------------------ cond / switch
 
 
@@ -303,7 +326,9 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
                 break
             if not more:
                 return val
-            val = body_fun(val)
+            new = body_fun(val)
+            _check_carry("while_loop", "body_fun's output", new, val)
+            val = new
     leaves, in_tree = tree.flatten(init_val)
     leaves = [_as_tensor(x) for x in leaves]
     avals = [x.aval for x in leaves]
@@ -393,7 +418,9 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
         if not _staging():
             val = init_val
             for i in range(lo, hi):
-                val = body_fun(_asarray(i, dtype=dtype), val)
+                new = body_fun(_asarray(i, dtype=dtype), val)
+                _check_carry("fori_loop", "body_fun's output", new, val)
+                val = new
             return val
 
         def step(carry, _):
@@ -527,12 +554,9 @@ def _scan_eager(f, init, x_leaves, x_tree, length, reverse):
     ys: list = [None] * length
     y_tree = None
     for i in range(length - 1, -1, -1) if reverse else range(length):
-        carry, y = _pair(f(carry, tree.unflatten(x_tree, [x[i] for x in x_leaves])))
-        if tree.structure(carry) != c_tree:
-            raise TypeError(
-                f"scan: f must return a carry with the structure of init, {c_tree}; it "
-                f"returned {tree.structure(carry)}"
-            )
+        new, y = _pair(f(carry, tree.unflatten(x_tree, [x[i] for x in x_leaves])))
+        _check_carry("scan", "f's carry output", new, carry)
+        carry = new
         y_leaves, t = tree.flatten(y)
         if y_tree is not None and t != y_tree:
             raise TypeError(f"scan: f returned y of structure {t} after {y_tree}")

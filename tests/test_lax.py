@@ -484,3 +484,19 @@ def test_public_functions_document_examples_and_references():
     for name in lax.__all__:
         doc = getattr(lax, name).__doc__
         assert "Example:" in doc and "References:" in doc and "Raises:" in doc, name
+
+
+@pytest.mark.parametrize("loop", ["fori_loop", "while_loop", "scan"])
+def test_eager_loops_check_carry_dtypes_as_jit_does(loop):
+    # float32 carry + an int64 index widens to float64 under numpy's promotion: jit's
+    # traced loop rejects that, and the eager loop now says the same.
+    x = fnp.ones(3, dtype=fnp.float32)
+    if loop == "fori_loop":
+        f = lambda x: fgrad.lax.fori_loop(0, 3, lambda i, c: c * 0.5 + i, x)  # noqa: E731
+    elif loop == "while_loop":
+        f = lambda x: fgrad.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + c[0]), (fnp.array(0), x))[1]  # noqa: E731
+    else:
+        f = lambda x: fgrad.lax.scan(lambda c, i: (c + i, None), x, fnp.arange(3))[0]  # noqa: E731
+    for run in (f, fgrad.jit(f)):
+        with pytest.raises(fgrad.DTypeError, match="f64\\[3\\], but .*f32\\[3\\]"):
+            run(x)

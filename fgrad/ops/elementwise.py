@@ -1480,8 +1480,9 @@ stop_gradient = defop(
 
 
 def _full_like_kernel(xp, x, *, fill_value, dtype):
-    if isinstance(x, (bool, int, float, complex)):
-        return xp.full((), fill_value, dtype=dtype)
+    # Python numbers only: numpy scalars (np.float64 subclasses float) have their dtype.
+    if type(x) in (bool, int, float, complex):
+        return xp.full((), fill_value, dtype=dtype or np.result_type(x))
     return xp.full(x.shape, fill_value, dtype=dtype or x.dtype)
 
 

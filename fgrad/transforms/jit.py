@@ -740,6 +740,12 @@ def jit(
 
         graph = _trace(flat_f, leaves, in_tree)
         graph = optimize(graph)
+        stats["misses"] += 1
+        if _closes_over_tracers(graph):
+            # f read a value another transform is tracing (vmap, grad, jvp around this
+            # jit): that value differs on the next call, so the graph is replayed op by op
+            # under that transform and not kept.
+            return graph, None
         xp = _namespace(leaves)
         donated = _donated_inputs(dyn_args, dyn_kwargs, nums, donate_nums, donate_names)
         program = None
@@ -751,7 +757,6 @@ def jit(
                 run_graph = fuse_for(graph, xp)
             program = _Program(run_graph, xp, donated, graph)
         cache[key] = (graph, program)
-        stats["misses"] += 1
         return graph, program
 
     # Calls with positional array arguments only (the common case) first try a cache keyed
@@ -829,6 +834,13 @@ def jit(
 
     jitted.clear_cache = clear_cache
     return jitted
+
+
+def _closes_over_tracers(graph: Graph) -> bool:
+    """Whether a constant of ``graph`` is a tracer of an outer transform (a closure)."""
+    return any(isinstance(v, Tracer) for node in graph.nodes for v in node.inputs) or any(
+        isinstance(v, Tracer) for v in graph.outvars
+    )
 
 
 def _donated_names(f: Callable, donate_nums: tuple) -> tuple[str, ...]:

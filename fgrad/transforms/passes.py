@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from fgrad.core.graph import Graph, Node, Var
+from fgrad.core.trace import Tracer
 from fgrad.tensor import ShapeDtype, Tensor, _wrap
 
 __all__ = ["concat_scatters", "cse", "dce", "fold_constants", "optimize", "simplify"]
@@ -238,8 +239,9 @@ def _shape(x: Any) -> tuple:
 
 
 def _const_data(x: Any) -> Any:
-    """The array or scalar of a constant graph input (None for a Var)."""
-    if isinstance(x, Var):
+    """The array or scalar of a constant graph input (None for a Var, and for a tracer of
+    an outer transform that the traced function closed over: its value is not known)."""
+    if isinstance(x, (Var, Tracer)):
         return None
     return x._data if isinstance(x, Tensor) else x
 

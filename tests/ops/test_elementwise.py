@@ -318,3 +318,12 @@ def test_bitwise_on_floats_is_a_dtype_error():
 def test_shape_mismatch_names_the_op():
     with pytest.raises(fgrad.ShapeError, match="maximum"):
         fnp.maximum(fnp.ones((2, 3)), fnp.ones((4,)))
+
+
+def test_full_like_of_a_numpy_scalar_keeps_its_dtype():
+    # floor of a 0-d float64 is held as np.float64 (a subclass of Python float): zeros
+    # like it are float64, not the int64 a Python-number fill would give.
+    x = fnp.asarray(np.array(1.5))
+    assert fnp.zeros_like(fnp.floor(x)).dtype == np.float64
+    assert fgrad.jvp(fnp.floor, (x,), (fnp.ones_like(x),))[1].dtype == np.float64
+    assert fgrad.jvp(lambda x: 2.0, (x,), (x,))[1].dtype == np.float64  # a Python float output

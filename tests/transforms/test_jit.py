@@ -259,3 +259,24 @@ def test_host_constants_move_to_the_programs_namespace(monkeypatch):
     consts = [v for k, v in programs[0]._fn.__globals__.items() if k.startswith("c")]
     arrays = [c for c in consts if isinstance(c, np.ndarray)]
     assert arrays and all(type(c) is Moved for c in arrays)
+
+
+@pytest.mark.parametrize("outer", ["vmap", "grad", "jvp"])
+def test_jit_closing_over_an_outer_tracer(outer):
+    # The closed-over value is a tracer of the transform around jit: it must be read as
+    # the traced value it is (and a graph holding it must not be reused on later calls).
+    x = fnp.asarray(np.arange(6.0).reshape(2, 3))
+    y = fnp.asarray(np.linspace(1.0, 2.0, 6).reshape(2, 3))
+    inner = lambda a, y: fgrad.jit(lambda a: a * y + a / y - y)(a)  # noqa: E731
+    want = lambda a, y: a * y + a / y - y  # noqa: E731
+    for scale in (1.0, 2.0):  # a second call: nothing stale from the first
+        ys = y * scale
+        if outer == "vmap":
+            got, ref = fgrad.vmap(inner)(x, ys), want(x, ys)
+        elif outer == "grad":
+            got = fgrad.grad(lambda y: fnp.sum(inner(x, y)))(ys)
+            ref = fgrad.grad(lambda y: fnp.sum(want(x, y)))(ys)
+        else:
+            got = fgrad.jvp(lambda y: inner(x, y), (ys,), (x,))[1]
+            ref = fgrad.jvp(lambda y: want(x, y), (ys,), (x,))[1]
+        np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-12)

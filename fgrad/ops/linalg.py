@@ -190,6 +190,18 @@ def _stack_batch(op, args, dims, **params):
     return out, (tuple(0 for _ in out) if op.multiple_results else 0)
 
 
+def _lined_up_stacks(x, dx, rx: int, y, dy, ry: int) -> tuple:
+    """Stacks on both sides (``rx``/``ry``: example ranks): the mapped axis leads, and a
+    shorter mapped stack gets unit axes after it, so that the examples' stack axes (not
+    the mapped one) broadcast against each other."""
+    stack = max(rx, ry) - 2
+    if dx is not None:
+        x = _unit_axes(x, stack - (rx - 2))
+    if dy is not None:
+        y = _unit_axes(y, stack - (ry - 2))
+    return x, y
+
+
 def _unit_axes(x, count: int):
     """Batched ``x`` ``(B, *rest)`` as ``(B, 1, ..., 1, *rest)`` with ``count`` unit axes,
     so its example stack axes line up with longer ones when batch axes broadcast."""
@@ -336,14 +348,7 @@ def _matmul_batch(op, args, dims):
     if dx is None and rx == 2:  # (n, k) @ (B, ..., k, m): one (n, k) @ (k, B * ... * m)
         lead = ys[:-2]
         return _from_cols(matmul(x, _cols_first(y, _size(lead) * ys[-1])), lead, ys[-1]), 0
-    # Stacks on both sides: the mapped axis leads; a shorter mapped stack gets unit axes
-    # so that example stack axes (not the mapped one) broadcast against each other.
-    stack = max(rx, ry) - 2
-    if dx is not None:
-        x = _unit_axes(x, stack - (rx - 2))
-    if dy is not None:
-        y = _unit_axes(y, stack - (ry - 2))
-    return matmul(x, y), 0
+    return matmul(*_lined_up_stacks(x, dx, rx, y, dy, ry)), 0
 
 
 matmul = defop(
@@ -805,12 +810,7 @@ def _solve_batch(op, args, dims):
     if da is None and ra == 2:  # (n, n) \ (B, ..., n, k): one (n, B * ... * k) solve
         lead = sb[:-2]
         return _from_cols(op(a, _cols_first(b, _size(lead) * sb[-1])), lead, sb[-1]), 0
-    stack = max(ra, rb) - 2
-    if da is not None:
-        a = _unit_axes(a, stack - (ra - 2))
-    if db is not None:
-        b = _unit_axes(b, stack - (rb - 2))
-    return op(a, b), 0
+    return op(*_lined_up_stacks(a, da, ra, b, db, rb)), 0
 
 
 solve = defop(

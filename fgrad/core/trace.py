@@ -126,9 +126,10 @@ class Tracer(Tensor):
             concrete_value(self)
         except ConcretizationError:  # traced abstractly (jit, make_graph): no value to give
             raise ConcretizationError(
-                f"cannot convert a traced value {self.aval} to a numpy array: it has no value "
-                "while tracing. Use fgrad.numpy functions on it, or pass it as a Python value "
-                "and mark that argument static (jit's static_argnums / static_argnames)"
+                f"cannot convert a traced value {self.aval} to a numpy array: it has no single "
+                "value here (under jit or make_graph none yet, under vmap one per example). "
+                "Use fgrad.numpy functions on it; under jit, a Python value can instead be "
+                "marked static (static_argnums / static_argnames)"
             ) from None
         raise TypeError(
             f"cannot convert a traced value {self.aval} to a numpy array: that would drop it "

@@ -37,8 +37,8 @@ _INT_TYPES = (int, np.integer)
 def _mask_error(where: str) -> ConcretizationError:
     return ConcretizationError(
         f"{where}: a boolean mask index gives a result whose shape depends on the mask's "
-        "values, so the mask must be concrete; it is traced abstractly here (make_graph or "
-        "jit). Use fnp.where(mask, x, 0) to keep the shape, or index with integer arrays "
+        "values, so the mask must be concrete; here it is traced (under jit or make_graph it has "
+        "no value yet; under vmap each example has its own). Use fnp.where(mask, x, 0) to keep the shape, or index with integer arrays "
         "computed outside the traced function"
     )
 

@@ -394,8 +394,8 @@ def _concrete(name: str, x: Any, hint: str) -> Any:
     except ConcretizationError:
         raise ConcretizationError(
             f"{name}: the result's shape depends on the values of its input "
-            f"{x.aval}, which is traced abstractly here (jit or make_graph), so it has no "
-            f"values yet. {hint}"
+            f"{x.aval}, which is traced here (no values yet under jit or make_graph; one set "
+            f"per example under vmap), so one result shape cannot be chosen. {hint}"
         ) from None
 
 

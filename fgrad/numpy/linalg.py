@@ -546,7 +546,8 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> Ls
         except ConcretizationError:
             raise ConcretizationError(
                 "lstsq: numpy_resid=True decides the residuals' shape from the rank, which "
-                "is traced abstractly here (jit or make_graph); use numpy_resid=False"
+                "is traced here (jit, make_graph, or one per example under vmap); use "
+                "numpy_resid=False"
             ) from None
         if not full:
             resid = _reshape(resid, shape=(resid.shape[0],))[:0]

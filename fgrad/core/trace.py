@@ -63,7 +63,7 @@ class new_trace:
         _STACK.append(trace)
         return trace
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         _STACK.pop()
         self.trace.alive = False
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np  # dtype metadata and limits only; arrays go through xp
 
 from fgrad import dtypes
-from fgrad.core.op import REGISTRY, Check, defop
+from fgrad.core.op import Check, defop
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops._batch import aligned, batch_size, with_batch
 from fgrad.ops._rules import broadcasts_to, ndim_of, shape_of

@@ -357,36 +357,37 @@ def _batched_rule(rule):
     return batch
 
 
-@_batched_rule
-def _conv_batch(op, args, dims, *, stride, padding, dilation, groups):
-    """vmap rule of conv2d (see the comment above)."""
-    x, w = args
-    dx, dw = dims
-    size = batch_size(args, dims)
-    p = {"stride": stride, "padding": padding, "dilation": dilation}
-    if dw is None:
-        return _unfold(op(_fold(x), w, groups=groups, **p), size), 0
-    if dx is None:  # output channels (group, b, o)
-        y = op(x, _group_major(w, groups, 0), groups=groups, **p)
-        return _group_major_out(y, size, groups, 1), 0
-    y = op(_channels_in(x), _fold(w), groups=size * groups, **p)
-    return _channels_out(y, size), 0
+def _image_filter_rule(name: str, filters_for_shared_image, doc: str):
+    """The vmap rule of an op of ``(image-like, filter)`` (conv2d, and conv2d_backprop_input
+    with the cotangent as the image): a shared filter folds the mapped axis into the image
+    batch N, a shared image takes the mapped filters as more output channels (laid out by
+    ``filters_for_shared_image(w, groups)``), and both mapped become grouped convolutions."""
+
+    def rule(op, args, dims, *, groups, **p):
+        x, w = args
+        dx, dw = dims
+        size = batch_size(args, dims)
+        if dw is None:
+            return _unfold(op(_fold(x), w, groups=groups, **p), size), 0
+        if dx is None:  # output channels (group, b, o)
+            y = op(x, filters_for_shared_image(w, groups), groups=groups, **p)
+            return _group_major_out(y, size, groups, 1), 0
+        y = op(_channels_in(x), _fold(w), groups=size * groups, **p)
+        return _channels_out(y, size), 0
+
+    rule.__name__ = rule.__qualname__ = name
+    rule.__doc__ = doc
+    return _batched_rule(rule)
 
 
-@_batched_rule
-def _backprop_input_batch(op, args, dims, *, input_size, stride, padding, dilation, groups):
-    """vmap rule of conv2d_backprop_input (the adjoint of conv2d's rule in ``x``)."""
-    ct, w = args
-    dct, dw = dims
-    size = batch_size(args, dims)
-    p = {"input_size": input_size, "stride": stride, "padding": padding, "dilation": dilation}
-    if dw is None:
-        return _unfold(op(_fold(ct), w, groups=groups, **p), size), 0
-    if dct is None:  # input channels (group, b, c)
-        y = op(ct, _filters_in(w), groups=groups, **p)
-        return _group_major_out(y, size, groups, 1), 0
-    y = op(_channels_in(ct), _fold(w), groups=size * groups, **p)
-    return _channels_out(y, size), 0
+_conv_batch = _image_filter_rule(
+    "_conv_batch", lambda w, groups: _group_major(w, groups, 0), "vmap rule of conv2d."
+)
+_backprop_input_batch = _image_filter_rule(
+    "_backprop_input_batch",
+    lambda w, groups: _filters_in(w),  # input channels (group, b, c)
+    "vmap rule of conv2d_backprop_input (the adjoint of conv2d's rule in ``x``).",
+)
 
 
 @_batched_rule

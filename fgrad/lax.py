@@ -113,21 +113,28 @@ def _coerce(
             )
 
 
-def _check_carry(name: str, what: str, new: Any, init: Any) -> None:
+def _carry_signature(carry: Any) -> tuple:
+    """The structure of a carry and its array leaves' avals (None for Python numbers,
+    which are weak and may change), for :func:`_check_carry`; computed once per loop."""
+    leaves, treedef = tree.flatten(carry)
+    return treedef, [None if type(x) in (bool, int, float, complex) else _aval(x) for x in leaves]
+
+
+def _check_carry(name: str, what: str, new: Any, signature: tuple) -> None:
     """Eager loops: raise as the traced ones do (``_coerce``) when an array leaf of the
     carry changed shape or dtype (numpy promotion can widen it: float32 + an int64 index
-    is float64), so eager and ``jit`` agree. Python numbers are weak and pass."""
+    is float64), so eager and ``jit`` agree."""
+    init_tree, avals = signature
     new_leaves, new_tree = tree.flatten(new)
-    init_leaves, init_tree = tree.flatten(init)
     if new_tree != init_tree:
         raise TypeError(
             f"{name}: {what} must have the structure of the initial carry, {init_tree}; it "
             f"returned {new_tree}"
         )
-    for k, (got, want) in enumerate(zip(new_leaves, init_leaves)):
-        if type(got) in (bool, int, float, complex) or type(want) in (bool, int, float, complex):
+    for k, (got, w) in enumerate(zip(new_leaves, avals)):
+        if w is None or type(got) in (bool, int, float, complex):
             continue
-        g, w = _aval(got), _aval(want)
+        g = _aval(got)
         if tuple(g.shape) != tuple(w.shape) or np.dtype(g.dtype) != np.dtype(w.dtype):
             error = _ShapeError if tuple(g.shape) != tuple(w.shape) else _DTypeError
             raise error(
@@ -319,6 +326,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     """
     if not _staging():
         val = init_val
+        signature = _carry_signature(init_val)
         while True:
             known, more = _predicate(cond_fun(val))
             if not known:  # one answer per example (vmap): record the loop from here on
@@ -327,7 +335,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
             if not more:
                 return val
             new = body_fun(val)
-            _check_carry("while_loop", "body_fun's output", new, val)
+            _check_carry("while_loop", "body_fun's output", new, signature)
             val = new
     leaves, in_tree = tree.flatten(init_val)
     leaves = [_as_tensor(x) for x in leaves]
@@ -417,9 +425,10 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
         lo, hi = int(lo), int(hi)
         if not _staging():
             val = init_val
+            signature = _carry_signature(init_val)
             for i in range(lo, hi):
                 new = body_fun(_asarray(i, dtype=dtype), val)
-                _check_carry("fori_loop", "body_fun's output", new, val)
+                _check_carry("fori_loop", "body_fun's output", new, signature)
                 val = new
             return val
 
@@ -551,11 +560,12 @@ def _pair(out: Any) -> tuple[Any, Any]:
 def _scan_eager(f, init, x_leaves, x_tree, length, reverse):
     carry = init
     c_tree = tree.structure(init)
+    signature = _carry_signature(init)
     ys: list = [None] * length
     y_tree = None
     for i in range(length - 1, -1, -1) if reverse else range(length):
         new, y = _pair(f(carry, tree.unflatten(x_tree, [x[i] for x in x_leaves])))
-        _check_carry("scan", "f's carry output", new, carry)
+        _check_carry("scan", "f's carry output", new, signature)
         carry = new
         y_leaves, t = tree.flatten(y)
         if y_tree is not None and t != y_tree:

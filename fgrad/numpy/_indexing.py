@@ -397,6 +397,12 @@ class _IndexUpdateRef:
         ``numpy.minimum.at``). The derivative goes to the selected contender (``x``'s
         element or a value); ties split it evenly (JAX's convention).
 
+        Args:
+            values: broadcastable to the shape of ``x[idx]``; cast to ``x.dtype``.
+
+        Raises:
+            ShapeError: ``values`` does not broadcast to the indexed shape.
+
         Example:
             >>> x = fnp.array([1.0, 5.0, 3.0])
             >>> x.at[fnp.array([0, 1, 1])].min(fnp.array([2.0, 4.0, 0.0]))
@@ -411,6 +417,12 @@ class _IndexUpdateRef:
         Repeated indices combine every value written there (``jax.lax.scatter_max``,
         ``numpy.maximum.at``). The derivative goes to the selected contender (``x``'s
         element or a value); ties split it evenly (JAX's convention).
+
+        Args:
+            values: broadcastable to the shape of ``x[idx]``; cast to ``x.dtype``.
+
+        Raises:
+            ShapeError: ``values`` does not broadcast to the indexed shape.
 
         Example:
             >>> x = fnp.array([1.0, 5.0, 3.0])

@@ -157,12 +157,12 @@ class Graph:
 
         for node in self.nodes:
             if node.source:  # ops replayed under another transform keep their traced line
-                _BACKWARD_SOURCE.append(node.source)
+                _SOURCE_STACK.append(node.source)
             try:
                 out = node.op(*[read(v) for v in node.inputs], **node.params)
             finally:
                 if node.source:
-                    _BACKWARD_SOURCE.pop()
+                    _SOURCE_STACK.pop()
             outs = out if node.op.multiple_results else (out,)
             for v, o in zip(node.outputs, outs):
                 env[id(v)] = o
@@ -241,13 +241,13 @@ def _names():
 # While reverse mode applies a VJP rule, the line of the forward op it differentiates
 # (with a note saying so), and while a graph is replayed, each node's traced line: the ops
 # run then name that line, not the line that called grad or the jitted function.
-_BACKWARD_SOURCE: list[str] = []
+_SOURCE_STACK: list[str] = []
 
 
 def _user_source() -> str:
     """``file:line`` of the innermost frame outside fgrad: where the user called the op."""
-    if _BACKWARD_SOURCE:
-        return _BACKWARD_SOURCE[-1]
+    if _SOURCE_STACK:
+        return _SOURCE_STACK[-1]
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_FGRAD_DIR):
         frame = frame.f_back

@@ -778,7 +778,9 @@ def jit(
                 fast_key = entry = None
             if entry is not None:
                 stats["hits"] += 1
-                out = entry[1](_run(entry[0], datas))
+                program = entry[0]
+                outs = _checked_run(program, datas) if config.debug_nans else program.run(datas)
+                out = entry[1](outs)
                 if donate_nums:
                     _consume(args, {}, donate_nums, donate_names, f)
                 return out
@@ -801,14 +803,12 @@ def jit(
         build_out = _output_builder(graph.out_tree)
         if fast_key is not None:
             fast[fast_key] = (program, build_out)
-        out = build_out(_run(program, datas))
+        out = build_out(_checked_run(program, datas) if config.debug_nans else program.run(datas))
         if donate_nums:
             _consume(args, kwargs, donate_nums, donate_names, f)
         return out
 
-    def _run(program: _Program, datas: list) -> list:
-        if not config.debug_nans:
-            return program.run(datas)
+    def _checked_run(program: _Program, datas: list) -> list:
         inputs = list(datas)  # a second reference: donated inputs are copied, not overwritten
         with np.errstate(invalid="ignore", divide="ignore"):  # the check says more
             outs = program.run(datas)

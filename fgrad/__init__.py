@@ -17,6 +17,7 @@ from fgrad.errors import (
     FgradError,
     MutationError,
     NaNError,
+    RetraceWarning,
     ShapeError,
     TracerLeakError,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "FgradError",
     "MutationError",
     "NaNError",
+    "RetraceWarning",
     "ShapeDtype",
     "ShapeError",
     "Tensor",

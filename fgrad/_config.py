@@ -27,6 +27,10 @@ class Config:
             returns (slower; on in the test suite).
         log_compiles: log (logger ``"fgrad"``, level WARNING) each time ``jit`` traces a
             function for a new input signature.
+        explain_cache_misses: log (logger ``"fgrad"``, level WARNING) why ``jit`` traces
+            a function again: what differs from the closest signature it has compiled
+            (an array's shape or dtype, a static argument, a Python scalar's value, the
+            argument structure), as JAX's ``jax_explain_cache_misses``.
 
     Example:
         >>> fgrad.config.debug_nans = True
@@ -38,7 +42,9 @@ class Config:
     """
 
     def __init__(self) -> None:
-        self.__dict__.update(debug_nans=False, check_rules=False, log_compiles=False)
+        self.__dict__.update(
+            debug_nans=False, check_rules=False, log_compiles=False, explain_cache_misses=False
+        )
 
     def __setattr__(self, name: str, value: bool) -> None:
         if name not in self.__dict__:

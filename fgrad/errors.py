@@ -35,3 +35,7 @@ class NaNError(FgradError, FloatingPointError):
 
 class DeletedError(FgradError, RuntimeError):
     """A Tensor was used after being donated to a jitted function (``donate_argnums``)."""
+
+
+class RetraceWarning(UserWarning):
+    """A jitted function keeps tracing again for new values of Python scalar arguments."""

@@ -21,6 +21,7 @@ __all__ = [
     "structure",
     "register",
     "register_dataclass",
+    "leaf_paths",
 ]
 
 
@@ -162,6 +163,15 @@ class TreeDef:
     def __repr__(self):
         return f"TreeDef({self._show()})"
 
+    def children(self) -> list[TreeDef]:
+        """The treedefs of the root node's children (empty for a leaf), as in JAX.
+
+        Example:
+            >>> structure((1, {"a": 2})).children()
+            [TreeDef(*), TreeDef({'a': *})]
+        """
+        return list(self._children)
+
     def _show(self) -> str:
         if self._cls is None:
             return "*"
@@ -278,3 +288,34 @@ def map(f: Callable, tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | Non
             raise ValueError(f"tree.map: structures differ: {treedef} vs {r_def}")
         others.append(r_leaves)
     return unflatten(treedef, [f(*xs) for xs in zip(leaves_, *others)])
+
+
+def leaf_paths(treedef: TreeDef) -> list[tuple[str, ...]]:
+    """Where each leaf of a tree with structure ``treedef`` sits, in flatten order.
+
+    Each path is a tuple of keys rendered as Python would index them: ``"[0]"`` for a
+    sequence position or a registered node's child, ``"['w']"`` for a dict key,
+    ``".name"`` for a namedtuple field. Used by error messages that name a leaf.
+
+    Example:
+        >>> ["".join(p) for p in leaf_paths(structure(({"w": 1, "b": 2}, [3])))]
+        ["[0]['b']", "[0]['w']", '[1][0]']
+    """
+    out: list[tuple[str, ...]] = []
+    _paths(treedef, (), out)
+    return out
+
+
+def _paths(treedef: TreeDef, prefix: tuple[str, ...], out: list) -> None:
+    cls = treedef._cls
+    if cls is None:
+        out.append(prefix)
+        return
+    if cls is dict:
+        keys = [f"[{k!r}]" for k in treedef._aux]
+    elif issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        keys = [f".{name}" for name in cls._fields]
+    else:
+        keys = [f"[{i}]" for i in range(len(treedef._children))]
+    for key, child in zip(keys, treedef._children):
+        _paths(child, prefix + (key,), out)

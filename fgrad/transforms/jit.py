@@ -34,11 +34,15 @@ from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
 from fgrad.core.trace import Tracer, new_trace
 from fgrad.tensor import Donated, ShapeDtype, Tensor, _wrap
 from fgrad.transforms.passes import exact_key, optimize
+from fgrad.transforms.retrace import RetraceMonitor
 
 __all__ = ["jit"]
 
 _log = logging.getLogger("fgrad")
 _SCALARS = (bool, int, float, complex)
+# Compiled signatures a jitted function keeps (the oldest goes first): each holds its
+# program's buffers, so a function traced for ever new signatures must not keep them all.
+_CACHE_SIZE = 64
 
 
 # ------------------------------------------------------------------------ the program
@@ -650,7 +654,10 @@ def jit(
 
     Array arguments (Tensors, numpy or cupy arrays) are traced by shape and dtype; Python
     scalars and the arguments named static are part of the signature, so a new value
-    retraces. The traced graph is simplified (dead code, common subexpressions, constant
+    retraces (``fgrad.config.explain_cache_misses`` logs why each trace happened; a
+    ``RetraceWarning`` says when new Python scalar values keep causing traces; pass such
+    a value as an array). The programs of the 64 most recent signatures are kept. The
+    traced graph is simplified (dead code, common subexpressions, constant
     folding, shape plumbing) and run as one kernel call per node. Works on ``grad(f)``,
     whole training steps, and inside other transforms (``grad(jit(f))``, ``jit(grad(f))``).
 
@@ -709,6 +716,7 @@ def jit(
         )
     cache: dict[Any, tuple[Graph, _Program | None]] = {}
     stats = {"hits": 0, "misses": 0}
+    monitor = RetraceMonitor(_name(f), _positional_params(f))
 
     def split(args, kwargs):
         nargs = len(args)
@@ -731,6 +739,9 @@ def jit(
         if config.log_compiles:
             sig = ", ".join(str(_signature_leaf(x)[1:]) for x in leaves)
             _log.warning("jit: tracing %s for signature (%s)", _name(f), sig)
+        reason = monitor.on_miss(in_tree, static, key[2])
+        if reason is not None and config.explain_cache_misses:
+            _log.warning("%s", reason)
         static_pos = dict(static)
 
         def flat_f(*flat):
@@ -756,6 +767,10 @@ def jit(
 
                 run_graph = fuse_for(graph, xp)
             program = _Program(run_graph, xp, donated, graph)
+        if len(cache) >= _CACHE_SIZE:
+            evicted = cache.pop(next(iter(cache)))[1]
+            for k in [k for k, v in fast.items() if v[0] is evicted]:
+                del fast[k]
         cache[key] = (graph, program)
         return graph, program
 

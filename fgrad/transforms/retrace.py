@@ -1,0 +1,169 @@
+"""Why ``jit`` traced again: cache-miss explanations and the Python-scalar warning.
+
+A jitted function keeps one compiled program per input signature (tree structure, each
+array leaf's shape, dtype and array type, static arguments, Python scalar values). A
+:class:`RetraceMonitor` per jitted function remembers the recent signatures; on a cache
+miss it says what differs from the closest one (logged when
+``fgrad.config.explain_cache_misses`` is on, as JAX's ``jax_explain_cache_misses``
+does), and it warns once (:class:`fgrad.errors.RetraceWarning`) when new values of
+Python scalar arguments alone keep causing traces. Python scalars are compile-time
+constants under jit, so a learning rate from a schedule passed as a Python float
+compiles a new program on every step; PyTorch's ``torch.compile`` warns about
+recompilations in the same spirit.
+"""
+
+from __future__ import annotations
+
+import struct
+import warnings
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+from fgrad import tree
+from fgrad.errors import RetraceWarning
+from fgrad.tensor import ShapeDtype
+
+__all__ = ["RetraceMonitor", "WARN_AFTER"]
+
+# Traces caused only by new Python scalar values before the warning. A handful of
+# values (a few fixed settings) is normal use; a schedule that changes every step
+# passes this within a few steps.
+WARN_AFTER = 8
+_REMEMBERED = 64  # signatures compared against (jit's cache keeps as many)
+
+
+class RetraceMonitor:
+    """Explains the cache misses of one jitted function and warns about scalar retraces.
+
+    Args:
+        fname: the function's name, for messages.
+        positional: names of its positional parameters (None when unknown), so that a
+            leaf is named ``lr`` rather than ``args[2]``.
+    """
+
+    def __init__(self, fname: str, positional: list[str] | None):
+        self.fname = fname
+        self.positional = positional
+        self.seen: deque = deque(maxlen=_REMEMBERED)
+        self.scalar_retraces = 0
+        self.scalar_paths: dict[str, None] = {}  # ordered set
+        self.warned = False
+
+    def on_miss(self, in_tree: Any, static: tuple, leaf_sigs: tuple) -> str | None:
+        """Record a new signature; return why it missed (None for the first trace).
+
+        ``in_tree`` is the treedef of ``(args, kwargs)`` without the static arguments,
+        ``static`` the ``(position or name, value)`` pairs of the static ones and
+        ``leaf_sigs`` jit's signature entry for each leaf.
+        """
+        new = (in_tree, static, leaf_sigs)
+        best = None
+        paths = tree.leaf_paths(in_tree) if self.seen else []
+        for old in self.seen:
+            diffs = self._differences(old, new, paths)
+            if best is None or len(diffs) < len(best):
+                best = diffs
+        self.seen.append(new)
+        if best is None:
+            return None
+        if best and all(kind == "scalar" for kind, _, _ in best):
+            self.scalar_retraces += 1
+            for _, path, _ in best:
+                self.scalar_paths[path] = None
+            if self.scalar_retraces >= WARN_AFTER and not self.warned:
+                self.warned = True
+                warnings.warn(self._scalar_warning(), RetraceWarning, stacklevel=4)
+        reasons = "; ".join(text for _, _, text in best) or "the signature is new"
+        return f"jit({self.fname}) traces again: {reasons}"
+
+    def _differences(self, old: tuple, new: tuple, paths: list) -> list[tuple[str, str, str]]:
+        """``(kind, path, text)`` for each difference between two signatures."""
+        (old_tree, old_static, old_leaves), (new_tree, new_static, new_leaves) = old, new
+        if old_tree != new_tree:
+            return self._structure_differences(old_tree, new_tree)
+        diffs = []
+        old_static_d, new_static_d = dict(old_static), dict(new_static)
+        for k in new_static_d:
+            a, b = old_static_d.get(k), new_static_d[k]
+            if type(a) is not type(b) or _exact(a) != _exact(b):
+                name = self._arg_name(k) if isinstance(k, int) else k
+                diffs.append(("static", name, f"static argument {name} changed from {a!r} to {b!r}"))
+        for path, a, b in zip(paths, old_leaves, new_leaves):
+            if a == b:
+                continue
+            name = self._leaf_name(path)
+            kind = "scalar" if a[0] == b[0] == "static" and a[1] is b[1] else "leaf"
+            diffs.append((kind, name, f"{name} changed from {_show(a)} to {_show(b)}"))
+        return diffs
+
+    def _structure_differences(self, old: Any, new: Any) -> list[tuple[str, str, str]]:
+        # Both trees are (positional arguments, keyword arguments).
+        (old_args, old_kwargs), (new_args, new_kwargs) = old.children(), new.children()
+        diffs = []
+        a, b = old_args.children(), new_args.children()
+        if len(a) != len(b):
+            text = f"the number of positional arguments changed from {len(a)} to {len(b)}"
+            diffs.append(("tree", "", text))
+        for n, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                name = self._arg_name(n)
+                diffs.append(("tree", name, f"the structure of {name} changed from {x} to {y}"))
+        if old_kwargs != new_kwargs:
+            text = f"the keyword arguments changed from {old_kwargs} to {new_kwargs}"
+            diffs.append(("tree", "", text))
+        return diffs
+
+    def _arg_name(self, n: int) -> str:
+        if self.positional is not None and n < len(self.positional):
+            return self.positional[n]
+        return f"args[{n}]"
+
+    def _leaf_name(self, path: tuple[str, ...]) -> str:
+        # path[0] is "[0]" (the positional arguments) or "[1]" (the keyword ones).
+        if path[0] == "[0]":
+            return self._arg_name(int(path[1][1:-1])) + "".join(path[2:])
+        return path[1][2:-2] + "".join(path[2:])  # "['lr']" -> lr
+
+    def _scalar_warning(self) -> str:
+        names = ", ".join(self.scalar_paths)
+        return (
+            f"jit({self.fname}) has traced and compiled {self.scalar_retraces + 1} times "
+            f"because the Python scalar argument(s) {names} took new values: under jit a "
+            "Python scalar is a compile-time constant, so every new value compiles a new "
+            "program. Pass the value as an array (for example fnp.asarray(lr, "
+            "dtype=fnp.float32)) to compile once for all values, or name it in "
+            "static_argnums / static_argnames to keep one program per value deliberately "
+            "(which also silences this warning)."
+        )
+
+
+def _exact(x: Any) -> Any:
+    from fgrad.transforms.passes import exact_key
+
+    try:
+        return exact_key(x)
+    except TypeError:
+        return id(x)
+
+
+def _show(sig: tuple) -> str:
+    """One signature entry of jit, as a user reads it."""
+    kind = sig[0]
+    if kind == "static":
+        return f"Python {sig[1].__name__} {_scalar_value(sig[2])!r}"
+    if kind == "aval":
+        return f"{sig[1]} (traced by an outer transform)"
+    _, shape, dtype, xp = sig
+    where = "" if xp is np else f" ({getattr(xp, '__name__', xp)} array)"
+    return f"{ShapeDtype(shape, dtype)}{where}"
+
+
+def _scalar_value(key: Any) -> Any:
+    """The Python scalar that ``passes.exact_key`` turned into ``key``."""
+    if type(key) is tuple and key[0] is float:
+        return struct.unpack("<d", key[1])[0]
+    if type(key) is tuple and key[0] is complex:
+        return complex(*struct.unpack("<dd", key[1]))
+    return key

@@ -75,7 +75,12 @@ class RetraceMonitor:
             if self.scalar_retraces >= WARN_AFTER and not self.warned:
                 self.warned = True
                 warnings.warn(self._scalar_warning(), RetraceWarning, stacklevel=4)
-        reasons = "; ".join(text for _, _, text in best) or "the signature is new"
+        # No difference: the earlier trace raised, read a tracer of an enclosing
+        # transform (such graphs are replayed, not kept), or was evicted.
+        reasons = "; ".join(text for _, _, text in best) or (
+            "its earlier trace for these arguments was not kept (it raised, closed over "
+            "a value another transform traces, or made way for newer signatures)"
+        )
         return f"jit({self.fname}) traces again: {reasons}"
 
     def _differences(self, old: tuple, new: tuple, paths: list) -> list[tuple[str, str, str]]:

@@ -126,3 +126,17 @@ def test_cache_keeps_the_most_recent_signatures(monkeypatch):
     np.testing.assert_array_equal(f(xs[0]), np.asarray(xs[0]) * 2)  # evicted: traced again
     assert f.cache_info().misses == 7
     assert f.cache_info().size == 4
+
+
+def test_explains_a_retrace_of_a_signature_that_was_not_kept(explain):
+    def f(x):
+        return x if x > 0 else -x  # Python control flow: the trace raises
+
+    jf = fgrad.jit(f)
+    for _ in range(2):
+        with pytest.raises(fgrad.ConcretizationError):
+            jf(fnp.array(1.0))
+    assert explain() == [
+        "jit(f) traces again: its earlier trace for these arguments was not kept (it raised, "
+        "closed over a value another transform traces, or made way for newer signatures)"
+    ]

@@ -649,6 +649,7 @@ def jit(
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
     donate_argnums: int | Sequence[int] = (),
+    donate_argnames: str | Sequence[str] = (),
 ) -> Callable:
     """Compile ``f``: trace it once per input signature and replay the cached graph.
 
@@ -680,6 +681,8 @@ def jit(
             too. Arrays under 2 KiB are not written into (numpy allocates those faster
             than planning saves), nor is an array something else may see (a view of it,
             another Tensor sharing it): no other Tensor ever changes.
+        donate_argnames: the same by parameter name (completed from each other, as
+            ``static_argnums`` and ``static_argnames`` are).
 
     Returns:
         A function with ``f``'s signature. ``.cache_info()`` gives hits, misses and size;
@@ -689,9 +692,9 @@ def jit(
         ConcretizationError: ``f`` uses Python control flow on a traced value; the message
             names the line and points to ``static_argnums``.
         TypeError: a static argument is not hashable.
-        ValueError: a ``static_argnums`` position is out of range, a ``static_argnames``
-            name is not a parameter of ``f`` (and ``f`` takes no ``**kwargs``), or
-            ``donate_argnums`` is out of range or overlaps ``static_argnums``.
+        ValueError: a ``static_argnums`` or ``donate_argnums`` position is out of range, a
+            ``static_argnames`` or ``donate_argnames`` name is not a parameter of ``f``
+            (and ``f`` takes no ``**kwargs``), or an argument is both static and donated.
 
     Example:
         >>> @fgrad.jit
@@ -706,14 +709,20 @@ def jit(
     static_names = (
         (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     )
-    static_nums, static_names = _static_positions(f, static_nums, static_names)
+    static_nums, static_names = _complete_positions(f, static_nums, static_names, "static")
     donate_nums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
-    donate_names = _donated_names(f, donate_nums)
-    if set(donate_nums) & set(static_nums):
+    donate_names = (
+        (donate_argnames,) if isinstance(donate_argnames, str) else tuple(donate_argnames)
+    )
+    donate_nums, donate_names = _complete_positions(f, donate_nums, donate_names, "donate")
+    both = sorted(set(donate_names) & set(static_names)) or sorted(set(donate_nums) & set(static_nums))
+    if both:
         raise ValueError(
-            f"jit({_name(f)}): donate_argnums {donate_nums} and static_argnums {static_nums} "
-            "overlap; a static argument is not an array and cannot be donated"
+            f"jit({_name(f)}): {both} are both donated (donate_argnums / donate_argnames) and "
+            "static (static_argnums / static_argnames); a static argument is not an array "
+            "and cannot be donated"
         )
+    donating = bool(donate_nums or donate_names)
     cache: dict[Any, tuple[Graph, _Program | None]] = {}
     stats = {"hits": 0, "misses": 0}
     monitor = RetraceMonitor(_name(f), _positional_params(f))
@@ -796,7 +805,7 @@ def jit(
                 program = entry[0]
                 outs = _checked_run(program, datas) if config.debug_nans else program.run(datas)
                 out = entry[1](outs)
-                if donate_nums:
+                if donating:
                     _consume(args, {}, donate_nums, donate_names, f)
                 return out
         nums, static, dyn_args, dyn_kwargs = split(args, kwargs)
@@ -819,7 +828,7 @@ def jit(
         if fast_key is not None:
             fast[fast_key] = (program, build_out)
         out = build_out(_checked_run(program, datas) if config.debug_nans else program.run(datas))
-        if donate_nums:
+        if donating:
             _consume(args, kwargs, donate_nums, donate_names, f)
         return out
 
@@ -858,16 +867,6 @@ def _closes_over_tracers(graph: Graph) -> bool:
     )
 
 
-def _donated_names(f: Callable, donate_nums: tuple) -> tuple[str, ...]:
-    """The parameter names of the donated positions (a donated argument may come by
-    keyword, as in JAX); ValueError for a position ``f`` does not have."""
-    positional = _positional_params(f)
-    if positional is None:  # no signature, or *args: positions are checked per call
-        return ()
-    _check_positions(f, donate_nums, "donate_argnums", positional)
-    return tuple(positional[n] for n in donate_nums)
-
-
 def _positional_params(f: Callable) -> list[str] | None:
     """Names of ``f``'s positional parameters; None without a signature or with *args."""
     try:
@@ -893,7 +892,7 @@ def _donated_inputs(
 ) -> tuple[int, ...]:
     """Indices into the program's inputs (the array leaves, in order: positional arguments,
     then keyword arguments by sorted name) of the donated ones."""
-    if not donate_nums:
+    if not (donate_nums or donate_names):
         return ()
     nargs = len(dyn_args)
     positions = {n % nargs for n in donate_nums if -nargs <= n < nargs and n % nargs not in static}
@@ -922,12 +921,13 @@ def _consume(args: tuple, kwargs: dict, donate_nums: tuple, donate_names: tuple,
                 leaf._data = Donated(f"jit({_name(f)})")
 
 
-def _static_positions(f: Callable, nums: tuple, names: tuple) -> tuple[tuple, tuple]:
-    """Complete static_argnums and static_argnames from each other, as JAX does.
+def _complete_positions(f: Callable, nums: tuple, names: tuple, what: str) -> tuple[tuple, tuple]:
+    """Complete ``{what}_argnums`` and ``{what}_argnames`` from each other, as JAX does.
 
-    A static name may be passed positionally and a static position by keyword; positions
-    beyond ``f``'s positional parameters, and names that are not its parameters (unless it
-    takes ``**kwargs``), are errors: a misspelt name would otherwise be traced silently.
+    A static (or donated) argument named may be passed positionally and one numbered may
+    be passed by keyword; positions beyond ``f``'s positional parameters, and names that
+    are not its parameters (unless it takes ``**kwargs``), are errors: a misspelt name
+    would otherwise be traced silently.
     """
     try:
         params = list(inspect.signature(f).parameters.values())
@@ -938,13 +938,13 @@ def _static_positions(f: Callable, nums: tuple, names: tuple) -> tuple[tuple, tu
         unknown = [m for m in names if m not in known]
         if unknown:
             raise ValueError(
-                f"jit({_name(f)}): static_argnames {unknown} name no parameter of "
+                f"jit({_name(f)}): {what}_argnames {unknown} name no parameter of "
                 f"{_name(f)}, whose parameters are {known}"
             )
     positional = _positional_params(f)
     if positional is None:
         return nums, names
-    _check_positions(f, nums, "static_argnums", positional)
+    _check_positions(f, nums, f"{what}_argnums", positional)
     nums = tuple(sorted({n % len(positional) for n in nums} | {positional.index(m) for m in names if m in positional}))
     names = tuple(sorted(set(names) | {positional[n] for n in nums}))
     return nums, names

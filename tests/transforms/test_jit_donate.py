@@ -125,8 +125,10 @@ def test_inside_another_transform_nothing_is_donated():
 
 
 def test_donate_and_static_argnums_must_not_overlap():
-    with pytest.raises(ValueError, match="donate_argnums .* overlap"):
+    with pytest.raises(ValueError, match=r"\['n'\] are both donated .* and static"):
         fgrad.jit(lambda x, n: x * n, static_argnums=1, donate_argnums=1)
+    with pytest.raises(ValueError, match="both donated"):
+        fgrad.jit(lambda x, n: x * n, static_argnames="n", donate_argnums=1)
 
 
 def test_a_donated_argument_passed_by_keyword_is_donated():
@@ -144,3 +146,35 @@ def test_a_donated_argument_passed_by_keyword_is_donated():
 def test_donate_argnums_out_of_range_is_an_error():
     with pytest.raises(ValueError, match="donate_argnums 3 is out of range"):
         fgrad.jit(lambda a: a * 2, donate_argnums=3)
+
+
+@pytest.mark.parametrize("by", ["position", "keyword"])
+def test_donate_argnames_as_in_jax(by):
+    f = fgrad.jit(lambda a, b: a * 2.0 + b, donate_argnames="a")
+    x, y = _t(32, 32), _t(32, 32)
+    want = np.asarray(x) * 2.0 + np.asarray(y)
+    x_id = id(x._data)
+    out = f(x, y) if by == "position" else f(b=y, a=x)
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-6)
+    assert id(out._data) == x_id
+    with pytest.raises(DeletedError):
+        x + 1
+    np.testing.assert_array_equal(np.asarray(y + 0), np.asarray(y))  # b is not donated
+
+
+def test_donate_argnames_for_a_keyword_only_parameter():
+    def f(a, *, state):
+        return a + state * 2.0
+
+    jf = fgrad.jit(f, donate_argnames="state")
+    a, s = _t(32, 32), _t(32, 32)
+    s_id = id(s._data)
+    out = jf(a, state=s)
+    assert id(out._data) == s_id
+    with pytest.raises(DeletedError):
+        s + 1
+
+
+def test_donate_argnames_must_name_a_parameter():
+    with pytest.raises(ValueError, match=r"donate_argnames \['c'\] name no parameter"):
+        fgrad.jit(lambda a, b: a + b, donate_argnames="c")

@@ -22,7 +22,7 @@ from fgrad.errors import (
     TracerLeakError,
 )
 from fgrad.ops.elementwise import stop_gradient
-from fgrad.tensor import ShapeDtype, Tensor, asarray, device_put
+from fgrad.tensor import ShapeDtype, Tensor, asarray, block_until_ready, device_put
 from fgrad.transforms.ad import grad, jvp, value_and_grad, vjp
 from fgrad.transforms.graphs import make_graph
 from fgrad.transforms.custom import checkpoint, custom_jvp, custom_vjp
@@ -52,6 +52,7 @@ __all__ = [
     "Tensor",
     "TracerLeakError",
     "asarray",
+    "block_until_ready",
     "checkpoint",
     "custom_jvp",
     "custom_vjp",

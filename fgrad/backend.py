@@ -20,6 +20,7 @@ __all__ = [
     "namespace_of",
     "namespace_for",
     "device_of",
+    "synchronize",
     "get_device",
     "on_device",
     "to_device",
@@ -89,6 +90,19 @@ def device_of(array: Any) -> Device:
     if xp.__name__.startswith("cupy"):
         return Device("cuda", int(getattr(dev, "id", 0)))
     return CPU
+
+
+def synchronize(array: Any) -> None:
+    """Wait until the work queued on ``array``'s device has finished (no-op on the CPU).
+
+    cupy launches kernels asynchronously, so a timer read right after a call measures the
+    launch, not the work; numpy computes before it returns.
+    """
+    if namespace_of(array) is np:
+        return
+    device = getattr(array, "device", None)
+    if device is not None and hasattr(device, "synchronize"):
+        device.synchronize()
 
 
 @functools.cache

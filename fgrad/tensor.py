@@ -15,7 +15,7 @@ import numpy as np
 from fgrad import backend, tree
 from fgrad.errors import DeletedError, MutationError
 
-__all__ = ["Tensor", "ShapeDtype", "asarray", "device_put"]
+__all__ = ["Tensor", "ShapeDtype", "asarray", "device_put", "block_until_ready"]
 
 
 def _ndim(self) -> int:
@@ -178,6 +178,21 @@ class Tensor:
             else data.__dlpack_device__()
         )
 
+    def block_until_ready(self) -> Tensor:
+        """Wait until the Tensor's value is computed and return it, as in JAX.
+
+        On the GPU (cupy) kernels run asynchronously: time a call with
+        ``f(x).block_until_ready()``. On numpy values are ready on return.
+
+        Example:
+            >>> fgrad.jit(lambda x: x * 2.0)(fnp.ones(2)).block_until_ready()
+            Tensor([2., 2.], dtype=float64)
+        """
+        data = self._data
+        if type(data) is not np.ndarray:
+            backend.synchronize(data)
+        return self
+
     def item(self) -> Any:
         """The value of a one-element Tensor as a Python scalar."""
         return self._data.item()
@@ -320,3 +335,20 @@ def device_put(x: Any, device: Any = None) -> Any:
         return asarray(leaf, device=target)
 
     return tree.map(put, x)
+
+
+def block_until_ready(x: Any) -> Any:
+    """Wait until every Tensor in the pytree ``x`` is computed; return ``x``, as in JAX.
+
+    Leaves that are not Tensors are passed through. Use it to time GPU (cupy) code,
+    whose kernels run asynchronously; on numpy it returns at once.
+
+    Example:
+        >>> out = fgrad.block_until_ready({"loss": fnp.array(0.5), "step": 3})
+        >>> out["step"]
+        3
+    """
+    for leaf in tree.leaves(x):
+        if isinstance(leaf, Tensor):
+            leaf.block_until_ready()
+    return x

@@ -208,6 +208,41 @@ def test_cuda_tensors_and_transfers():
     assert fgrad.asarray(raw).device == Device("cuda", 0)  # stays on its GPU
 
 
+def test_block_until_ready_returns_what_it_was_given(xp):
+    x = fgrad.asarray(xp.asarray([1.0, 2.0]))
+    y = fgrad.jit(lambda v: v * 2.0)(x)
+    assert y.block_until_ready() is y
+    tree = {"y": y, "step": 3, "none": None}
+    assert fgrad.block_until_ready(tree) is tree
+    assert_array_equal(_to_numpy(y._data), [2.0, 4.0])
+    # Inside transforms it passes traced values through.
+    g = fgrad.grad(lambda v: fnp.sum(fgrad.block_until_ready(v * v)))(fnp.array([3.0]))
+    assert_array_equal(np.asarray(g), [6.0])
+    assert_array_equal(np.asarray(fgrad.jit(lambda v: v.block_until_ready() + 1.0)(x)), [2.0, 3.0])
+
+
+def test_block_until_ready_of_a_donated_tensor_is_an_error():
+    f = fgrad.jit(lambda w: w * 2.0, donate_argnums=0)
+    w = fnp.ones(1024)
+    f(w)
+    with pytest.raises(fgrad.DeletedError):
+        w.block_until_ready()
+
+
+@needs_gpu
+@pytest.mark.gpu
+def test_block_until_ready_waits_for_cuda_kernels():
+    import cupy
+
+    x = fgrad.asarray(np.ones((512, 512)), device="cuda")
+    y = fgrad.jit(lambda a: fnp.tanh(a @ a))(x)
+    start = cupy.cuda.Event()
+    start.record()
+    assert y.block_until_ready() is y
+    assert start.done  # everything queued before the event has finished
+    assert_allclose(_to_numpy(y._data), np.tanh(np.full((512, 512), 512.0)))
+
+
 @needs_gpu
 @pytest.mark.gpu
 def test_cuda_dlpack_round_trip():

@@ -115,6 +115,9 @@ class Tracer(Tensor):
     def __index__(self) -> int:
         return concrete_value(self).__index__()
 
+    def block_until_ready(self) -> Tracer:
+        return self  # a traced value: nothing is computing it yet
+
     def item(self) -> Any:
         return concrete_value(self).item()
 

@@ -59,6 +59,8 @@ class ShapeDtype(NamedTuple):
 
     shape: tuple[int, ...]
     dtype: np.dtype
+    # A leaf of pytrees, not a namedtuple node: transforms take avals in place of arrays.
+    _pytree_leaf = True
 
     def __str__(self) -> str:
         return f"{_short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"

@@ -125,8 +125,14 @@ register(type(None), lambda t: ((), None), lambda aux, ch: None)
 def _node_type(obj: Any) -> _NodeType | None:
     cls = type(obj)
     node = _REGISTRY.get(cls)
-    if node is None and issubclass(cls, tuple) and hasattr(cls, "_fields"):
-        # namedtuples are nodes without registration, as in JAX.
+    if (
+        node is None
+        and issubclass(cls, tuple)
+        and hasattr(cls, "_fields")
+        and not getattr(cls, "_pytree_leaf", False)
+    ):
+        # namedtuples are nodes without registration, as in JAX (except those that mark
+        # themselves leaves: fgrad.ShapeDtype, like JAX's ShapeDtypeStruct).
         node = _NodeType(lambda t: (list(t), None), lambda aux, ch, c=cls: c(*ch))
     return node
 

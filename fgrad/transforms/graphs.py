@@ -1,13 +1,19 @@
-"""``make_graph``: look at the Node graph a function builds."""
+"""``make_graph`` and ``eval_shape``: look at what a function builds without running it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from fgrad.core.graph import Graph, trace_to_graph
+import numpy as np
 
-__all__ = ["make_graph"]
+from fgrad import tree
+from fgrad.core.graph import Graph, Var, trace_to_graph
+from fgrad.tensor import ShapeDtype, Tensor
+
+__all__ = ["make_graph", "eval_shape"]
+
+_SCALARS = (bool, int, float, complex)
 
 
 def make_graph(f: Callable) -> Callable[..., Graph]:
@@ -41,3 +47,53 @@ def make_graph(f: Callable) -> Callable[..., Graph]:
         return trace_to_graph(f, *args)
 
     return make_graph_f
+
+
+def eval_shape(f: Callable, *args: Any, **kwargs: Any) -> Any:
+    """The shapes and dtypes of ``f(*args, **kwargs)``, found without computing it.
+
+    As JAX's ``eval_shape``: ``f`` is traced on its arguments' shapes and dtypes and no
+    kernel runs, so it costs no FLOPs and no memory for the values (useful to size
+    parameters or buffers, or to check a model's output shape).
+
+    Args:
+        f: a function of pytrees of Tensors.
+        *args, **kwargs: its arguments: pytrees of Tensors, arrays or
+            :class:`fgrad.ShapeDtype`; Python scalars are passed to ``f`` as they are
+            (constants, as under ``jit``).
+
+    Returns:
+        A pytree like ``f``'s result with a ``ShapeDtype`` for each array leaf.
+
+    Raises:
+        ConcretizationError: ``f`` needs a concrete value (``if x > 0:`` on a traced ``x``).
+
+    Example:
+        >>> def apply(w, x):
+        ...     return {"logits": x @ w, "norm": fnp.sqrt(fnp.sum(w * w))}
+        >>> fgrad.eval_shape(apply, fgrad.ShapeDtype((784, 10), np.float32), fnp.ones((32, 784), dtype="float32"))
+        {'logits': ShapeDtype(shape=(32, 10), dtype=dtype('float32')), 'norm': ShapeDtype(shape=(), dtype=dtype('float32'))}
+    """
+    leaves, in_tree = tree.flatten((args, kwargs))
+    traced = [
+        ShapeDtype(tuple(x.shape), np.dtype(x.dtype)) if isinstance(x, ShapeDtype) else x
+        for x in leaves
+        if type(x) not in _SCALARS
+    ]
+
+    def flat_f(*values: Any) -> Any:
+        it = iter(values)
+        full = [x if type(x) in _SCALARS else next(it) for x in leaves]
+        a, k = tree.unflatten(in_tree, full)
+        return f(*a, **k)
+
+    graph = trace_to_graph(flat_f, *traced)
+    return tree.unflatten(graph.out_tree, [_aval(v) for v in graph.outvars])
+
+
+def _aval(v: Any) -> ShapeDtype:
+    if isinstance(v, Var):
+        return v.aval
+    if isinstance(v, Tensor):  # a constant result (f ignored its inputs)
+        return v.aval
+    return ShapeDtype(tuple(np.shape(v)), np.result_type(v))

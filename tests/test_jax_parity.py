@@ -427,3 +427,38 @@ def test_choice_zero_draws_and_errors():
         fgrad.jit(lambda k, n: random.choice(k, n, (2,)))(KEY, fnp.array(3))
     with pytest.raises(TypeError, match="key"):
         random.choice(0, 3, (2,))
+
+
+# ----------------------------------------------------------- traced fill values (as jnp's)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda x, s: fnp.full_like(x, s), id="full_like"),
+        pytest.param(lambda x, s: fnp.full_like(x, s, dtype="float64"), id="full_like-dtype"),
+        pytest.param(lambda x, s: fnp.pad(x, ((1, 0), (0, 2)), constant_values=s), id="pad"),
+    ],
+)
+def test_a_0d_tensor_fill_value_works_eagerly_under_jit_and_grad(make):
+    x = fnp.arange(6.0, dtype="float32").reshape(2, 3)
+    s = fnp.asarray(7.0)
+    eager = make(x, s)
+    jitted = fgrad.jit(make)(x, s)
+    assert jitted.dtype == eager.dtype and jitted.shape == eager.shape
+    np.testing.assert_array_equal(a(jitted), a(eager))
+    reference = make(x, 7.0)  # the Python-scalar path
+    np.testing.assert_array_equal(a(eager), a(reference))
+    assert eager.dtype == reference.dtype
+    n_filled = int(np.sum(a(make(x, fnp.asarray(np.nan))) != a(make(x, fnp.asarray(-1.0)))))
+    x64 = x.astype("float64")  # finite differences need float64 throughout
+    check_grads(lambda v: fnp.sum(make(x64, v) ** 2), (fnp.asarray(0.5),), order=1)
+    g = fgrad.jit(fgrad.grad(lambda v: fnp.sum(make(x, v))))(fnp.asarray(0.5))
+    assert float(g) == n_filled
+
+
+def test_fill_values_that_are_not_scalars_are_errors():
+    with pytest.raises(ValueError, match="full_like: fill_value must be a scalar"):
+        fnp.full_like(fnp.ones(3), fnp.ones(3))
+    with pytest.raises(ValueError, match="pad: constant_values must be a scalar"):
+        fnp.pad(fnp.ones(3), 1, constant_values=fnp.ones(2))

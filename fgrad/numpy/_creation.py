@@ -190,12 +190,25 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, *, device: 
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None) -> Tensor:
-    """A Tensor shaped like ``a`` filled with ``fill_value``; carries no derivative.
+    """A Tensor shaped like ``a`` filled with ``fill_value``; carries no derivative for ``a``.
+
+    ``fill_value`` may be a 0-d Tensor, also a traced one (as in JAX): the result is then
+    it broadcast, cast to ``dtype`` (``a.dtype`` when not given), and differentiable in it.
 
     Example:
         >>> fnp.full_like(fnp.array([1.0, 2.0]), 7.0)
         Tensor([7., 7.], dtype=float64)
     """
+    if isinstance(fill_value, Tensor):
+        from fgrad.numpy._shape import broadcast_to  # a sibling module of this layer
+
+        if fill_value.ndim:
+            raise ValueError(
+                f"full_like: fill_value must be a scalar, got shape {fill_value.shape}; "
+                "use fnp.broadcast_to(value, a.shape) for an array"
+            )
+        value = fill_value.astype(a.dtype if dtype is None else np.dtype(dtype))
+        return broadcast_to(value, tuple(a.shape))
     return _full_like(a, fill_value=fill_value, dtype=None if dtype is None else np.dtype(dtype))
 
 

@@ -562,7 +562,8 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
         mode: ``"constant"`` (``constant_values``), ``"edge"`` (repeat the border),
             ``"reflect"`` (mirror without the border), ``"symmetric"`` (mirror with it) or
             ``"wrap"`` (periodic).
-        constant_values: a Python scalar for ``"constant"`` mode.
+        constant_values: a Python scalar or a 0-d Tensor (also a traced one) for
+            ``"constant"`` mode.
 
     Returns:
         Tensor of ``x.dtype``, axis ``d`` longer by ``sum(pad_width[d])``.
@@ -579,13 +580,20 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
     shape = shape_of(x)
     widths = _pad_widths(pad_width, len(shape))
     if mode == "constant":
-        if not isinstance(constant_values, (int, float, complex, bool, np.generic)):
+        array_value = isinstance(constant_values, Tensor) and constant_values.ndim == 0
+        if not array_value and not isinstance(constant_values, (int, float, complex, bool, np.generic)):
             raise ValueError(
-                "pad: constant_values must be a scalar; pad the Tensor with 0 and add a "
-                "padded mask times the values for per-side constants"
+                "pad: constant_values must be a scalar (a Python number or a 0-d Tensor); "
+                "for per-side constants pad with 0 and add a padded mask times the values"
             )
         if not any(b or a for b, a in widths):
             return x
+        if array_value:  # maybe traced: select it on the border
+            from fgrad.numpy._elementwise import where  # a sibling module of this layer
+
+            border = np.pad(np.zeros(shape, dtype=bool), widths, constant_values=True)
+            padded = _s.pad(x, pad_width=widths, constant=0)
+            return where(asarray(border), constant_values.astype(x.dtype), padded)
         value = (
             constant_values.item() if isinstance(constant_values, np.generic) else constant_values
         )

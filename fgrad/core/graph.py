@@ -73,7 +73,7 @@ class Graph:
             if isinstance(v, Var):
                 return v.name
             if isinstance(v, Tensor) and not isinstance(v, Tracer):
-                return f"const:{v.aval}" if v.size > 1 else repr(v.item())
+                return f"const:{v.aval}" if v.size != 1 else repr(v.item())
             return repr(v) if not hasattr(v, "shape") else f"const:{ShapeDtype(tuple(v.shape), v.dtype)}"
 
         head = ", ".join(f"{v.name}:{v.aval}" for v in self.invars)

@@ -1,0 +1,37 @@
+"""Reproducers of jit bugs found by differential fuzzing (jit against eager), one per bug."""
+
+import numpy as np
+
+import fgrad
+import fgrad.numpy as fnp
+
+
+def test_static_true_and_1_trace_apart():
+    # True == 1 (and hash alike): the cache key took a static True for a 1 and returned
+    # the bool trace's result (int8 instead of int64, and the other branch below).
+    def f(x, n):
+        return x + fnp.full((2,), n)
+
+    jf = fgrad.jit(f, static_argnums=1)
+    x = fnp.asarray(np.array([1, 2], dtype=np.int8))
+    assert jf(x, True).dtype == f(x, True).dtype == np.int8
+    assert jf(x, 1).dtype == f(x, 1).dtype == np.int64
+
+    def g(x, flag):
+        return x * 2.0 if flag is True else x * 3.0
+
+    jg = fgrad.jit(g, static_argnames="flag")
+    np.testing.assert_array_equal(np.asarray(jg(fnp.ones(2), flag=True)), [2.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(jg(fnp.ones(2), flag=1)), [3.0, 3.0])
+    np.testing.assert_array_equal(np.asarray(jg(fnp.ones(2), flag=0)), [3.0, 3.0])
+    np.testing.assert_array_equal(np.asarray(jg(fnp.ones(2), flag=False)), [3.0, 3.0])
+    assert jg.cache_info().misses == 4
+
+
+def test_graph_with_an_empty_constant_prints():
+    # Printing called .item() on every constant of size <= 1, size 0 included.
+    jf = fgrad.jit(lambda x: x * fnp.ones((0,)))
+    x = fnp.ones((0,))
+    assert jf(x).shape == (0,)
+    text = str(jf.graph(x))
+    assert "const:f64[0]" in text

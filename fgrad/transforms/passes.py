@@ -88,19 +88,23 @@ def dce(graph: Graph) -> Graph:
     return _rebuild(graph, kept)
 
 
-_EXACT = (float, complex, tuple)  # keyed by exact_key itself; other tuple elements by type
+# Tuple elements exact_key keys itself (numpy's float64 subclasses float); others by type.
+_KEYED = (float, complex, np.inexact, tuple)
 
 
 def exact_key(x: Any) -> Any:
     """A hashable key that tells apart what ``==`` confuses: ``0.0`` and ``-0.0`` (keyed by
-    their bits, so equal NaNs also match). Tuples are keyed element by element, each with
-    its type: ``(True,)`` and ``(1,)`` (static arguments ``True`` and ``1``) trace apart."""
+    their bits, so equal NaNs also match; numpy scalars too, with their type). Tuples are
+    keyed element by element, each with its type: ``(True,)`` and ``(1,)`` (static
+    arguments ``True`` and ``1``) trace apart."""
     if type(x) is float:
         return (float, struct.pack("<d", x))
     if type(x) is complex:
         return (complex, struct.pack("<dd", x.real, x.imag))
+    if isinstance(x, np.inexact):
+        return (type(x), x.tobytes())
     if type(x) is tuple:
-        return tuple(exact_key(v) if type(v) in _EXACT else (type(v), v) for v in x)
+        return tuple(exact_key(v) if isinstance(v, _KEYED) else (type(v), v) for v in x)
     return x
 
 

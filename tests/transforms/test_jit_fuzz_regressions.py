@@ -35,3 +35,18 @@ def test_graph_with_an_empty_constant_prints():
     assert jf(x).shape == (0,)
     text = str(jf.graph(x))
     assert "const:f64[0]" in text
+
+
+def test_cse_tells_numpy_zero_from_negative_zero():
+    # numpy's float64 subclasses float: its constants were keyed by ==, so CSE merged
+    # x * np.float64(0.0) with x * np.float64(-0.0) (and static arguments collided).
+    def f(x):
+        return x * np.float64(0.0), x * np.float64(-0.0)
+
+    x = fnp.asarray([-1.0, 2.0])
+    for got, want in zip(fgrad.jit(f)(x), f(x)):
+        np.testing.assert_array_equal(np.signbit(np.asarray(got)), np.signbit(np.asarray(want)))
+
+    jh = fgrad.jit(lambda x, s: x * s, static_argnums=1)
+    np.testing.assert_array_equal(np.signbit(np.asarray(jh(x, np.float64(0.0)))), [True, False])
+    np.testing.assert_array_equal(np.signbit(np.asarray(jh(x, np.float64(-0.0)))), [False, True])

@@ -63,6 +63,8 @@ def check_program(graph: Graph, inputs: list, outputs: list, name: str) -> None:
                 )
             for v, o in zip(node.outputs, outs):
                 env[id(v)] = o
+    if any(_has_nan(read(v)) for v in graph.outvars):
+        return  # from a NaN constant (fnp.mean of an empty array divides by one): no error eager
     raise NaNError(
         f"{name} returned NaN from inputs without NaN, but no single op did when re-run one "
         "by one (the compiled program rounds differently); run the function without jit "

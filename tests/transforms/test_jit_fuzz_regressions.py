@@ -50,3 +50,17 @@ def test_cse_tells_numpy_zero_from_negative_zero():
     jh = fgrad.jit(lambda x, s: x * s, static_argnums=1)
     np.testing.assert_array_equal(np.signbit(np.asarray(jh(x, np.float64(0.0)))), [True, False])
     np.testing.assert_array_equal(np.signbit(np.asarray(jh(x, np.float64(-0.0)))), [False, True])
+
+
+def test_debug_nans_jit_allows_nan_from_a_constant_as_eager_does():
+    # fnp.mean of an empty array divides by a NaN constant: eager ops see a NaN input and
+    # do not raise; the jit check raised "no single op did ... rounds differently".
+    prev = fgrad.config.debug_nans
+    fgrad.config.debug_nans = True
+    try:
+        x = fnp.ones((0,))
+        assert np.isnan(np.asarray(fnp.mean(x)))
+        assert np.isnan(np.asarray(fgrad.jit(lambda a: fnp.mean(a))(x)))
+        assert np.isnan(np.asarray(fgrad.jit(lambda a: a * fnp.nan)(fnp.ones(2)))).all()
+    finally:
+        fgrad.config.debug_nans = prev

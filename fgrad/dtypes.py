@@ -40,9 +40,15 @@ complex128 = np.dtype(np.complex128)
 _PY_SCALARS = (bool, int, float, complex)
 
 
+# What a weakly typed traced scalar (jit's Python scalar arguments) stands for in promotion.
+_WEAK_STAND_IN = {"f": 0.0, "c": 0j, "i": 0, "u": 0, "b": False}
+
+
 def _dtype_or_weak(x: Any) -> Any:
     if type(x) in _PY_SCALARS:
         return x  # numpy 2 treats a Python scalar in result_type as weak
+    if x.weak if hasattr(x, "weak") else False:
+        return _WEAK_STAND_IN[np.dtype(x.dtype).kind]
     if isinstance(x, (type, np.dtype, str)):
         return np.dtype(x)
     return np.dtype(x.dtype)

@@ -38,6 +38,7 @@ from fgrad.errors import DTypeError as _DTypeError
 from fgrad.errors import ShapeError as _ShapeError
 from fgrad.ops import control as _control
 from fgrad.tensor import ShapeDtype as _ShapeDtype
+from fgrad.tensor import WeakShapeDtype as _WeakShapeDtype
 from fgrad.tensor import Tensor as _Tensor
 from fgrad.tensor import _wrap
 from fgrad.tensor import asarray as _asarray
@@ -111,6 +112,38 @@ def _coerce(
                 f"{name}: {what} leaf {k} has aval {got}, but {ref} has {w}; they must match "
                 f"in shape and dtype (cast with .astype('{np.dtype(w.dtype).name}'))"
             )
+
+
+def _settle_weak(leaves: list, trace: Callable) -> list:
+    """The initial carry leaves, the weakly typed ones cast as JAX casts them.
+
+    A Python number (or jit's traced Python float) in the initial carry is weak: the body
+    is traced once with it weak, and where the body's carry output has another dtype
+    (``0.0 + float32 x`` is float32) the initial value is cast to that dtype, so a loop
+    over float32 data stays float32, eagerly and under jit alike. ``trace(avals)`` traces
+    the body on carry avals. Other leaves come back as they are.
+    Reference: JAX's ``_promote_weak_typed_inputs``.
+    """
+    numbers = (bool, int, float, complex)
+    weak = [type(x) in numbers or getattr(x, "weak", False) for x in leaves]
+    if not any(weak):
+        return leaves
+    probe = [
+        _WeakShapeDtype((), np.result_type(x) if type(x) in numbers else x.dtype) if w else _aval(x)
+        for x, w in zip(leaves, weak)
+    ]
+    try:
+        traced = trace(probe)
+    except Exception:  # noqa: BLE001  (the loop itself reports it, or runs eagerly)
+        return leaves
+    leaves = list(leaves)
+    for k, (x, w, p) in enumerate(zip(leaves, weak, probe)):
+        if not w or k >= len(traced.outvars):
+            continue
+        got, _ = traced.out_aval(k)
+        if not got.weak and got.shape == () and np.dtype(got.dtype) != np.dtype(p.dtype):
+            leaves[k] = _asarray(x, dtype=got.dtype)
+    return leaves
 
 
 def _carry_signature(carry: Any) -> tuple:
@@ -338,9 +371,13 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
             _check_carry("while_loop", "body_fun's output", new, signature)
             val = new
     leaves, in_tree = tree.flatten(init_val)
-    leaves = [_as_tensor(x) for x in leaves]
+
+    def trace_body(avals):
+        return _control.trace_function(lambda ts: body_fun(tree.unflatten(in_tree, ts)), avals)
+
+    leaves = [_as_tensor(x) for x in _settle_weak(leaves, trace_body)]
     avals = [x.aval for x in leaves]
-    body = _control.trace_function(lambda ts: body_fun(tree.unflatten(in_tree, ts)), avals)
+    body = trace_body(avals)
     if body.out_tree != in_tree:
         raise TypeError(
             f"while_loop: body_fun must return a carry with the structure of init_val, "
@@ -518,18 +555,19 @@ def scan(
     if not _staging():
         return _scan_eager(f, init, x_leaves, x_tree, length, reverse)
     c_leaves, c_tree = tree.flatten(init)
-    c_leaves = [_as_tensor(c) for c in c_leaves]
-    c_avals = [c.aval for c in c_leaves]
+    n = len(c_leaves)
     x_avals = [_ShapeDtype(x.shape[1:], x.dtype) for x in x_leaves]
     trees: dict[str, Any] = {}
 
     def body(ts):
-        n = len(c_avals)
         carry, y = _pair(f(tree.unflatten(c_tree, ts[:n]), tree.unflatten(x_tree, ts[n:])))
         carry_leaves, trees["carry"] = tree.flatten(carry)
         y_leaves, trees["y"] = tree.flatten(y)
         return carry_leaves + y_leaves
 
+    c_leaves = _settle_weak(c_leaves, lambda avals: _control.trace_function(body, avals + x_avals))
+    c_leaves = [_as_tensor(c) for c in c_leaves]
+    c_avals = [c.aval for c in c_leaves]
     traced = _control.trace_function(body, c_avals + x_avals)
     if trees["carry"] != c_tree:
         raise TypeError(
@@ -558,8 +596,20 @@ def _pair(out: Any) -> tuple[Any, Any]:
 
 
 def _scan_eager(f, init, x_leaves, x_tree, length, reverse):
+    c_leaves, c_tree = tree.flatten(init)
+    x_avals = [_ShapeDtype(x.shape[1:], x.dtype) for x in x_leaves]
+
+    def probe(avals):
+        n = len(c_leaves)
+        return _control.trace_function(
+            lambda ts: tree.leaves(
+                _pair(f(tree.unflatten(c_tree, ts[:n]), tree.unflatten(x_tree, ts[n:])))[0]
+            ),
+            avals + x_avals,
+        )
+
+    init = tree.unflatten(c_tree, _settle_weak(c_leaves, probe))
     carry = init
-    c_tree = tree.structure(init)
     signature = _carry_signature(init)
     ys: list = [None] * length
     y_tree = None

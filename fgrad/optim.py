@@ -113,8 +113,14 @@ class RmsPropState(NamedTuple):
 # --------------------------------------------------------------------------- helpers
 
 
+def _traced_scalar(value: Any) -> bool:
+    """A 0-d traced value (a Python float argument of ``jit`` is one): used as it is, since
+    its value cannot be checked while tracing (as optax takes arrays)."""
+    return isinstance(value, Tensor) and type(value) is not Tensor and value.ndim == 0
+
+
 def _check_lr(name: str, learning_rate: Any) -> ScalarOrSchedule:
-    if callable(learning_rate):
+    if callable(learning_rate) or _traced_scalar(learning_rate):
         return learning_rate
     try:
         lr = float(learning_rate)
@@ -130,6 +136,8 @@ def _check_lr(name: str, learning_rate: Any) -> ScalarOrSchedule:
 
 def _check_range(name: str, what: str, value: Any, lo: float, hi: float | None) -> float:
     """A hyper-parameter as a Python float (weak, so it keeps the params' dtype), checked."""
+    if _traced_scalar(value):
+        return value
     value = float(value)
     if not (value >= lo and (hi is None or value < hi)):
         bound = f"[{lo}, {hi})" if hi is not None else f">= {lo}"
@@ -157,7 +165,7 @@ def _per_dtype(factor: float | Tensor) -> Callable[[Tensor], float | Tensor]:
     bias correction) is not weak under NEP 50, so it is cast to the leaf's dtype, once per
     dtype: rounding the float64 value once, as numpy does with a Python float.
     """
-    if not isinstance(factor, Tensor):
+    if not isinstance(factor, Tensor) or factor.weak:  # weak: promotes as a Python float
         return lambda leaf: factor
     casts = {factor.dtype: factor}
 
@@ -552,8 +560,9 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
         Pascanu, Mikolov & Bengio, "On the difficulty of training recurrent neural networks",
         ICML 2013, Algorithm 1.
     """
-    max_norm = float(max_norm)
-    if not max_norm > 0.0:
+    if not _traced_scalar(max_norm):
+        max_norm = float(max_norm)
+    if not _traced_scalar(max_norm) and not max_norm > 0.0:
         raise ValueError(f"clip_by_global_norm: max_norm must be > 0, got {max_norm}")
 
     def init(params: Any) -> EmptyState:

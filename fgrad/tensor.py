@@ -15,7 +15,7 @@ import numpy as np
 from fgrad import backend, tree
 from fgrad.errors import DeletedError, MutationError
 
-__all__ = ["Tensor", "ShapeDtype", "asarray", "device_put", "block_until_ready"]
+__all__ = ["Tensor", "ShapeDtype", "WeakShapeDtype", "asarray", "device_put", "block_until_ready"]
 
 
 def _ndim(self) -> int:
@@ -61,12 +61,42 @@ class ShapeDtype(NamedTuple):
     dtype: np.dtype
     # A leaf of pytrees, not a namedtuple node: transforms take avals in place of arrays.
     _pytree_leaf = True
+    weak = False
 
     def __str__(self) -> str:
         return f"{_short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
 
     ndim = property(_ndim)  # shared with Tensor
     size = property(_size)
+
+
+class WeakShapeDtype(ShapeDtype):
+    """The aval of a Python scalar that ``jit`` traces: shape ``()``, promoted weakly.
+
+    Its dtype is the one numpy gives the scalar alone (float64, complex128), but in an
+    op with arrays it takes their dtype, as a Python scalar does (numpy 2's NEP 50, JAX's
+    weak types): ``float32 array * lr`` stays float32. Not equal to the strong aval of
+    the same dtype, so no graph pass swaps one for the other.
+    """
+
+    __slots__ = ()
+    weak = True
+
+    def __str__(self) -> str:
+        return "weak " + ShapeDtype.__str__(self)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is WeakShapeDtype and tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(("weak", tuple.__hash__(self)))
+
+    def _replace(self, **fields: Any) -> ShapeDtype:
+        # An op's result is strongly typed (shape rules derive it with _replace).
+        return ShapeDtype(**{**self._asdict(), **fields})
 
 
 _new_aval = tuple.__new__
@@ -100,6 +130,7 @@ class Tensor:
 
     __slots__ = ("_data",)
     __array_priority__ = 100  # so ``np_array + tensor`` defers to Tensor.__radd__
+    weak = False  # only jit's traced Python scalars are weakly typed (see WeakShapeDtype)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -276,8 +307,10 @@ def asarray(value: Any, dtype: Any = None, *, device: Any = None, copy: bool | N
         >>> asarray(1.5, dtype="float32")
         Tensor(1.5, dtype=float32)
     """
-    if isinstance(value, Tensor) and type(value) is not Tensor:
-        return value if dtype is None else value.astype(dtype)  # a tracer: keep it traced
+    if isinstance(value, Tensor) and type(value) is not Tensor:  # a tracer: keep it traced
+        if value.weak:  # jit's traced Python scalar becomes an array, as the scalar would
+            return value.astype(value.dtype if dtype is None else dtype)
+        return value if dtype is None else value.astype(dtype)
     if dtype is not None:
         dtype = np.dtype(dtype)
     if isinstance(value, Tensor):

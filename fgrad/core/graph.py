@@ -277,9 +277,16 @@ class GraphTracer(Tracer):
         from fgrad.errors import ConcretizationError
 
         where = _user_source()
+        origin = (
+            " (it comes from a Python float or complex argument, which jit traces as JAX "
+            "does, so that a new value does not compile again)"
+            if self.aval.weak
+            else ""
+        )
         raise ConcretizationError(
             f"a traced value {self.aval} has no concrete value while tracing"
             + (f" (at {where})" if where else "")
+            + origin
             + ": Python control flow (if/while/bool/float) on it cannot be recorded in a "
             "graph. Mark the argument static (jit's static_argnums / static_argnames), or "
             "use fgrad.numpy.where or fgrad.lax.cond / while_loop / fori_loop / scan so the "
@@ -295,6 +302,22 @@ def _aval_of(x: Any) -> Any:
     return x  # a Python scalar stays weakly typed
 
 
+def _traced_param(op: Any, name: str, value: Tracer) -> Exception:
+    from fgrad.errors import ConcretizationError
+
+    where = _user_source()
+    hint = (
+        "jit traces Python float arguments (as JAX does), so a float that an op needs as a "
+        "constant must be marked static (static_argnums / static_argnames)"
+        if value.weak
+        else "mark the argument it comes from static (jit's static_argnums / static_argnames)"
+    )
+    return ConcretizationError(
+        f"op {op.name!r} takes {name!r} as a compile-time constant, but got a traced value "
+        f"{value.aval}" + (f" (at {where})" if where else "") + f": {hint}"
+    )
+
+
 class GraphTrace(Trace):
     """Records Nodes from avals alone: no kernel runs."""
 
@@ -305,6 +328,9 @@ class GraphTrace(Trace):
         self.nodes: list[Node] = []
 
     def process(self, op, args, params):
+        for name, value in params.items():
+            if isinstance(value, Tracer):
+                raise _traced_param(op, name, value)
         inputs = [a.var if type(a) is GraphTracer and a._trace is self else a for a in args]
         avals = [v.aval if isinstance(v, Var) else _aval_of(v) for v in inputs]
         out_avals = op.abstract_eval(*avals, **params)

@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import operator
+
 import numpy as np
 
 from fgrad import backend
 from fgrad.core.trace import Tracer, bind
-from fgrad.tensor import ShapeDtype, Tensor, asarray
+from fgrad.tensor import ShapeDtype, Tensor, WeakShapeDtype, asarray
 
 __all__ = ["Op", "Check", "defop", "REGISTRY", "LINEAR"]
 
@@ -300,6 +302,10 @@ def _unary_entry(op: Op) -> Callable:
                 t = _new(Tensor)
                 t._data = out
                 return t
+        elif isinstance(x, Tracer) and x.weak:  # ``-lr``: see "weak scalar arithmetic"
+            fn = _PY_UNARY.get(op.name)
+            if fn is not None:
+                return scalar_arith(x, fn=fn)
         return general(op, x)
 
     unary.__name__ = unary.__qualname__ = op.name
@@ -319,6 +325,8 @@ def _defer(op: Op, x: Any, y: Any) -> Any:
     ``x == None`` is False rather than an error (as JAX's operators do). Lists and tuples
     of numbers are arrays, as in numpy (else ``x * [1, 2]`` would repeat the list)."""
     if isinstance(x, Tracer) or isinstance(y, Tracer):  # the traced path: no type survey
+        if _weak(x) and _weak(y) and op.name in _PY_BINARY:
+            return scalar_arith(x, y, fn=_PY_BINARY[op.name])
         return bind(op, (x, y), {})
     if type(x) in (list, tuple):
         x = _from_sequence(x)
@@ -461,3 +469,61 @@ def defop(
     _specialise(op)
     REGISTRY[name] = op
     return op
+
+
+# ------------------------------------------------------------- weak scalar arithmetic
+# Under jit a Python float or complex argument is traced as a weakly typed scalar
+# (WeakShapeDtype), as JAX does, so that a new value does not retrace. Python operators
+# between such scalars and Python numbers (``lr * 2``, ``1 - beta``, ``-lr``) are Python
+# arithmetic in eager code, whose results stay weak: they record a ``scalar_arith`` node
+# that runs the Python operator itself, so the result is a Python scalar again when the
+# program runs, and ``float32 array * (lr * 2)`` stays float32 exactly as in eager code.
+# It is not in REGISTRY: only jit's weak tracers reach it, never a differentiated value.
+
+_PY_BINARY = {
+    "add": operator.add,
+    "subtract": operator.sub,
+    "multiply": operator.mul,
+    "divide": operator.truediv,
+    "floor_divide": operator.floordiv,
+    "remainder": operator.mod,
+    "power": operator.pow,
+    "less": operator.lt,
+    "less_equal": operator.le,
+    "greater": operator.gt,
+    "greater_equal": operator.ge,
+    "equal": operator.eq,
+    "not_equal": operator.ne,
+}
+_PY_UNARY = {"negative": operator.neg, "positive": operator.pos, "abs": abs}
+_STAND_IN = {"f": 1.0, "c": 1 + 0j, "i": 1, "u": 1, "b": True}
+
+
+def _weak(x: Any) -> bool:
+    return type(x) in _SCALARS or (isinstance(x, Tracer) and x.weak)
+
+
+def _scalar_arith_aval(*avals: Any, fn: Callable) -> WeakShapeDtype:
+    values = [a if type(a) in _SCALARS else _STAND_IN[np.dtype(a.dtype).kind] for a in avals]
+    return WeakShapeDtype((), np.dtype(type(fn(*values))))
+
+
+class _ScalarArith(Op):
+    __slots__ = ()
+
+    def __call__(self, *args: Any, fn: Callable) -> Any:
+        if any(isinstance(a, Tracer) for a in args):
+            return bind(self, args, {"fn": fn})
+        return fn(*args)  # a replayed graph: Python scalars in, a Python scalar out
+
+
+scalar_arith = _ScalarArith(
+    "scalar_arith",
+    lambda xp, *args, fn: fn(*args),
+    _scalar_arith_aval,
+    None,
+    None,
+    True,
+    False,
+    None,
+)

@@ -82,6 +82,11 @@ class Tracer(Tensor):
         return self.aval.shape
 
     @property
+    def weak(self) -> bool:
+        """Whether this traces a Python scalar (weakly typed; see WeakShapeDtype)."""
+        return self.aval.weak
+
+    @property
     def dtype(self):
         return self.aval.dtype
 

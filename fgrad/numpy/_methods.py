@@ -132,6 +132,11 @@ def _round_method(fn):
     """``round(x)`` and ``round(x, n)``: a Tensor, as JAX's (not a Python number)."""
 
     def __round__(self, ndigits=None):
+        if self.weak:  # jit's traced Python float: Python's round, as in eager code
+            from fgrad.core.op import scalar_arith
+
+            args = (self,) if ndigits is None else (self, ndigits)
+            return scalar_arith(*args, fn=round)
         return fn(self, 0 if ndigits is None else ndigits)
 
     return __round__

@@ -463,6 +463,12 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
                 [0., 0.]], dtype=float64)
     """
     x = _arr(x)
+    if isinstance(ord, Tensor) and type(ord) is not Tensor:
+        raise ConcretizationError(
+            f"norm: ord is a traced value {ord.aval}, but the order must be a Python number or "
+            "string; under jit a Python float argument is traced, so mark it static "
+            "(static_argnums / static_argnames)"
+        )
     nd = len(shape_of(x))
     if axis is None:
         if ord is None:

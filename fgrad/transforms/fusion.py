@@ -333,6 +333,8 @@ def _plan(node: Node) -> _Plan | None:
     strong: list = []  # dtypes of the array operands
     for x in node.inputs:
         if isinstance(x, Var):
+            if x.aval.weak:  # a Python scalar when the program runs: numpy types it
+                return None
             dtype = np.dtype(x.aval.dtype)
             operands.append(("var", x))
         elif type(x) in (bool, int, float):

@@ -1,7 +1,7 @@
 """``jit``: trace a function once per input signature, then replay the cached graph.
 
 The first call with a new signature (tree structure, shapes, dtypes, array type, static
-values) traces the function abstractly into a Graph, runs the graph passes
+values, Python ints and bools) traces the function abstractly into a Graph, runs the graph passes
 (``fgrad.transforms.passes``), and compiles it to a *program*: one generated Python
 function with a line per node that calls the kernel on local variables. Later calls run
 that function directly: no tracing, no Tensor wrapping, no per-op dispatch. A value is
@@ -32,7 +32,7 @@ from fgrad._config import config
 from fgrad.core.debug import check_program
 from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
 from fgrad.core.trace import Tracer, new_trace
-from fgrad.tensor import Donated, ShapeDtype, Tensor, _wrap
+from fgrad.tensor import Donated, ShapeDtype, Tensor, WeakShapeDtype, _wrap
 from fgrad.transforms.passes import exact_key, optimize
 from fgrad.transforms.retrace import RetraceMonitor
 
@@ -40,6 +40,11 @@ __all__ = ["jit"]
 
 _log = logging.getLogger("fgrad")
 _SCALARS = (bool, int, float, complex)
+# Python scalar arguments: floats and complex numbers are traced as weakly typed scalars
+# (a new value runs the same program), as JAX does; ints and bools stay compile-time
+# constants (they are shapes, axes, counts and flags far more often than data).
+_TRACED_SCALARS = (float, complex)
+_STATIC_SCALARS = (bool, int)
 # Compiled signatures a jitted function keeps (the oldest goes first): each holds its
 # program's buffers, so a function traced for ever new signatures must not keep them all.
 _CACHE_SIZE = 64
@@ -256,7 +261,9 @@ def _resolves_to(ufunc: np.ufunc, args: tuple, inputs: list, dtype: Any) -> bool
     for a in args:
         if isinstance(a, _Arg):
             a = inputs[a.i]
-        if isinstance(a, Var):
+        if isinstance(a, Var) and a.aval.weak:  # a Python scalar when the program runs
+            types.append(complex if a.aval.dtype.kind == "c" else float)
+        elif isinstance(a, Var):
             types.append(np.dtype(a.aval.dtype))
         elif type(a) in _SCALARS:
             types.append(type(a))  # weak (NEP 50)
@@ -597,7 +604,7 @@ class _Slow(Exception):
 
 def _walk(x: Any, datas: list, sig: list) -> Any:
     """The structure of the argument pytree ``x``; arrays go to ``datas``, their
-    signatures (and static Python scalars) to ``sig``. Raises _Slow for anything but
+    signatures (and static Python scalars) to ``sig``; traced Python scalars go to both. Raises _Slow for anything but
     Tensors, numpy arrays, Python scalars, None, tuples, lists and dicts."""
     t = type(x)
     if t is Tensor:
@@ -610,8 +617,12 @@ def _walk(x: Any, datas: list, sig: list) -> Any:
     if t is dict:
         keys = sorted(x)
         return (dict, tuple(keys), *[_walk(x[k], datas, sig) for k in keys])
+    if t in _TRACED_SCALARS:
+        datas.append(x)
+        sig.append((t,))
+        return 3
     if t in _SCALARS:
-        sig.append((t, exact_key(x)))  # 0.0 and -0.0 compile differently
+        sig.append((t, exact_key(x)))
         return 1
     if t is np.ndarray:
         datas.append(x.copy())  # the caller may reuse its buffer: outputs must not alias it
@@ -630,8 +641,10 @@ def _output_builder(out_tree: Any) -> Callable:
 
 
 def _signature_leaf(x: Any) -> Any:
+    if type(x) in _TRACED_SCALARS:
+        return ("weak", type(x))
     if type(x) in _SCALARS:
-        return ("static", type(x), exact_key(x))  # Python scalars are baked into the trace
+        return ("static", type(x), exact_key(x))  # ints and bools are baked into the trace
     if isinstance(x, Tracer):
         return ("aval", x.aval)
     data = x._data if isinstance(x, Tensor) else x
@@ -653,12 +666,14 @@ def jit(
 ) -> Callable:
     """Compile ``f``: trace it once per input signature and replay the cached graph.
 
-    Array arguments (Tensors, numpy or cupy arrays) are traced by shape and dtype; Python
-    scalars and the arguments named static are part of the signature, so a new value
-    retraces (``fgrad.config.explain_cache_misses`` logs why each trace happened; a
-    ``RetraceWarning`` says when new Python scalar values keep causing traces; pass such
-    a value as an array). The programs of the 64 most recent signatures are kept. The
-    traced graph is simplified (dead code, common subexpressions, constant
+    Array arguments (Tensors, numpy or cupy arrays) are traced by shape and dtype. Python
+    floats and complex numbers are traced too, weakly typed as in JAX (``float32 x * lr``
+    stays float32, as it does eagerly), so a new value reuses the program; Python control
+    flow on them needs them static. Python ints and bools and the arguments named static
+    are part of the signature, so a new value retraces (``fgrad.config.
+    explain_cache_misses`` logs why each trace happened; a ``RetraceWarning`` says when
+    new int or bool values keep causing traces). The programs of the 64 most recent
+    signatures are kept. The traced graph is simplified (dead code, common subexpressions, constant
     folding, shape plumbing) and run as one kernel call per node. Works on ``grad(f)``,
     whole training steps, and inside other transforms (``grad(jit(f))``, ``jit(grad(f))``).
 
@@ -817,13 +832,16 @@ def jit(
         else:
             stats["hits"] += 1
             graph, program = entry
-        arrays = [x for x in leaves if type(x) not in _SCALARS]
+        arrays = [x for x in leaves if type(x) not in _STATIC_SCALARS]
         if program is None or any(isinstance(x, Tracer) for x in arrays):
             # Inside another transform: replay op by op so that transform records it.
             return _replay(graph, arrays)
         # Raw arrays are copied, as Tensors made from them would be: a caller that reuses
         # its buffer must not see it in (possibly aliasing) outputs.
-        datas = [x._data if isinstance(x, Tensor) else x.copy() for x in arrays]
+        datas = [
+            x._data if isinstance(x, Tensor) else x if type(x) in _TRACED_SCALARS else x.copy()
+            for x in arrays
+        ]
         build_out = _output_builder(graph.out_tree)
         if fast_key is not None:
             fast[fast_key] = (program, build_out)
@@ -902,7 +920,7 @@ def _donated_inputs(
     k = 0
     for donated, arg in parts:
         for leaf in tree.leaves(arg):
-            if type(leaf) in _SCALARS:
+            if type(leaf) in _STATIC_SCALARS:
                 continue
             if donated and isinstance(leaf, Tensor):
                 found.append(k)
@@ -969,16 +987,20 @@ def _name(f: Callable) -> str:
 
 
 def _trace(flat_f: Callable, leaves: list, in_tree: Any) -> Graph:
-    """Trace ``flat_f`` with graph tracers for the array leaves; scalars stay constants."""
+    """Trace ``flat_f`` with graph tracers for the array leaves and the Python floats and
+    complex numbers (weakly typed); ints and bools stay constants."""
     with new_trace(GraphTrace()) as trace:
         invars, inputs = [], []
         for x in leaves:
-            if type(x) in _SCALARS:
+            if type(x) in _STATIC_SCALARS:
                 inputs.append(x)
                 continue
-            aval = (
-                x.aval if isinstance(x, Tensor) else ShapeDtype(tuple(x.shape), np.dtype(x.dtype))
-            )
+            if type(x) in _TRACED_SCALARS:
+                aval = WeakShapeDtype((), np.dtype(type(x)))
+            elif isinstance(x, Tensor):
+                aval = x.aval
+            else:
+                aval = ShapeDtype(tuple(x.shape), np.dtype(x.dtype))
             v = Var(aval)
             invars.append(v)
             inputs.append(GraphTracer(trace, v))

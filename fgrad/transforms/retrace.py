@@ -6,10 +6,10 @@ array leaf's shape, dtype and array type, static arguments, Python scalar values
 miss it says what differs from the closest one (logged when
 ``fgrad.config.explain_cache_misses`` is on, as JAX's ``jax_explain_cache_misses``
 does), and it warns once (:class:`fgrad.errors.RetraceWarning`) when new values of
-Python scalar arguments alone keep causing traces. Python scalars are compile-time
-constants under jit, so a learning rate from a schedule passed as a Python float
-compiles a new program on every step; PyTorch's ``torch.compile`` warns about
-recompilations in the same spirit.
+Python int or bool arguments alone keep causing traces. Those are compile-time constants
+under jit (Python floats are traced), so a step counter passed as a Python int compiles
+a new program on every step; PyTorch's ``torch.compile`` warns about recompilations in
+the same spirit.
 """
 
 from __future__ import annotations
@@ -135,10 +135,11 @@ class RetraceMonitor:
         names = ", ".join(self.scalar_paths)
         return (
             f"jit({self.fname}) has traced and compiled {self.scalar_retraces + 1} times "
-            f"because the Python scalar argument(s) {names} took new values: under jit a "
-            "Python scalar is a compile-time constant, so every new value compiles a new "
-            "program. Pass the value as an array (for example fnp.asarray(lr, "
-            "dtype=fnp.float32)) to compile once for all values, or name it in "
+            f"because the Python int or bool argument(s) {names} took new values: under jit "
+            "Python ints and bools are compile-time constants (they usually give shapes, "
+            "axes or flags), so every new value compiles a new program. Pass the value as "
+            "an array (for example fnp.asarray(step)) to compile once for all values, or "
+            "name it in "
             "static_argnums / static_argnames to keep one program per value deliberately "
             "(which also silences this warning)."
         )
@@ -156,6 +157,8 @@ def _exact(x: Any) -> Any:
 def _show(sig: tuple) -> str:
     """One signature entry of jit, as a user reads it."""
     kind = sig[0]
+    if kind == "weak":
+        return f"a traced Python {sig[1].__name__}"
     if kind == "static":
         return f"Python {sig[1].__name__} {_scalar_value(sig[2])!r}"
     if kind == "aval":

@@ -25,7 +25,9 @@ def test_jit_matches_eager_and_caches():
     assert f.cache_info().misses == 1 and f.cache_info().hits == 1
     f(1.5, fnp.array([1.0, 2.0]))  # new shape: retrace
     f(1.5, fnp.array([1.0, 2.0, 3.0], dtype="float32"))  # new dtype: retrace
-    f(2.5, X)  # new Python scalar: retrace (scalars are static)
+    np.testing.assert_allclose(np.asarray(f(2.5, X)), np.asarray(loss(2.5, X)))
+    assert f.cache_info().misses == 3  # a new Python float is traced, not a new signature
+    f(2, X)  # a Python int is a constant: retrace
     assert f.cache_info().misses == 4
 
 
@@ -209,8 +211,10 @@ def test_fast_call_path_and_general_path_agree():
     d = {"a": fnp.ones(3), "b": [fnp.arange(3.0), None]}
     assert float(fnp.sum(f(d, 2.0))) == 3 * (2.0 + 3.0)
     assert float(fnp.sum(f(d, 2.0))) == 3 * (2.0 + 3.0)  # cache hit through the quick walk
-    assert float(fnp.sum(f(d, 3.0))) == 3 * (3.0 + 3.0)  # a new static scalar: retrace
-    assert f.cache_info() == (1, 2, 2)
+    assert float(fnp.sum(f(d, 3.0))) == 3 * (3.0 + 3.0)  # a new float: traced, a hit
+    assert f.cache_info() == (2, 1, 1)
+    assert float(fnp.sum(f(d, 3))) == 3 * (3.0 + 3.0)  # a Python int: a constant, retrace
+    assert f.cache_info() == (2, 2, 2)
     np.testing.assert_array_equal(np.asarray(f(d, s=2.0)), np.full(3, 5.0))  # kwargs: general path
 
 

@@ -1,0 +1,198 @@
+"""jit traces Python float and complex arguments as weakly typed scalars, as JAX does.
+
+A new value reuses the compiled program, and every result (value, dtype, Python type)
+is the one eager code gives with the same Python number. References: JAX's weak types
+(https://docs.jax.dev/en/latest/type_promotion.html#weak-types) and numpy 2's NEP 50.
+"""
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import lax, nn, optim, random
+from fgrad.core.op import REGISTRY
+from fgrad.errors import ConcretizationError, DeletedError, NaNError
+
+KEY = random.key(0)
+
+EXPRESSIONS = {
+    "x * s": lambda x, s: x * s,
+    "x * (s * 2)": lambda x, s: x * (s * 2),
+    "x * (1 - s)": lambda x, s: x * (1 - s),
+    "x / s": lambda x, s: x / s,
+    "abs(x) ** s": lambda x, s: fnp.abs(x) ** s,
+    "s ** x": lambda x, s: s**x,
+    "x * -s": lambda x, s: x * -s,
+    "x * abs(s)": lambda x, s: x * abs(s),
+    "x * (s // 1)": lambda x, s: x * (s // 1),
+    "x * (s % 0.3)": lambda x, s: x * (s % 0.3),
+    "x * round(s, 1)": lambda x, s: x * round(s, 1),
+    "x * round(s)": lambda x, s: x * round(s),
+    "x * (s * s / 3)": lambda x, s: x * (s * s / 3),
+    "where": lambda x, s: fnp.where(x > 0, x, s),
+    "maximum": lambda x, s: fnp.maximum(x, s),
+    "clip": lambda x, s: fnp.clip(x, -s, s),
+    "where(s > 0.5)": lambda x, s: fnp.where(s > 0.5, x, -x),
+    "x * exp(s)": lambda x, s: x * fnp.exp(s),  # an op's result is an array (float64)
+    "x * asarray(s)": lambda x, s: x * fnp.asarray(s),
+    "x * asarray(s, f32)": lambda x, s: x * fnp.asarray(s, dtype="float32"),
+    "x * array(s)": lambda x, s: x * fnp.array(s),
+    "full": lambda x, s: fnp.full((3,), s),
+    "full_like": lambda x, s: fnp.full_like(x, s),
+    "pad": lambda x, s: fnp.pad(x, 1, constant_values=s),
+    "at[].set": lambda x, s: x.at[0].set(s),
+    "at[].add": lambda x, s: x.at[1].add(s * 2),
+    "stack": lambda x, s: fnp.stack([x[0], s]),
+    "array of list": lambda x, s: fnp.array([s, 1.0]),
+    "sum * s": lambda x, s: fnp.sum(x) * s,
+    "sqrt(s) * x": lambda x, s: fnp.sqrt(s) * x,
+    "softmax(x / s)": lambda x, s: nn.softmax(x / s),
+    "uniform(minval=s)": lambda x, s: random.uniform(KEY, (3,), minval=-s, maxval=s),
+    "normal * s": lambda x, s: random.normal(KEY, (3,), dtype=x.dtype) * s,
+    "rms_norm(eps=s)": lambda x, s: nn.rms_norm(x, eps=s * 1e-3),
+    "complex": lambda x, s: x * (s * 1j),
+    "outputs": lambda x, s: (x, s * 2, -s, s > 0.5),
+    "cond": lambda x, s: lax.cond(s > 0.5, lambda v: v * s, lambda v: v - s, x),
+    "fori_loop": lambda x, s: lax.fori_loop(0, 3, lambda i, v: v * s + 1, x),
+    "scan carry s": lambda x, s: lax.scan(lambda c, xi: (c * s + xi, c), s, x),
+    "grad inside": lambda x, s: fgrad.grad(lambda w: fnp.sum(w * w) * s)(x),
+    "vmap inside": lambda x, s: fgrad.vmap(lambda v: v * s - s)(x),
+}
+
+
+def _same(eager, jitted):
+    e_leaves, e_tree = fgrad.tree.flatten(eager)
+    j_leaves, j_tree = fgrad.tree.flatten(jitted)
+    assert e_tree == j_tree
+    for e, j in zip(e_leaves, j_leaves):
+        if isinstance(e, fgrad.Tensor):
+            assert isinstance(j, fgrad.Tensor)
+            assert j.dtype == e.dtype and j.shape == e.shape
+            np.testing.assert_allclose(np.asarray(j), np.asarray(e), rtol=1e-6)
+        else:  # a Python number stays one, of the same type, as in eager code
+            assert type(j) is type(e) and j == pytest.approx(e)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", list(EXPRESSIONS))
+def test_same_results_as_eager_and_one_trace_for_all_values(name, dtype):
+    f = EXPRESSIONS[name]
+    jf = fgrad.jit(f)
+    x = fnp.asarray([0.5, -1.0, 2.0], dtype=dtype)
+    for s in (0.7, 0.3, 1.5):
+        _same(f(x, s), jf(x, s))
+    assert jf.cache_info().misses == 1
+
+
+def test_the_graph_shows_the_weak_input_and_python_arithmetic():
+    g = fgrad.jit(lambda x, lr: x - (lr * 2) * x).graph(fnp.ones(2, dtype="float32"), 0.1)
+    text = str(g)
+    assert "b:weak f64[]" in text
+    assert "scalar_arith" in text and "f32[2] = multiply" in text
+
+
+def test_optimisers_take_a_traced_learning_rate_bit_for_bit():
+    params = {"w": fnp.asarray(np.linspace(-1, 1, 12).reshape(3, 4), dtype="float32")}
+    grads = {"w": fnp.full((3, 4), 0.25, dtype="float32")}
+
+    def step(params, grads, lr, b1):
+        opt = optim.chain(optim.clip_by_global_norm(10 * lr), optim.adam(lr, b1=b1))
+        updates, _ = opt.update(grads, opt.init(params), params)
+        return optim.apply_updates(params, updates)
+
+    jstep = fgrad.jit(step)
+    for lr in (1e-3, 3e-3, 1e-2):
+        eager, jitted = step(params, grads, lr, 0.9), jstep(params, grads, lr, 0.9)
+        assert jitted["w"].dtype == np.float32
+        np.testing.assert_array_equal(np.asarray(jitted["w"]), np.asarray(eager["w"]))
+    assert jstep.cache_info().misses == 1
+
+
+def test_python_control_flow_on_a_traced_float_names_its_origin():
+    with pytest.raises(ConcretizationError, match="Python float or complex argument"):
+        fgrad.jit(lambda x, s: x if s > 0 else -x)(fnp.ones(2), 0.5)
+    with pytest.raises(ConcretizationError, match="Python float or complex argument"):
+        fgrad.jit(lambda x, s: x * float(s))(fnp.ones(2), 0.5)
+    # Marked static, it is a constant again.
+    out = fgrad.jit(lambda x, s: x if s > 0 else -x, static_argnums=1)(fnp.ones(2), -0.5)
+    np.testing.assert_array_equal(np.asarray(out), [-1.0, -1.0])
+
+
+def test_an_op_parameter_must_not_be_traced():
+    full_like = REGISTRY["full_like"]
+    with pytest.raises(ConcretizationError, match=r"op 'full_like' takes 'fill_value' as a compile-time"):
+        fgrad.jit(lambda x, s: full_like(x, fill_value=s, dtype=None))(fnp.ones(2), 0.5)
+    with pytest.raises(ConcretizationError, match="norm: ord is a traced value"):
+        fgrad.jit(lambda x, p: fnp.linalg.norm(x, ord=p))(fnp.ones(2), 3.0)
+
+
+def test_ints_and_bools_stay_constants():
+    f = fgrad.jit(lambda x, n, flag: fnp.zeros(n) + (x if flag else -x))
+    assert f(fnp.ones(1), 3, True).shape == (3,)
+    assert f(fnp.ones(1), 4, False).shape == (4,)
+    assert f.cache_info().misses == 2
+
+
+def test_compositions_with_float_arguments():
+    x = fnp.asarray([0.5, -1.0, 2.0], dtype="float32")
+
+    def loss(w, s):
+        return fnp.sum(fnp.tanh(w * s) ** 2) * (1 - s)
+
+    want = fgrad.grad(loss)(x, 0.3)
+    for got in (
+        fgrad.jit(fgrad.grad(loss))(x, 0.3),
+        fgrad.grad(fgrad.jit(loss))(x, 0.3),
+        fgrad.jit(fgrad.jit(fgrad.grad(loss)))(x, 0.3),
+    ):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+    h = fgrad.hessian(lambda w: fgrad.jit(loss)(w, 0.3))(x)
+    np.testing.assert_allclose(np.asarray(h), np.asarray(fgrad.hessian(lambda w: loss(w, 0.3))(x)), rtol=1e-5)
+    xs = fnp.stack([x, 2 * x])
+    per_row = fgrad.vmap(fgrad.jit(loss), in_axes=(0, None))(xs, 0.3)
+    np.testing.assert_allclose(np.asarray(per_row), [float(loss(x, 0.3)), float(loss(2 * x, 0.3))], rtol=1e-6)
+    assert per_row.dtype == np.float32
+
+
+def test_donation_and_debug_nans_with_float_arguments():
+    step = fgrad.jit(lambda w, lr, g: w - lr * g, donate_argnums=0)
+    w = fnp.ones(1024, dtype="float32")
+    data = id(w._data)
+    out = step(w, 0.5, fnp.ones(1024, dtype="float32"))
+    assert id(out._data) == data and out.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(out)[:2], [0.5, 0.5])
+    with pytest.raises(DeletedError):
+        w + 1
+    fgrad.config.debug_nans = True
+    try:
+        f = fgrad.jit(lambda x, s: fnp.log(x * s))
+        f(fnp.ones(2), 2.0)
+        with pytest.raises(NaNError, match="log"):
+            f(fnp.ones(2), -2.0)
+    finally:
+        fgrad.config.debug_nans = False
+
+
+def test_keyword_and_positional_floats_share_the_fast_path_result():
+    f = fgrad.jit(lambda x, s=1.0: x * s)
+    x = fnp.ones(2, dtype="float32")
+    np.testing.assert_array_equal(np.asarray(f(x, 0.5)), [0.5, 0.5])
+    np.testing.assert_array_equal(np.asarray(f(x, s=0.25)), [0.25, 0.25])
+    np.testing.assert_array_equal(np.asarray(f(x, 0.125)), [0.125, 0.125])
+    assert f(x, s=2.0).dtype == np.float32
+
+
+def test_loops_settle_a_weak_initial_carry_as_jax_does():
+    x = fnp.ones(3, dtype="float32")
+    scan_body = lambda c, xi: (c + xi, c * xi)  # noqa: E731
+    cases = [
+        lambda x: lax.scan(scan_body, 0.0, x),
+        lambda x: lax.fori_loop(0, 3, lambda i, c: c + x[i], 0.0),
+        lambda x: lax.while_loop(lambda c: c < 2.0, lambda c: c + x[0], 0.0),
+    ]
+    for f in cases:
+        _same(f(x), fgrad.jit(f)(x))
+        for leaf in fgrad.tree.leaves(fgrad.jit(f)(x)):
+            assert leaf.dtype == np.float32

@@ -256,3 +256,20 @@ def test_many_elements_still_exact():
     x = fgrad.asarray(a)
     assert_array_equal(np.asarray(fnp.exp(x) * 2.0 + x), np.exp(a) * 2.0 + a)
     assert math.isclose(float(fnp.sum(x)), float(np.sum(a)), abs_tol=1e-3)
+
+
+def test_formatting_traced_values():
+    seen = []
+
+    def f(x):
+        seen.append(f"{fnp.sum(x)}")
+        return fnp.sum(x)
+
+    fgrad.jit(f)(fnp.ones(2))
+    fgrad.vmap(f)(fnp.ones((2, 3)))
+    assert seen == ["GraphTracer<f64[]>", "BatchTracer<f64[]>"]
+    # Eager transforms have values: a format spec formats the value.
+    fgrad.grad(lambda x: (seen.append(f"{x:.2f}"), x * x)[1])(fnp.asarray(1.5))
+    assert seen[-1] == "1.50"
+    with pytest.raises(fgrad.ConcretizationError, match="cannot format a traced value f64\\[\\] with '.3f'"):
+        fgrad.jit(lambda x: (f"{x:.3f}", x)[1])(fnp.asarray(1.0))

@@ -150,6 +150,24 @@ class Tracer(Tensor):
 
     __str__ = __repr__
 
+    def __format__(self, spec: str) -> str:
+        # f"{x}" shows the tracer, as JAX does; f"{x:.3f}" needs a value, which an eager
+        # transform (grad, jvp) has and an abstract one (jit) does not.
+        if not spec:
+            return repr(self)
+        try:
+            value = concrete_value(self)
+        except ConcretizationError:
+            raise ConcretizationError(
+                f"cannot format a traced value {self.aval} with {spec!r}: it has no single "
+                "value here (under jit none yet, under vmap one per example). Format it with "
+                "f'{x}' (which shows its shape and dtype), or return it and format the result "
+                "outside the transform"
+            ) from None
+        if getattr(value, "ndim", 0) == 0:
+            return format(value.item() if hasattr(value, "item") else value, spec)
+        raise TypeError(f"unsupported format string {spec!r} for a traced value {self.aval}")
+
 
 def concrete_value(x: Any) -> Any:
     """The backend array under any number of eager tracers.

@@ -43,9 +43,9 @@ class Donated:
 
     def _raise(self, *args: Any, **kwargs: Any):
         raise DeletedError(
-            f"this Tensor was donated to {self._where} (donate_argnums) and may have been "
-            "overwritten by its outputs; use the function's results instead, or do not "
-            "donate arguments you use again"
+            f"this Tensor was donated to {self._where} (donate_argnums / donate_argnames) and "
+            "may have been overwritten by its outputs; use the function's results instead, "
+            "or do not donate arguments you use again"
         )
 
     def __getattr__(self, name: str):

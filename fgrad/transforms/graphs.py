@@ -43,7 +43,9 @@ def make_graph(f: Callable) -> Callable[..., Graph]:
         }
     """
 
-    def make_graph_f(*args: Any) -> Graph:
+    def make_graph_f(*args: Any, **kwargs: Any) -> Graph:
+        if kwargs:  # traced too: the graph's inputs are then (args, kwargs)
+            return trace_to_graph(lambda a, k: f(*a, **k), args, kwargs)
         return trace_to_graph(f, *args)
 
     return make_graph_f

@@ -647,6 +647,8 @@ def _signature_leaf(x: Any) -> Any:
         return ("static", type(x), exact_key(x))  # ints and bools are baked into the trace
     if isinstance(x, Tracer):
         return ("aval", x.aval)
+    if isinstance(x, ShapeDtype):  # .graph(...) on avals: the signature of a numpy array
+        return ("array", tuple(x.shape), np.dtype(x.dtype), np)
     data = x._data if isinstance(x, Tensor) else x
     if not hasattr(data, "shape") or not hasattr(data, "dtype"):
         raise TypeError(
@@ -720,6 +722,8 @@ def jit(
         >>> f.cache_info()
         CacheInfo(hits=0, misses=1, size=1)
     """
+    if not callable(f):
+        raise TypeError(f"jit: expected a function to compile, got {type(f).__name__} {f!r}")
     static_nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     static_names = (
         (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
@@ -761,8 +765,7 @@ def jit(
 
     def build(nums, static, dyn_args, dyn_kwargs, leaves, in_tree, key):
         if config.log_compiles:
-            sig = ", ".join(str(_signature_leaf(x)[1:]) for x in leaves)
-            _log.warning("jit: tracing %s for signature (%s)", _name(f), sig)
+            _log.warning("jit: tracing %s for %s", _name(f), monitor.describe(in_tree, static, key[2]))
         reason = monitor.on_miss(in_tree, static, key[2])
         if reason is not None and config.explain_cache_misses:
             _log.warning("%s", reason)
@@ -833,6 +836,11 @@ def jit(
             stats["hits"] += 1
             graph, program = entry
         arrays = [x for x in leaves if type(x) not in _STATIC_SCALARS]
+        if any(isinstance(x, ShapeDtype) for x in arrays):
+            raise TypeError(
+                f"jit({_name(f)}): called with a ShapeDtype, which has no values; use "
+                f"{_name(f)}.graph(...) or fgrad.eval_shape for shapes, and arrays to compute"
+            )
         if program is None or any(isinstance(x, Tracer) for x in arrays):
             # Inside another transform: replay op by op so that transform records it.
             return _replay(graph, arrays)
@@ -861,6 +869,8 @@ def jit(
         return _CacheInfo(stats["hits"], stats["misses"], len(cache))
 
     def graph_for(*args: Any, **kwargs: Any) -> Graph:
+        # Arguments may be ShapeDtypes (as JAX's jit(f).lower takes ShapeDtypeStructs): the
+        # program compiled for them serves later calls with numpy arrays of those avals.
         nums, static, dyn_args, dyn_kwargs = split(args, kwargs)
         leaves, in_tree = tree.flatten((dyn_args, dyn_kwargs))
         key = (in_tree, exact_key(static), tuple(_signature_leaf(x) for x in leaves))
@@ -873,6 +883,7 @@ def jit(
     def clear_cache():
         cache.clear()
         fast.clear()
+        stats.update(hits=0, misses=0)  # as functools.lru_cache's cache_clear
 
     jitted.clear_cache = clear_cache
     return jitted
@@ -1007,7 +1018,13 @@ def _trace(flat_f: Callable, leaves: list, in_tree: Any) -> Graph:
         out = flat_f(*inputs)
         out_leaves, out_tree = tree.flatten(out)
     outvars = [o.var if type(o) is GraphTracer and o._trace is trace else o for o in out_leaves]
-    for o in outvars:
+    for k, o in enumerate(outvars):
+        if not isinstance(o, (Var, Tensor)) and type(o) not in _SCALARS and not hasattr(o, "dtype"):
+            raise TypeError(
+                f"jit: the function's output leaf {k} is a {type(o).__name__} ({o!r:.40}), "
+                "not an array or a Python number; a jitted function returns pytrees of arrays "
+                "and numbers (return other values from a wrapper around the jitted part)"
+            )
         if isinstance(o, Tracer):
             from fgrad.errors import TracerLeakError
 
@@ -1023,7 +1040,7 @@ def _namespace(leaves: list) -> Any:
     for x in leaves:
         if isinstance(x, Tracer):
             return None
-        if type(x) in _SCALARS:
+        if type(x) in _SCALARS or isinstance(x, ShapeDtype):
             continue
         xp = backend.namespace_of(x._data if isinstance(x, Tensor) else x)
     return xp

@@ -83,6 +83,18 @@ class RetraceMonitor:
         )
         return f"jit({self.fname}) traces again: {reasons}"
 
+    def describe(self, in_tree: Any, static: tuple, leaf_sigs: tuple) -> str:
+        """A signature as a user reads it: each leaf's name and aval, then the static
+        arguments (for ``fgrad.config.log_compiles``)."""
+        parts = [
+            f"{self._leaf_name(path)}: {_show(sig)}"
+            for path, sig in zip(tree.leaf_paths(in_tree), leaf_sigs)
+        ]
+        parts += [
+            f"{self._arg_name(k) if isinstance(k, int) else k}={v!r} (static)" for k, v in static
+        ]
+        return "(" + ", ".join(parts) + ")"
+
     def _differences(self, old: tuple, new: tuple, paths: list) -> list[tuple[str, str, str]]:
         """``(kind, path, text)`` for each difference between two signatures."""
         (old_tree, old_static, old_leaves), (new_tree, new_static, new_leaves) = old, new
@@ -133,12 +145,13 @@ class RetraceMonitor:
 
     def _scalar_warning(self) -> str:
         names = ", ".join(self.scalar_paths)
+        first = next(iter(self.scalar_paths)).split("[")[0].split(".")[0]
         return (
             f"jit({self.fname}) has traced and compiled {self.scalar_retraces + 1} times "
             f"because the Python int or bool argument(s) {names} took new values: under jit "
             "Python ints and bools are compile-time constants (they usually give shapes, "
             "axes or flags), so every new value compiles a new program. Pass the value as "
-            "an array (for example fnp.asarray(step)) to compile once for all values, or "
+            f"an array (for example fnp.asarray({first})) to compile once for all values, or "
             "name it in "
             "static_argnums / static_argnames to keep one program per value deliberately "
             "(which also silences this warning)."

@@ -49,3 +49,41 @@ def test_issue_5_signed_zero_scalars_compile_separately():
 def test_issue_5_batched_matmul_with_empty_inner_dimension():
     out = fgrad.jit(lambda a, b: a @ b)(fnp.ones((2, 3, 0)), fnp.ones((0, 4)))
     assert out.shape == (2, 3, 4) and not np.asarray(out).any()
+
+
+def test_jit_of_something_not_callable_is_an_error_at_once():
+    with pytest.raises(TypeError, match="jit: expected a function to compile, got int 3"):
+        fgrad.jit(3)
+
+
+def test_an_output_that_is_not_an_array_or_number_is_named():
+    with pytest.raises(TypeError, match="output leaf 1 is a str"):
+        fgrad.jit(lambda a: (a, "hello"))(fnp.ones(2))
+
+
+def test_graph_takes_shape_dtypes_and_the_program_serves_later_calls():
+    f = fgrad.jit(lambda p, x: p["w"] @ x)
+    spec = {"w": fgrad.ShapeDtype((3, 4), "float32")}
+    g = f.graph(spec, fgrad.ShapeDtype((4,), np.float32))
+    assert [str(v.aval) for v in g.invars] == ["f32[3,4]", "f32[4]"]
+    assert f.cache_info() == (0, 1, 1)
+    w = fnp.ones((3, 4), dtype="float32")
+    np.testing.assert_array_equal(np.asarray(f({"w": w}, fnp.ones(4, dtype="float32"))), [4, 4, 4])
+    assert f.cache_info() == (1, 1, 1)  # compiled already
+    with pytest.raises(TypeError, match="called with a ShapeDtype"):
+        f(spec, fnp.ones(4, dtype="float32"))
+
+
+def test_clear_cache_resets_the_counters():
+    f = fgrad.jit(lambda x: x + 1.0)
+    f(fnp.ones(2))
+    f(fnp.ones(2))
+    f.clear_cache()
+    assert f.cache_info() == (0, 0, 0)
+
+
+def test_make_graph_traces_keyword_arguments():
+    g = fgrad.make_graph(lambda w, *, b: w * b)(fnp.ones(2), b=fnp.ones(2))
+    assert len(g.invars) == 2
+    out = g.evaluate((fnp.full(2, 3.0),), {"b": fnp.full(2, 2.0)})
+    np.testing.assert_array_equal(np.asarray(out), [6.0, 6.0])

@@ -146,3 +146,17 @@ def test_explains_a_retrace_of_a_signature_that_was_not_kept(explain):
         "jit(f) traces again: its earlier trace for these arguments was not kept (it raised, "
         "closed over a value another transform traces, or made way for newer signatures)"
     ]
+
+
+def test_log_compiles_names_each_argument(caplog):
+    fgrad.config.log_compiles = True
+    try:
+        with caplog.at_level(logging.WARNING, logger="fgrad"):
+            f = fgrad.jit(lambda p, x, lr, n: p["w"] * x * lr * n, static_argnums=3)
+            f({"w": fnp.ones(2)}, fnp.ones(2, dtype="float32"), 0.1, 3)
+    finally:
+        fgrad.config.log_compiles = False
+    assert [r.getMessage() for r in caplog.records] == [
+        "jit: tracing <lambda> for (p['w']: f64[2], x: f32[2], lr: a traced Python float, "
+        "n=3 (static))"
+    ]

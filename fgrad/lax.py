@@ -485,7 +485,12 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
 
 
 def scan(
-    f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False
+    f: Callable,
+    init: Any,
+    xs: Any = None,
+    length: int | None = None,
+    reverse: bool = False,
+    unroll: int | bool = 1,
 ) -> tuple[Any, Any]:
     """Loop ``f`` over the leading axis of ``xs``, carrying state; stack the outputs.
 
@@ -510,6 +515,9 @@ def scan(
         length: number of steps; needed when ``xs`` is None, else must match.
         reverse: run from the last step to the first; ``ys[i]`` still belongs to
             ``xs[i]``.
+        unroll: JAX's hint for how many steps XLA fuses per loop iteration; accepted so
+            that JAX code runs unchanged (a positive int or a bool). fgrad runs one body
+            per step either way, so results do not depend on it.
 
     Returns:
         ``(carry, ys)``: the final carry and the stacked ``y`` leaves, each
@@ -520,7 +528,8 @@ def scan(
         ShapeError: ``xs`` leaves differ in leading length (or from ``length``), or
             ``f`` changes a carry leaf's shape.
         DTypeError: ``f`` changes a carry leaf's dtype.
-        TypeError: ``f`` does not return a pair, or changes the carry's structure.
+        TypeError: ``f`` does not return a pair, or changes the carry's structure, or
+            ``unroll`` is not a positive int or a bool.
 
     Example:
         >>> def cumsum(xs):
@@ -533,6 +542,8 @@ def scan(
     References:
         ``jax.lax.scan`` (https://docs.jax.dev/en/latest/_autosummary/jax.lax.scan.html).
     """
+    if not (type(unroll) is bool or (type(unroll) is int and unroll >= 1)):
+        raise TypeError(f"scan: unroll must be a positive int or a bool, got {unroll!r}")
     x_leaves, x_tree = tree.flatten(xs)
     x_leaves = [_as_tensor(x) for x in x_leaves]
     lengths = []

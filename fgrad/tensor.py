@@ -32,14 +32,17 @@ class Donated:
     """Stands in for the data of a Tensor donated to ``jit`` (``donate_argnums``).
 
     The jitted function may have written its outputs into that buffer, so any use of the
-    old Tensor (an op, ``.shape``, ``np.asarray``) raises DeletedError instead of showing
-    other values. Reference: JAX's buffer donation, where a donated array is deleted.
+    old Tensor's values (an op, ``np.asarray``, ``.item()``) raises DeletedError instead of
+    showing other values; its ``shape`` and ``dtype`` stay readable, as a deleted JAX
+    array's do. Reference: JAX's buffer donation, where a donated array is deleted.
     """
 
-    __slots__ = ("_where",)
+    __slots__ = ("_where", "shape", "dtype")
 
-    def __init__(self, where: str):
+    def __init__(self, where: str, shape: tuple = (), dtype: Any = None):
         self._where = where
+        self.shape = shape
+        self.dtype = dtype
 
     def _raise(self, *args: Any, **kwargs: Any):
         raise DeletedError(
@@ -210,6 +213,19 @@ class Tensor:
             if isinstance(data, np.generic)
             else data.__dlpack_device__()
         )
+
+    def is_deleted(self) -> bool:
+        """Whether the Tensor was donated to a jitted function (its values are gone), as
+        JAX's ``Array.is_deleted``.
+
+        Example:
+            >>> step = fgrad.jit(lambda w: w * 0.5, donate_argnums=0)
+            >>> w = fnp.ones(1024)
+            >>> w_new = step(w)
+            >>> w.is_deleted(), w.shape, w_new.is_deleted()
+            (True, (1024,), False)
+        """
+        return type(self._data) is Donated
 
     def block_until_ready(self) -> Tensor:
         """Wait until the Tensor's value is computed and return it, as in JAX.

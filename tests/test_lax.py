@@ -500,3 +500,16 @@ def test_eager_loops_check_carry_dtypes_as_jit_does(loop):
     for run in (f, fgrad.jit(f)):
         with pytest.raises(fgrad.DTypeError, match="f64\\[3\\], but .*f32\\[3\\]"):
             run(x)
+
+
+@pytest.mark.parametrize("unroll", [1, 4, True, False])
+def test_scan_accepts_jax_unroll_hint(unroll):
+    xs = fnp.array([1.0, 2.0, 3.0])
+    carry, ys = lax.scan(lambda c, x: (c + x, c * x), 0.0, xs, unroll=unroll)
+    assert float(carry) == 6.0
+    np.testing.assert_array_equal(np.asarray(ys), [0.0, 2.0, 9.0])
+
+
+def test_scan_unroll_must_be_positive():
+    with pytest.raises(TypeError, match="unroll must be a positive int"):
+        lax.scan(lambda c, x: (c, x), 0.0, fnp.ones(2), unroll=0)

@@ -947,7 +947,8 @@ def _consume(args: tuple, kwargs: dict, donate_nums: tuple, donate_names: tuple,
     for arg in donated:
         for leaf in tree.leaves(arg):
             if type(leaf) is Tensor:
-                leaf._data = Donated(f"jit({_name(f)})")
+                data = leaf._data
+                leaf._data = Donated(f"jit({_name(f)})", data.shape, data.dtype)
 
 
 def _complete_positions(f: Callable, nums: tuple, names: tuple, what: str) -> tuple[tuple, tuple]:

@@ -38,7 +38,8 @@ def test_donated_tensors_raise_when_used_again():
     step(params, grads)
     w = params["w"]
     assert repr(w) == "Tensor(<donated>)"
-    for use in (lambda: w + 1, lambda: w.shape, lambda: np.asarray(w), lambda: fnp.exp(w)):
+    assert w.is_deleted() and w.shape == (64, 64) and w.dtype == np.float32  # as JAX's
+    for use in (lambda: w + 1, lambda: w.item(), lambda: np.asarray(w), lambda: fnp.exp(w)):
         with pytest.raises(DeletedError, match=r"donated to jit\(_sgd_step\)"):
             use()
     with pytest.raises(DeletedError):

@@ -16,7 +16,7 @@ from fgrad.core.op import REGISTRY, Op
 from fgrad.errors import NaNError
 from fgrad.tensor import ShapeDtype, Tensor
 
-__all__ = ["set_debug_nans", "check_program"]
+__all__ = ["set_debug_nans", "check_program", "check_step"]
 
 
 def _has_nan(x: Any) -> bool:
@@ -33,6 +33,15 @@ def _describe(arrays: Any) -> str:
         str(ShapeDtype(tuple(a.shape), np.dtype(a.dtype))) if hasattr(a, "shape") else repr(a)
         for a in arrays
     )
+
+
+def check_step(op_name: str, args: Any, outs: Any, where: str) -> None:
+    """Raise NaNError when one step made NaN from NaN-free inputs; ``where`` ends the
+    message (the traced line and the function it belongs to)."""
+    if any(_has_nan(o) for o in outs) and not any(_has_nan(a) for a in args):
+        raise NaNError(
+            f"op {op_name!r} produced NaN from inputs without NaN ({_describe(args)}) {where}"
+        )
 
 
 def check_program(graph: Graph, inputs: list, outputs: list, name: str) -> None:
@@ -56,11 +65,8 @@ def check_program(graph: Graph, inputs: list, outputs: list, name: str) -> None:
             args = [read(v) for v in node.inputs]
             out = node.op.eval_arrays(*args, **node.params)
             outs = out if node.op.multiple_results else (out,)
-            if any(_has_nan(o) for o in outs) and not any(_has_nan(a) for a in args):
-                raise NaNError(
-                    f"op {node.op.name!r} produced NaN from inputs without NaN "
-                    f"({_describe(args)}) in {name}, traced at {node.source or 'an unknown line'}"
-                )
+            where = f"in {name}, traced at {node.source or 'an unknown line'}"
+            check_step(node.op.name, args, outs, where)
             for v, o in zip(node.outputs, outs):
                 env[id(v)] = o
     if any(_has_nan(read(v)) for v in graph.outvars):

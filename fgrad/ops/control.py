@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 
 from fgrad import tree
+from fgrad._config import config
+from fgrad.core.debug import check_step
 from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
 from fgrad.core.op import REGISTRY, Check, defop
 from fgrad.core.trace import Tracer, new_trace
@@ -182,10 +184,20 @@ class SubGraph:
         self._slots = len(slot)
 
     def run(self, xp: Any, args: Sequence[Any]) -> list:
-        """The outputs (backend arrays) for input arrays ``args``."""
+        """The outputs (backend arrays) for input arrays ``args``.
+
+        With ``config.debug_nans`` each step is checked, so a NaN made inside a loop or
+        branch body names the op and the line that traced it, not just the loop.
+        """
         env = list(args) + [None] * (self._slots - len(args))
-        for kernel, ins, params, outs, multi in self._steps:
-            out = kernel(xp, *[env[k] if var else k for var, k in ins], **params)
+        check = config.debug_nans
+        for step, (kernel, ins, params, outs, multi) in enumerate(self._steps):
+            inputs = [env[k] if var else k for var, k in ins]
+            out = kernel(xp, *inputs, **params)
+            if check:
+                node = self.graph.nodes[step]
+                where = f"in the body {self.name!r}, traced at {node.source or 'an unknown line'}"
+                check_step(node.op.name, inputs, out if multi else (out,), where)
             if multi:
                 for k, o in zip(outs, out):
                     env[k] = o

@@ -94,3 +94,20 @@ def test_backward_nans_name_the_forward_line(debug_nans, transform):
     # the gradient, not the line that called grad.
     with pytest.raises(fgrad.NaNError, match=rf"test_debug.py:{_NORM_LINE} \(in the gradient of 'multiply'\)"):
         transform(_norm_of_square)(fnp.array([0.0, 1.0]))
+
+
+def test_a_nan_inside_a_loop_body_under_jit_names_the_op_in_the_body():
+    from fgrad import lax
+
+    def body(c, x):
+        y = fnp.log(x)  # the NaN's line
+        return c + y, y
+
+    f = fgrad.jit(lambda xs: lax.scan(body, 0.0, xs)[0])
+    fgrad.config.debug_nans = True
+    try:
+        f(fnp.array([1.0, 2.0]))
+        with pytest.raises(fgrad.NaNError, match=r"op 'log' produced NaN .* in the body 'f', traced at test_debug.py:\d+"):
+            f(fnp.array([1.0, -1.0]))
+    finally:
+        fgrad.config.debug_nans = False

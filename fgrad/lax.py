@@ -141,7 +141,7 @@ def _settle_weak(leaves: list, trace: Callable) -> list:
         if not w or k >= len(traced.outvars):
             continue
         got, _ = traced.out_aval(k)
-        if not got.weak and got.shape == () and np.dtype(got.dtype) != np.dtype(p.dtype):
+        if not got.weak and got.shape == ():  # strong, even of the same dtype, as JAX
             leaves[k] = _asarray(x, dtype=got.dtype)
     return leaves
 

@@ -302,7 +302,7 @@ def _unary_entry(op: Op) -> Callable:
                 t = _new(Tensor)
                 t._data = out
                 return t
-        elif isinstance(x, Tracer) and x.weak:  # ``-lr``: see "weak scalar arithmetic"
+        elif isinstance(x, Tracer) and x.weak and _graph_tracer(x):  # ``-lr``: see below
             fn = _PY_UNARY.get(op.name)
             if fn is not None:
                 return scalar_arith(x, fn=fn)
@@ -500,7 +500,15 @@ _STAND_IN = {"f": 1.0, "c": 1 + 0j, "i": 1, "u": 1, "b": True}
 
 
 def _weak(x: Any) -> bool:
-    return type(x) in _SCALARS or (isinstance(x, Tracer) and x.weak)
+    # Only jit's own tracers: a weak value inside grad or jvp (a loop's weak carry) goes to
+    # the op, which records its derivative (scalar_arith has none).
+    return type(x) in _SCALARS or (isinstance(x, Tracer) and x.weak and _graph_tracer(x))
+
+
+def _graph_tracer(x: Any) -> bool:
+    from fgrad.core.graph import GraphTracer
+
+    return type(x) is GraphTracer
 
 
 def _scalar_arith_aval(*avals: Any, fn: Callable) -> WeakShapeDtype:

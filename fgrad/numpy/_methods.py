@@ -132,9 +132,9 @@ def _round_method(fn):
     """``round(x)`` and ``round(x, n)``: a Tensor, as JAX's (not a Python number)."""
 
     def __round__(self, ndigits=None):
-        if self.weak:  # jit's traced Python float: Python's round, as in eager code
-            from fgrad.core.op import scalar_arith
+        from fgrad.core.op import _weak, scalar_arith
 
+        if self.weak and _weak(self):  # jit's traced Python float: Python's round, as eagerly
             args = (self,) if ndigits is None else (self, ndigits)
             return scalar_arith(*args, fn=round)
         return fn(self, 0 if ndigits is None else ndigits)
@@ -161,6 +161,23 @@ def _reduction_method(fn):
     return method
 
 
+def _part(fn, attr: str):
+    """``x.real`` / ``x.imag``: of jit's traced Python float, a Python number, as in eager code."""
+
+    def get(self):
+        from fgrad.core.op import _weak, scalar_arith
+
+        if self.weak and _weak(self):
+            return scalar_arith(self, fn=_PY_PARTS[attr])
+        return fn(self)
+
+    get.__doc__ = fn.__doc__
+    return get
+
+
+_PY_PARTS = {"real": lambda v: v.real, "imag": lambda v: v.imag}
+
+
 def install(ns: ModuleType) -> None:
     """Set Tensor's operators and methods to the functions of namespace ``ns``."""
     tables = (
@@ -181,7 +198,7 @@ def install(ns: ModuleType) -> None:
     for attr, name in _PROPERTIES.items():
         fn = getattr(ns, name, None)
         if fn is not None:
-            setattr(Tensor, attr, property(fn))
+            setattr(Tensor, attr, property(_part(fn, attr) if attr in ("real", "imag") else fn))
     if getattr(ns, "round", None) is not None:
         Tensor.__round__ = _round_method(ns.round)
     Tensor.__hash__ = None  # defining __eq__ must not make Tensors hashable

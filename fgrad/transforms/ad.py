@@ -318,7 +318,9 @@ def _one_like(x: Any) -> Any:
 def _as_input(x: Any, name: str) -> Any:
     """A pytree leaf as a Tensor, or a TypeError that says how to pass a container."""
     if isinstance(x, Tensor):
-        return x
+        # jit's traced Python float is differentiated as the float64 Tensor that the float
+        # itself becomes eagerly (Python arithmetic on it would record no derivative).
+        return asarray(x) if x.weak else x
     if isinstance(x, (bool, int, float, complex, np.ndarray, np.generic)) or hasattr(x, "__array_namespace__"):
         return asarray(x)
     raise TypeError(

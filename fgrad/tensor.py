@@ -298,14 +298,6 @@ def _wrap(data: Any) -> Tensor:
     return t
 
 
-def _holds_tracer(seq: Any) -> bool:
-    return any(
-        (isinstance(x, Tensor) and type(x) is not Tensor)
-        or (type(x) in (list, tuple) and _holds_tracer(x))
-        for x in seq
-    )
-
-
 def asarray(value: Any, dtype: Any = None, *, device: Any = None, copy: bool | None = None):
     """Make a Tensor from a Tensor, an array, a Python scalar or nested lists.
 
@@ -335,10 +327,6 @@ def asarray(value: Any, dtype: Any = None, *, device: Any = None, copy: bool | N
         if value.weak:  # jit's traced Python scalar becomes an array, as the scalar would
             return value.astype(value.dtype if dtype is None else dtype)
         return value if dtype is None else value.astype(dtype)
-    if type(value) in (list, tuple) and _holds_tracer(value):  # ``[lr, 1.0]`` under jit
-        from fgrad.numpy._creation import array  # stacks the elements with ops
-
-        return array(value, dtype=dtype)
     if dtype is not None:
         dtype = np.dtype(dtype)
     if isinstance(value, Tensor):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import math
 import operator
 
 import numpy as np
@@ -133,6 +134,8 @@ class Op:
             out = (kernel or self._kernels[np.ndarray])(*datas, **params)
         except Exception as err:  # try is free until it raises (CPython 3.11)
             raise _explain(self, args, params, err) from err
+        if kernel is None and type(out) in _SCALARS:  # np.real(1.5) is a Python float
+            out = np.asarray(out)
         if self.multiple_results:
             return tuple(_wrap(_owned(o, datas) if foreign else o) for o in out)
         t = _new(Tensor)
@@ -516,18 +519,27 @@ def _scalar_arith_aval(*avals: Any, fn: Callable) -> WeakShapeDtype:
     return WeakShapeDtype((), np.dtype(type(fn(*values))))
 
 
+def _python(*args: Any, fn: Callable) -> Any:
+    out = fn(*args)
+    if type(out) is complex and not any(type(a) is complex for a in args):
+        # (-1.3) ** 0.5: Python answers with a complex, but the trace typed a real
+        # (the values were unknown): NaN, as JAX (and numpy's power) give.
+        return math.nan
+    return out
+
+
 class _ScalarArith(Op):
     __slots__ = ()
 
     def __call__(self, *args: Any, fn: Callable) -> Any:
         if any(isinstance(a, Tracer) for a in args):
             return bind(self, args, {"fn": fn})
-        return fn(*args)  # a replayed graph: Python scalars in, a Python scalar out
+        return _python(*args, fn=fn)  # a replayed graph: Python scalars in and out
 
 
 scalar_arith = _ScalarArith(
     "scalar_arith",
-    lambda xp, *args, fn: fn(*args),
+    lambda xp, *args, fn: _python(*args, fn=fn),
     _scalar_arith_aval,
     None,
     None,

@@ -10,7 +10,8 @@ from fgrad import backend, dtypes
 from fgrad.core.trace import Tracer, concrete_value
 from fgrad.errors import ConcretizationError
 from fgrad.ops.elementwise import full_like as _full_like
-from fgrad.tensor import Tensor, _wrap, asarray
+from fgrad.tensor import Tensor, _wrap
+from fgrad.tensor import asarray as _asarray
 
 __all__ = [
     "array",
@@ -52,7 +53,36 @@ def array(object: Any, dtype: Any = None, *, device: Any = None, copy: bool = Tr
     if isinstance(object, (list, tuple)) and _holds_tensor(object):
         out = _stack_nested(object)
         return out if dtype is None else out.astype(dtype)
-    return asarray(object, dtype=dtype, device=device, copy=copy)
+    return _asarray(object, dtype=dtype, device=device, copy=copy)
+
+
+def asarray(a: Any, dtype: Any = None, *, device: Any = None, copy: bool | None = None) -> Tensor:
+    """Make a Tensor, copying only when needed (numpy's ``asarray``; :func:`fgrad.asarray`).
+
+    Nested lists that hold Tensors (traced ones too, such as ``jit``'s traced Python
+    floats) are stacked with differentiable ops, as :func:`array` does, so
+    ``fnp.asarray([lr, 1.0])`` works inside ``jit`` and ``grad``, as in JAX.
+
+    Args:
+        a: Tensor, array, Python scalar or nested lists (of scalars or Tensors).
+        dtype: optional dtype.
+        device: ``"cpu"`` (default) or ``"cuda[:N]"``.
+        copy: ``None`` copies raw arrays (a Tensor never aliases a mutable array),
+            ``False`` raises where a copy is needed.
+
+    Raises:
+        TypeError: ``a`` is not numeric.
+
+    Example:
+        >>> fnp.asarray([1, 2])
+        Tensor([1, 2], dtype=int64)
+        >>> fgrad.jit(lambda lr: fnp.asarray([lr, 1.0]))(0.5)
+        Tensor([0.5, 1. ], dtype=float64)
+    """
+    if isinstance(a, (list, tuple)) and _holds_tensor(a):
+        out = _stack_nested(a)
+        return out if dtype is None else out.astype(dtype)
+    return _asarray(a, dtype=dtype, device=device, copy=copy)
 
 
 def _holds_tensor(seq: Any) -> bool:
@@ -65,7 +95,7 @@ def _stack_nested(seq: Any) -> Tensor:
     from fgrad.numpy._shape import stack  # a sibling module of this layer
 
     parts = [
-        _stack_nested(x) if isinstance(x, (list, tuple)) else x if isinstance(x, Tensor) else asarray(x)
+        _stack_nested(x) if isinstance(x, (list, tuple)) else x if isinstance(x, Tensor) else _asarray(x)
         for x in seq
     ]
     return stack(parts)
@@ -174,7 +204,7 @@ def linspace(start: float, stop: float, num: int = 50, *, endpoint: bool = True,
     hint = "for traced ends write start + (stop - start) * fnp.linspace(0.0, 1.0, num)"
     start, stop = _static((start, stop), "linspace", "start or stop", hint)
     data = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
-    return asarray(data, device=device)
+    return _asarray(data, device=device)
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None):
@@ -186,7 +216,7 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, *, device: 
                 [0., 1.]], dtype=float64)
     """
     n, m, k = _static(n, "eye", "n"), _static(m, "eye", "m"), _static(k, "eye", "k")
-    return asarray(np.eye(n, m, k, dtype=dtype or np.float64), device=device)
+    return _asarray(np.eye(n, m, k, dtype=dtype or np.float64), device=device)
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None) -> Tensor:

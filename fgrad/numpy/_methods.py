@@ -68,6 +68,7 @@ _METHODS = (
     "flatten",
     "ravel",
     "conj",
+    "conjugate",
     "dot",
     "clip",
     "round",

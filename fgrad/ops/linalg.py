@@ -57,11 +57,12 @@ def _describe(*xs) -> str:
     return ", ".join(str(ShapeDtype(shape_of(x), _dtype(x))) for x in xs)
 
 
-def _linalg_dtype(name: str, *xs) -> np.dtype:
-    """dtype of a numpy.linalg result: ints and bools become float64, as in numpy."""
+def _linalg_dtype(name: str, *xs, half: bool = False) -> np.dtype:
+    """dtype of a numpy.linalg result: ints and bools become float64, as in numpy; float16
+    only where numpy computes it (``half``: vector norms, which are not LAPACK)."""
     dtype = _dtype(*xs)
     if dtypes.is_inexact(dtype):
-        if dtype == np.float16:
+        if dtype == np.float16 and not half:
             raise DTypeError(
                 f"{name}: float16 input {_describe(*xs)} is not supported by "
                 "linalg; cast to float32 or float64"
@@ -1563,7 +1564,7 @@ def _vector_norm_aval(x, *, ord, axes, keepdims):
         if keepdims
         else tuple(d for i, d in enumerate(s) if i not in axes)
     )
-    return ShapeDtype(out, _real_dtype(_linalg_dtype("vector_norm", x)))
+    return ShapeDtype(out, _real_dtype(_linalg_dtype("vector_norm", x, half=True)))
 
 
 def _vector_norm_kernel(xp, x, *, ord, axes, keepdims):

@@ -196,3 +196,18 @@ def test_loops_settle_a_weak_initial_carry_as_jax_does():
         _same(f(x), fgrad.jit(f)(x))
         for leaf in fgrad.tree.leaves(fgrad.jit(f)(x)):
             assert leaf.dtype == np.float32
+
+
+def test_a_real_power_that_python_makes_complex_is_nan_as_in_jax():
+    f = fgrad.jit(lambda x, s: x * (s**0.5))
+    x = fnp.ones(2, dtype="float32")
+    out = f(x, -1.3)
+    assert out.dtype == np.float32 and np.isnan(np.asarray(out)).all()
+    np.testing.assert_array_equal(np.asarray(f(x, 4.0)), [2.0, 2.0])
+
+
+def test_small_consistency_fixes_found_by_fuzzing():
+    h = fnp.asarray([1.0, 2.0, 2.0], dtype="float16")
+    assert float(fgrad.jit(fnp.linalg.norm)(h)) == float(fnp.linalg.norm(h)) == 3.0
+    assert fnp.real(-1.3).shape == () and fnp.imag(2.0).dtype == np.float64
+    assert complex(fnp.array([1 + 2j]).conjugate()[0]) == 1 - 2j

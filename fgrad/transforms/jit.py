@@ -1,14 +1,13 @@
 """``jit``: trace a function once per input signature, then replay the cached graph.
 
 The first call with a new signature (tree structure, shapes, dtypes, array type, static
-values, Python ints and bools) traces the function abstractly into a Graph, runs the graph passes
-(``fgrad.transforms.passes``), and compiles it to a *program*: one generated Python
-function with a line per node that calls the kernel on local variables. Later calls run
-that function directly: no tracing, no Tensor wrapping, no per-op dispatch. A value is
-released (``del``) right after its last use, so intermediates do not outlive their
-consumers. On numpy, steps that are ufuncs (elementwise ops, ``matmul``) and a few
-others write into ``out=`` buffers of an arena that the program plans at compile time
-and keeps between calls (see the notes above :class:`_Program`).
+values, Python ints and bools) traces the function abstractly into a Graph, runs the
+graph passes (``fgrad.transforms.passes``), and compiles it to a *program*
+(``fgrad.transforms.program``): one generated Python function with a line per node that
+calls the kernel on local variables, with ``out=`` buffers on numpy. Later calls run
+that function directly: no tracing, no Tensor wrapping, no per-op dispatch. This module
+decides when to trace: signatures, the cache, static and donated arguments, weakly typed
+Python floats, and why a function traces again (``fgrad.transforms.retrace``).
 
 Called on tracers of another transform (``grad(jit(f))``), the cached graph is replayed
 op by op so that the outer transform records it.
@@ -19,9 +18,6 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import math
-import sys
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,10 +26,11 @@ import numpy as np
 from fgrad import backend, tree
 from fgrad._config import config
 from fgrad.core.debug import check_program
-from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
+from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Var
 from fgrad.core.trace import Tracer, new_trace
 from fgrad.tensor import Donated, ShapeDtype, Tensor, WeakShapeDtype, _wrap
 from fgrad.transforms.passes import exact_key, optimize
+from fgrad.transforms.program import Program
 from fgrad.transforms.retrace import RetraceMonitor
 
 __all__ = ["jit"]
@@ -48,554 +45,6 @@ _STATIC_SCALARS = (bool, int)
 # Compiled signatures a jitted function keeps (the oldest goes first): each holds its
 # program's buffers, so a function traced for ever new signatures must not keep them all.
 _CACHE_SIZE = 64
-
-
-# ------------------------------------------------------------------------ the program
-# A compiled graph is one generated Python function: a line per node that calls the
-# kernel on local variables, ``del`` after each value's last use, and ``out=`` buffers
-# for the steps that can write into one. Nothing else runs between kernels: no slot
-# lists, no argument packing, no dispatch (``_Program.source`` shows the code).
-#
-# Buffers (numpy only). Most steps of a training graph are ufuncs (elementwise ops,
-# matmul) that can write their result into a given array. Each such intermediate that
-# does not escape (is not an output, nor viewed by one) gets a slice of one byte arena,
-# planned at compile time like register allocation: a slice is reused once every value
-# that may alias it has had its last use. Aliasing is tracked conservatively: an op not
-# known to allocate (reshape, permute_dims, getitem, astype ...) is assumed to return a
-# view of its inputs. An elementwise step whose same-shaped input dies there writes in
-# place. The arena is kept between calls: allocating fresh pages for every intermediate
-# and faulting them in costs more than many kernels (a third of a transformer block's
-# step where this was measured), and the program needs that memory on every call anyway.
-# ``_Program.arena_bytes`` says how much it holds.
-
-_ALIGN = 64  # bytes: each buffer starts on a cache line
-_MIN_BUFFER = 2048  # bytes: smaller intermediates are cheap for numpy's own allocator
-
-# Ops whose kernels always return a new array, never a view of an input.
-_FRESH = frozenset(
-    {
-        "where",
-        "softmax",
-        "log_softmax",
-        "matmul",
-        "sum",
-        "max",
-        "min",
-        "full_like",
-        "scatter_add",
-        "scatter_set",
-        "concatenate",
-        "logsumexp",
-        # fgrad/ops/nn.py's fused ops
-        "softmax_jvp",
-        "gelu_tanh_gate",
-        "standardize",
-        "standardize_grad",
-        "scale_shift",
-        "sum_rows",
-    }
-)
-_INT_OF = {4: np.dtype(np.int32), 8: np.dtype(np.int64)}
-
-
-class _Arg:
-    """Stands for kernel input ``i`` while a kernel runs on a recording namespace."""
-
-    __slots__ = ("i",)
-
-    def __init__(self, i: int):
-        self.i = i
-
-
-class _Token:
-    """What a recorded call returns: any use of it as a value stops the recording."""
-
-    __slots__ = ()
-
-    def _refuse(self, *args: Any) -> Any:
-        raise TypeError("a recorded kernel used a call's result as a value")
-
-    __bool__ = __len__ = __iter__ = __index__ = __float__ = __int__ = __getattr__ = _refuse
-
-
-class _Recorder:
-    """A fake ``xp`` that records the call a kernel such as ``xp.maximum(x, 0)`` makes.
-
-    A second call stops the recording (so no kernel loops on it for long)."""
-
-    def __init__(self):
-        self.calls: list = []
-
-    def __getattr__(self, name: str) -> Callable:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            if self.calls:
-                raise TypeError("a recorded kernel made more than one call")
-            token = _Token()
-            self.calls.append((name, args, kwargs, token))
-            return token
-
-        return call
-
-
-def _ufunc_form(op: Any, params: dict, n_inputs: int) -> tuple | None:
-    """``(ufunc, args)`` when ``op``'s kernel is one numpy ufunc call on its inputs.
-
-    The kernel runs once on a recording namespace with placeholders for its inputs. It
-    qualifies when it makes exactly one call, of a name that is a ufunc in numpy, with
-    placeholders and Python scalars as arguments, and returns that call's result; the
-    step may then write into an ``out=`` buffer. A kernel that reads an attribute of an
-    input, branches on it or makes two calls fails the test and keeps its own code.
-    """
-    rec = _Recorder()
-    try:
-        result = op.kernel(rec, *[_Arg(i) for i in range(n_inputs)], **params)
-    except Exception:  # noqa: BLE001  (any kernel that is not one plain call lands here)
-        return None
-    if len(rec.calls) != 1:
-        return None
-    name, args, kwargs, token = rec.calls[0]
-    ufunc = getattr(np, name, None)
-    if result is not token or kwargs or not isinstance(ufunc, np.ufunc):
-        return None
-    if not all(isinstance(a, _Arg) or type(a) in _SCALARS for a in args):
-        return None
-    return ufunc, args
-
-
-def _matmul_rows(x: Any, y: Any, out: Any = None) -> Any:
-    """``(..., m, k) @ (k, n)`` as one ``(rows, k) @ (k, n)`` BLAS call, not one per batch."""
-    rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])  # not -1: k may be 0
-    if out is None:
-        return np.matmul(rows, y).reshape(x.shape[:-1] + y.shape[-1:])
-    np.matmul(rows, y, out=out.reshape(rows.shape[0], y.shape[-1]))
-    return out
-
-
-def _where_zero(cond: Any, x: Any, out: Any = None, keep: bool = True) -> Any:
-    """``where(cond, x, 0)`` (``keep``) or ``where(cond, 0, x)`` as a bit mask, 3x faster.
-
-    The mask (all ones where ``x`` is kept, else zeros) is built in ``out``'s memory as
-    integers of the float's width, then ANDed with ``x``'s bits: kept values come out bit
-    for bit (NaNs included) and the others as +0.0, exactly what ``numpy.where`` gives.
-    """
-    if out is None:
-        out = np.empty(x.shape, x.dtype)
-    bits = out.view(_INT_OF[x.dtype.itemsize])
-    flag = cond.view(np.int8)
-    if keep:  # True -> -1 (all ones), False -> 0
-        np.negative(flag, out=bits, casting="unsafe")
-    else:  # True -> 0, False -> -1
-        np.subtract(flag, 1, out=bits, casting="unsafe")
-    np.bitwise_and(x.view(bits.dtype), bits, out=bits)
-    return out
-
-
-def _where_zero_form(node: Node) -> bool | None:
-    """``keep`` for :func:`_where_zero` when ``node`` is ``where(c, x, 0)`` or ``where(c, 0,
-    x)`` with ``c`` bool and ``x`` float32/64, both of the output's shape; else None."""
-    if node.op.name != "where" or len(node.inputs) != 3 or node.params:
-        return None
-    cond, a, b = node.inputs
-    out = node.outputs[0].aval
-    if not isinstance(cond, Var) or cond.aval.dtype != np.bool_ or cond.aval.shape != out.shape:
-        return None
-    if np.dtype(out.dtype) not in (np.float32, np.float64):
-        return None
-    for keep, x, zero in ((True, a, b), (False, b, a)):
-        is_zero = type(zero) in (int, float) and zero == 0 and math.copysign(1.0, zero) > 0
-        if is_zero and isinstance(x, Var) and x.aval == out:
-            return keep
-    return None
-
-
-def _nbytes(aval: Any) -> int:
-    return int(np.prod(aval.shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize
-
-
-class _Arena:
-    """Best-fit placement of byte ranges in one buffer, planned once at compile time."""
-
-    def __init__(self):
-        self.free: list[list[int]] = []  # [offset, size] holes, sorted by offset
-        self.end = 0
-
-    @staticmethod
-    def _size(nbytes: int) -> int:
-        return max(_ALIGN, -(-nbytes // _ALIGN) * _ALIGN)
-
-    def alloc(self, nbytes: int) -> int:
-        size = self._size(nbytes)
-        fits = [hole for hole in self.free if hole[1] >= size]
-        if fits:
-            hole = min(fits, key=lambda h: h[1])
-            offset = hole[0]
-            hole[0] += size
-            hole[1] -= size
-            if not hole[1]:
-                self.free.remove(hole)
-            return offset
-        offset = self.end
-        if self.free and self.free[-1][0] + self.free[-1][1] == self.end:  # grow the last hole
-            offset = self.free.pop()[0]
-        self.end = offset + size
-        return offset
-
-    def release(self, offset: int, nbytes: int) -> None:
-        self.free.append([offset, self._size(nbytes)])
-        self.free.sort()
-        merged: list[list[int]] = []
-        for hole in self.free:
-            if merged and merged[-1][0] + merged[-1][1] == hole[0]:
-                merged[-1][1] += hole[1]
-            else:
-                merged.append(hole)
-        self.free = merged
-
-
-def _resolves_to(ufunc: np.ufunc, args: tuple, inputs: list, dtype: Any) -> bool:
-    """numpy's result dtype for ``ufunc`` on these arguments is ``dtype`` (the aval's).
-
-    Writing into an ``out=`` buffer of the aval's dtype would otherwise cast (or raise),
-    where the kernel alone gives numpy's type (the two differ for some bool inputs)."""
-    types = []
-    for a in args:
-        if isinstance(a, _Arg):
-            a = inputs[a.i]
-        if isinstance(a, Var) and a.aval.weak:  # a Python scalar when the program runs
-            types.append(complex if a.aval.dtype.kind == "c" else float)
-        elif isinstance(a, Var):
-            types.append(np.dtype(a.aval.dtype))
-        elif type(a) in _SCALARS:
-            types.append(type(a))  # weak (NEP 50)
-        else:
-            data = a._data if isinstance(a, Tensor) else a
-            if not hasattr(data, "dtype"):
-                return False
-            types.append(np.dtype(data.dtype))
-    try:
-        resolved = ufunc.resolve_dtypes((*types, *[None] * ufunc.nout))
-    except Exception:  # noqa: BLE001  (no loop, or an argument numpy cannot type)
-        return False
-    return resolved[ufunc.nin] == np.dtype(dtype)
-
-
-def _concat_into(*xs: Any, axis: int, out: Any) -> Any:
-    return np.concatenate(xs, axis=axis, out=out)
-
-
-def _drop_ones(shape: tuple) -> tuple:
-    return tuple(d for d in shape if d != 1)
-
-
-def _reshape_copy(x: Any, out: Any) -> Any:
-    """``reshape`` of a permuted view, which copies: the copy goes into ``out``."""
-    np.copyto(out.reshape(x.shape), x)
-    return out
-
-
-def _step_forms(graph: Graph, xp: Any) -> list[tuple]:
-    """How each node runs: ``("ufunc", ufunc, args)``, a specialised numpy kernel
-    (``("matmul_rows",)``, ``("where0", keep)``, ``("into", fn, kwargs)``) or
-    ``("kernel",)``. All but the last may take an ``out=`` buffer, unless the form ends
-    with ``"small"``."""
-    forms: list[tuple] = []
-    producer: dict[int, Node] = {}
-    for node in graph.nodes:
-        for v in node.outputs:
-            producer[id(v)] = node
-        form: tuple = ("kernel",)
-        if xp is np and not node.op.multiple_results:
-            out = node.outputs[0].aval
-            name = node.op.name
-            ins = node.inputs
-            keep = _where_zero_form(node)
-            uf = None if keep is not None else _ufunc_form(node.op, node.params, len(ins))
-            if keep is not None:
-                form = ("where0", keep)
-            elif uf is not None and uf[0] is np.matmul:
-                x, y = ins
-                rows = (
-                    len(getattr(x, "aval", x).shape) >= 3 and len(getattr(y, "aval", y).shape) == 2
-                )
-                if rows and _resolves_to(np.matmul, uf[1], ins, out.dtype):
-                    form = ("matmul_rows",)
-                else:
-                    form = ("ufunc", *uf)
-            elif uf is not None:
-                form = ("ufunc", *uf)
-            elif name == "softmax" and isinstance(ins[0], Var) and ins[0].aval == out:
-                # The softmax kernel takes out= (it writes its temporaries into it).
-                form = ("into", functools.partial(node.op.kernel, np), {"axes": node.params["axes"]})
-            elif name == "concatenate" and all(
-                isinstance(v, Var) and v.aval.dtype == out.dtype for v in ins
-            ):
-                form = ("into", _concat_into, {"axis": node.params["axis"]})
-            elif (
-                name == "reshape"
-                and isinstance(ins[0], Var)
-                and getattr(producer.get(id(ins[0])), "op", None) is not None
-                and producer[id(ins[0])].op.name == "permute_dims"
-                and _drop_ones(ins[0].aval.shape) != _drop_ones(out.shape)
-            ):  # a reshape of a permuted view that copies (not just adding unit axes)
-                form = ("into", _reshape_copy, {})
-            if form[0] == "ufunc" and not _resolves_to(form[1], form[2], ins, out.dtype):
-                form += ("small",)  # numpy's own result type differs: no out= (nor a cast)
-            elif form[0] != "kernel" and (
-                _nbytes(out) < _MIN_BUFFER or np.dtype(out.dtype).hasobject
-            ):
-                form = ("kernel",) if form[0] == "into" else form + ("small",)
-        forms.append(form)
-    return forms
-
-
-def _donation_plan(graph: Graph, forms: list[tuple], donated: tuple[int, ...]) -> dict[int, int]:
-    """Which outputs to write into donated inputs' arrays: ``{id(output var): input index}``.
-
-    An input's array may take an output of the same shape and dtype once nothing reads the
-    input any more (nor a view of it: an op not known to allocate is taken to return a
-    view, as for the arena), or at that very step when the step is elementwise and may
-    run in place. Inputs that an output views are never reused.
-    """
-    if not donated:
-        return {}
-    nodes = graph.nodes
-    alias = {id(graph.invars[i]): frozenset((i,)) for i in donated}
-    read_until = dict.fromkeys(donated, -1)
-    step_of: dict[int, int] = {}
-    for k, (node, form) in enumerate(zip(nodes, forms)):
-        seen = frozenset().union(
-            *(alias.get(id(v), ()) for v in node.inputs if isinstance(v, Var))
-        )
-        for i in seen:
-            read_until[i] = k
-        fresh = node.op.name in _FRESH or form[0] in ("ufunc", "matmul_rows", "where0")
-        if seen and not fresh:
-            for v in node.outputs:
-                alias[id(v)] = seen
-        step_of[id(node.outputs[0])] = k
-    for v in graph.outvars:
-        for i in alias.get(id(v), ()) if isinstance(v, Var) else ():
-            read_until[i] = len(nodes)  # the output is (a view of) the input itself
-    plan: dict[int, int] = {}
-    free = list(donated)
-    for v in graph.outvars:
-        k = step_of.get(id(v)) if isinstance(v, Var) else None
-        if k is None or id(v) in plan:
-            continue
-        node, form = nodes[k], forms[k]
-        if node.op.multiple_results or form[0] == "kernel" or form[-1] == "small":
-            continue
-        for i in free:
-            end = read_until[i]
-            if graph.invars[i].aval == v.aval and (end < k or (end == k and form[0] == "ufunc")):
-                plan[id(v)] = i
-                free.remove(i)
-                break
-    return plan
-
-
-# References to a donated array when _Program.run checks it: the Tensor's, the argument
-# list's, the local name's and getrefcount's own. One more means a view or another Tensor
-# shares the buffer, which must then not change.
-_OWN_REFS = 4
-
-
-def _claim(datas: list, i: int) -> None:
-    """Make ``datas[i]`` an array the program may overwrite: the donated one when nothing
-    else can see its memory, else a private copy."""
-    d = datas[i]
-    if not (
-        type(d) is np.ndarray
-        and d.base is None
-        and d.flags.writeable
-        and d.flags.c_contiguous
-        and sys.getrefcount(d) <= _OWN_REFS
-    ):
-        datas[i] = np.array(d, order="C", copy=True)
-
-
-class _Program:
-    """A graph compiled to one Python function over backend arrays (see the notes above)."""
-
-    __slots__ = (
-        "_buffers", "_claims", "_fn", "_layout", "_lock", "arena_bytes", "graph", "source",
-        "traced",
-    )
-
-    def __init__(
-        self, graph: Graph, xp: Any, donated: tuple[int, ...] = (), traced: Graph | None = None
-    ):
-        self.graph = graph
-        self.traced = traced or graph  # before fusion: what debug_nans re-runs op by op
-        nodes = graph.nodes
-        ns: dict[str, Any] = {"xp": xp}
-        names: dict[int, str] = {id(v): f"a{i}" for i, v in enumerate(graph.invars)}
-        const_names: dict[int, str] = {}
-
-        def const(value: Any) -> str:
-            key = id(value)
-            if key not in const_names:
-                const_names[key] = f"c{len(const_names)}"
-                data = value._data if isinstance(value, Tensor) else value
-                if xp is not np and type(data) is np.ndarray:
-                    # Constants made on the host while tracing (folded ones, captured
-                    # numpy-backed Tensors) move to the program's namespace once, here.
-                    data = xp.asarray(data)
-                ns[const_names[key]] = data
-            return const_names[key]
-
-        def ref(v: Any) -> str:
-            return names[id(v)] if isinstance(v, Var) else const(v)
-
-        # Last reader of each value; the graph's outputs live to the end.
-        last_use: dict[int, int] = {}
-        for k, node in enumerate(nodes):
-            for v in node.inputs:
-                if isinstance(v, Var):
-                    last_use[id(v)] = k
-        outputs = {id(v) for v in graph.outvars if isinstance(v, Var)}
-        for i in outputs:
-            last_use[i] = len(nodes)
-        inputs = {id(v) for v in graph.invars}
-
-        # Buffered values: not escaping, and which buffers each value may alias.
-        forms = _step_forms(graph, xp)
-        roots: dict[int, frozenset] = {}
-        candidates = set()
-        for node, form in zip(nodes, forms):
-            if form[0] != "kernel" and form[-1] != "small":
-                o = id(node.outputs[0])
-                candidates.add(o)
-                roots[o] = frozenset((o,))
-                if form[0] == "into" and form[1] is _reshape_copy:
-                    # Without a buffer (when it escapes) it runs as reshape: maybe a view.
-                    roots[o] |= frozenset().union(
-                        *(roots.get(id(v), ()) for v in node.inputs if isinstance(v, Var))
-                    )
-            elif node.op.name in _FRESH:
-                for v in node.outputs:
-                    roots[id(v)] = frozenset()
-            else:
-                r = frozenset().union(
-                    *(roots.get(id(v), ()) for v in node.inputs if isinstance(v, Var))
-                )
-                for v in node.outputs:
-                    roots[id(v)] = r
-        managed = candidates - frozenset().union(*(roots.get(i, ()) for i in outputs))
-        donation = _donation_plan(graph, forms, donated if xp is np else ())
-        self._claims = tuple(sorted(set(donation.values())))
-        busy_end: dict[int, int] = {}  # buffered value -> last step any alias of it is read
-        for k, node in enumerate(nodes):
-            for v in node.outputs:
-                for b in roots.get(id(v), ()):
-                    if b in managed:
-                        busy_end[b] = max(busy_end.get(b, k), last_use.get(id(v), k))
-        ending: dict[int, list] = {}
-        for k, node in enumerate(nodes):
-            for v in node.outputs:
-                if id(v) in managed:
-                    ending.setdefault(busy_end[id(v)], []).append(v)
-
-        arena = _Arena()
-        offset_of: dict[int, int] = {}
-        buffer_of: dict[int, int] = {}
-        layout: list[tuple] = []  # (offset, shape, dtype) of each buffer view
-        handed_on: set[int] = set()
-        lines: list[str] = []
-        for k, (node, form) in enumerate(zip(nodes, forms)):
-            o = node.outputs[0]
-            buf = ""
-            if id(o) in managed:
-                donor = None
-                if form[0] == "ufunc" and form[1].signature is None:  # elementwise: in place
-                    for v in node.inputs:
-                        if (
-                            isinstance(v, Var)
-                            and id(v) in managed
-                            and busy_end[id(v)] == k
-                            and v.aval == o.aval
-                        ):
-                            donor = v
-                            break
-                if donor is not None:
-                    handed_on.add(id(donor))
-                    offset_of[id(o)], buffer_of[id(o)] = offset_of[id(donor)], buffer_of[id(donor)]
-                else:
-                    offset_of[id(o)] = arena.alloc(_nbytes(o.aval))
-                    buffer_of[id(o)] = len(layout)
-                    layout.append((offset_of[id(o)], tuple(o.aval.shape), np.dtype(o.aval.dtype)))
-                buf = f"b{buffer_of[id(o)]}"
-            elif id(o) in donation:
-                buf = names[id(graph.invars[donation[id(o)]])]
-            args = [ref(v) for v in node.inputs]
-            for v in node.outputs:
-                names[id(v)] = f"v{len(names)}"
-            target = ", ".join(names[id(v)] for v in node.outputs)
-            if node.op.multiple_results and len(node.outputs) == 1:
-                target += ","
-            if form[0] == "ufunc":
-                call_args = [args[a.i] if isinstance(a, _Arg) else const(a) for a in form[2]]
-                call = f"{const(form[1])}({', '.join(call_args + ([f'out={buf}'] if buf else []))})"
-            elif form[0] == "matmul_rows":
-                call = f"{const(_matmul_rows)}({', '.join(args + ([buf] if buf else []))})"
-            elif form[0] == "where0":
-                x = args[1] if form[1] else args[2]
-                call = f"{const(_where_zero)}({args[0]}, {x}, {buf or 'None'}, {form[1]})"
-            elif form[0] == "into" and buf:
-                kw = [f"{key}={const(val)}" for key, val in form[2].items()]
-                call = f"{const(form[1])}({', '.join(args + kw + [f'out={buf}'])})"
-            else:  # the op's own kernel (also an "into" form without a buffer)
-                kw = [f"{key}={const(val)}" for key, val in node.params.items()]
-                call = f"{const(node.op.kernel)}({', '.join(['xp'] + args + kw)})"
-            lines.append(f"{target} = {call}  # {node.op.name}")
-            read_here = {id(v): v for v in node.inputs if isinstance(v, Var)}
-            dead = [names[i] for i in read_here if last_use[i] == k and i not in inputs]
-            dead += [names[id(v)] for v in node.outputs if id(v) not in last_use]
-            if dead:
-                lines.append(f"del {', '.join(dead)}")
-            for v in ending.get(k, ()):
-                if id(v) not in handed_on:
-                    arena.release(offset_of[id(v)], _nbytes(v.aval))
-
-        head = ["def _run(datas, buffers):"]
-        if graph.invars:
-            head.append(f"    {''.join(f'a{i}, ' for i in range(len(graph.invars)))}= datas")
-        if layout:
-            head.append(f"    {''.join(f'b{i}, ' for i in range(len(layout)))}= buffers")
-        body = [f"    {line}" for line in lines]
-        ret = f"    return [{', '.join(ref(v) for v in graph.outvars)}]"
-        self.source = "\n".join(head + body + [ret])
-        exec(compile(self.source, "<fgrad.jit program>", "exec"), ns)  # noqa: S102
-        self._fn = ns["_run"]
-        self._layout = layout
-        self.arena_bytes = arena.end
-        self._buffers: list | None = None
-        self._lock = threading.Lock()
-
-    def _new_buffers(self) -> list:
-        raw = np.empty(self.arena_bytes + _ALIGN, np.uint8)
-        start = -raw.ctypes.data % _ALIGN
-        return [
-            raw[start + offset : start + offset + _nbytes(ShapeDtype(shape, dtype))]
-            .view(dtype)
-            .reshape(shape)
-            for offset, shape, dtype in self._layout
-        ]
-
-    def run(self, datas: list) -> list:
-        for i in self._claims:
-            _claim(datas, i)
-        if not self._layout:
-            return self._fn(datas, ())
-        if not self._lock.acquire(blocking=False):
-            # Running already (another thread): this call gets buffers of its own.
-            return self._fn(datas, self._new_buffers())
-        try:
-            if self._buffers is None:
-                self._buffers = self._new_buffers()
-            return self._fn(datas, self._buffers)
-        finally:
-            self._lock.release()
 
 
 class _Slow(Exception):
@@ -742,7 +191,7 @@ def jit(
             "and cannot be donated"
         )
     donating = bool(donate_nums or donate_names)
-    cache: dict[Any, tuple[Graph, _Program | None]] = {}
+    cache: dict[Any, tuple[Graph, Program | None]] = {}
     stats = {"hits": 0, "misses": 0}
     monitor = RetraceMonitor(_name(f), _positional_params(f))
 
@@ -793,7 +242,7 @@ def jit(
                 from fgrad.transforms.fusion import fuse_for  # its tables: only when needed
 
                 run_graph = fuse_for(graph, xp)
-            program = _Program(run_graph, xp, donated, graph)
+            program = Program(run_graph, xp, donated, graph)
         if len(cache) >= _CACHE_SIZE:
             evicted = cache.pop(next(iter(cache)))[1]
             for k in [k for k, v in fast.items() if v[0] is evicted]:
@@ -803,7 +252,7 @@ def jit(
 
     # Calls with positional array arguments only (the common case) first try a cache keyed
     # on a quick walk of the arguments: no TreeDef, no signature tuples per leaf.
-    fast: dict[Any, tuple[_Program, Callable]] = {}
+    fast: dict[Any, tuple[Program, Callable]] = {}
 
     @functools.wraps(f)
     def jitted(*args: Any, **kwargs: Any) -> Any:
@@ -858,7 +307,7 @@ def jit(
             _consume(args, kwargs, donate_nums, donate_names, f)
         return out
 
-    def _checked_run(program: _Program, datas: list) -> list:
+    def _checked_run(program: Program, datas: list) -> list:
         inputs = list(datas)  # a second reference: donated inputs are copied, not overwritten
         with np.errstate(invalid="ignore", divide="ignore"):  # the check says more
             outs = program.run(datas)

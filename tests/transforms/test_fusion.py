@@ -31,6 +31,7 @@ from fgrad.test_util import op_args, op_cases
 from fgrad.transforms import fusion, passes
 from fgrad.transforms import jit as jit_module
 from fgrad.transforms.fusion import elementwise_groups, fuse_graph, render_cuda, render_numpy
+from fgrad.transforms.program import Program
 
 GPU = backend.cupy_available()
 needs_gpu = pytest.mark.skipif(not GPU, reason="needs cupy and an NVIDIA GPU")
@@ -285,7 +286,7 @@ def test_broadcast_and_constant_inputs():
 def _run_same(graph, fused, *args):
     """The fused graph, run as jit runs it (a program), equals the graph op by op."""
     want = graph.evaluate_flat([fgrad.asarray(a) for a in args])
-    got = jit_module._Program(fused, np).run([np.asarray(a) for a in args])
+    got = Program(fused, np).run([np.asarray(a) for a in args])
     for w, o in zip(want, got):
         np.testing.assert_array_equal(np.asarray(o), np.asarray(w))
 
@@ -314,7 +315,7 @@ def test_a_training_graph_fuses_and_gives_the_same_gradients(dtype):
     assert len(fused.nodes) < len(g.nodes) - 5
     leaves = fgrad.tree.leaves((params, x))
     want = g.evaluate_flat(leaves)
-    got = jit_module._Program(fused, np).run([np.asarray(a) for a in leaves])
+    got = Program(fused, np).run([np.asarray(a) for a in leaves])
     for w, o in zip(want, got):
         np.testing.assert_allclose(np.asarray(o), np.asarray(w), rtol=4 * np.finfo(dtype).eps)
 
@@ -483,7 +484,7 @@ def test_debug_nans_reruns_a_fused_graph():
     fused = fuse_graph(g)
     x = np.array([0.5, 2.0])
     with np.errstate(invalid="ignore"):
-        outs = jit_module._Program(fused, np).run([x])
+        outs = Program(fused, np).run([x])
     with pytest.raises(NaNError, match="fused_elementwise"):
         check_program(fused, [x], outs, "f")
 

@@ -9,6 +9,7 @@ import fgrad
 import fgrad.numpy as fnp
 from fgrad.ops import REGISTRY
 from fgrad.test_util import op_args, op_cases
+from fgrad.transforms.program import Program
 
 
 def loss(w, x):
@@ -97,11 +98,9 @@ def test_log_compiles(caplog):
 
 
 def test_intermediates_are_released_after_last_use():
-    from fgrad.transforms.jit import _Program
-
     f = fgrad.jit(lambda x: fnp.sum(fnp.exp(fnp.sin(fnp.cos(x)))))
     graph = f.graph(fnp.ones(4))
-    program = _Program(graph, np)
+    program = Program(graph, np)
     freed = [
         name
         for line in program.source.splitlines()
@@ -141,7 +140,7 @@ def test_program_uses_buffers_and_returns_fresh_outputs():
 
     jf = fgrad.jit(f)
     x1, x2 = _rand(8, N // 8), _rand(8, N // 8, seed=1)
-    program = fgrad.transforms.jit._Program(jf.graph(x1), np)
+    program = Program(jf.graph(x1), np)
     assert "out=" in program.source and program.arena_bytes > 0
     r1 = jf(x1)
     kept = [np.array(r) for r in r1]
@@ -249,13 +248,13 @@ def test_host_constants_move_to_the_programs_namespace(monkeypatch):
     xp.__getattr__ = lambda name: getattr(np, name)
     xp.asarray = lambda a: np.asarray(a).view(Moved)
     programs = []
-    init = jit_module._Program.__init__
+    init = Program.__init__
 
     def spy(self, *args, **kwargs):
         init(self, *args, **kwargs)
         programs.append(self)
 
-    monkeypatch.setattr(jit_module._Program, "__init__", spy)
+    monkeypatch.setattr(Program, "__init__", spy)
     monkeypatch.setattr(jit_module, "_namespace", lambda leaves: xp)
     w = fnp.asarray(np.arange(4.0))  # captured: a constant of the graph
     out = fgrad.jit(lambda x: x * w)(fnp.ones(4))
@@ -271,8 +270,8 @@ def test_jit_closing_over_an_outer_tracer(outer):
     # the traced value it is (and a graph holding it must not be reused on later calls).
     x = fnp.asarray(np.arange(6.0).reshape(2, 3))
     y = fnp.asarray(np.linspace(1.0, 2.0, 6).reshape(2, 3))
-    inner = lambda a, y: fgrad.jit(lambda a: a * y + a / y - y)(a)  # noqa: E731
-    want = lambda a, y: a * y + a / y - y  # noqa: E731
+    inner = lambda a, y: fgrad.jit(lambda a: a * y + a / y - y)(a)
+    want = lambda a, y: a * y + a / y - y
     for scale in (1.0, 2.0):  # a second call: nothing stale from the first
         ys = y * scale
         if outer == "vmap":

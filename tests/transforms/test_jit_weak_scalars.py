@@ -61,7 +61,7 @@ EXPRESSIONS = {
 }
 
 
-def _same(eager, jitted):
+def _same(eager, jitted, rtol=1e-6):
     e_leaves, e_tree = fgrad.tree.flatten(eager)
     j_leaves, j_tree = fgrad.tree.flatten(jitted)
     assert e_tree == j_tree
@@ -69,7 +69,7 @@ def _same(eager, jitted):
         if isinstance(e, fgrad.Tensor):
             assert isinstance(j, fgrad.Tensor)
             assert j.dtype == e.dtype and j.shape == e.shape
-            np.testing.assert_allclose(np.asarray(j), np.asarray(e), rtol=1e-6)
+            np.testing.assert_allclose(np.asarray(j), np.asarray(e), rtol=rtol)
         else:  # a Python number stays one, of the same type, as in eager code
             assert type(j) is type(e) and j == pytest.approx(e)
 
@@ -186,7 +186,7 @@ def test_keyword_and_positional_floats_share_the_fast_path_result():
 
 def test_loops_settle_a_weak_initial_carry_as_jax_does():
     x = fnp.ones(3, dtype="float32")
-    scan_body = lambda c, xi: (c + xi, c * xi)  # noqa: E731
+    scan_body = lambda c, xi: (c + xi, c * xi)
     cases = [
         lambda x: lax.scan(scan_body, 0.0, x),
         lambda x: lax.fori_loop(0, 3, lambda i, c: c + x[i], 0.0),
@@ -211,3 +211,61 @@ def test_small_consistency_fixes_found_by_fuzzing():
     assert float(fgrad.jit(fnp.linalg.norm)(h)) == float(fnp.linalg.norm(h)) == 3.0
     assert fnp.real(-1.3).shape == () and fnp.imag(2.0).dtype == np.float64
     assert complex(fnp.array([1 + 2j]).conjugate()[0]) == 1 - 2j
+
+
+# ------------------------------------------------- regressions found by differential fuzzing
+
+
+def _check(f, *args, values=(0.7, -1.3, 0.0)):
+    jf = fgrad.jit(f)
+    for s in values:
+        _same(f(*args, s), jf(*args, s), rtol=1e-12)
+    assert jf.cache_info().misses == 1
+
+
+X = fnp.asarray([1.0, 2.0], dtype="float64")
+
+
+def test_grad_and_jvp_with_respect_to_a_traced_float():
+    # The traced float was differentiated as a weak scalar, whose Python arithmetic
+    # records no derivative: the gradient came out 0.
+    _check(lambda x, s: fgrad.grad(lambda c: c * c * 3.0)(s), X)
+    _check(lambda x, s: fgrad.grad(lambda c: c * fnp.sum(x))(s), X)
+    _check(lambda x, s: fgrad.jvp(lambda c: c * s, (s,), (s,)), X)
+    _check(lambda x, s: fgrad.jvp(lambda c: c * 2.0, (s,), (1.0,)), X)
+    _check(lambda x, s: fgrad.value_and_grad(lambda w, c: fnp.sum(w) * c, argnums=(0, 1))(x, s), X)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_grad_through_a_loop_with_a_traced_float_initial_carry(dtype):
+    # A float64 body output left the float64 weak carry weak, so `c * 0.5` in the body was
+    # Python arithmetic without derivative: jit(grad) lost all but the last iteration.
+    x = fnp.asarray([1.0, 2.0], dtype=dtype)
+
+    def loss(x, s):
+        return lax.fori_loop(0, 3, lambda i, c: c * 0.5 + fnp.sum(x), s)
+
+    def scan_loss(x, s):
+        return lax.scan(lambda c, v: (c * 0.5 + v, c), s, x)[0]
+
+    for f in (loss, scan_loss):
+        _check(lambda x, s, f=f: fgrad.grad(f)(x, s), x)
+        _check(f, x)
+
+
+def test_asarray_of_a_list_holding_a_traced_value():
+    _check(lambda x, s: fnp.asarray([s, 2.0]), X)
+    _check(lambda x, s: fnp.asarray((s,)), X)
+    _check(lambda x, s: fnp.asarray([s, 1.0], dtype="float32"), X)
+    _check(lambda x, s: fnp.asarray([x[0], s]), X)
+    _check(lambda x, s: fnp.interp(x, fnp.asarray([0.0, 3.0]), fnp.asarray([s, 2.0])), X)
+    x32 = fnp.asarray([1.0, 2.0], dtype="float32")
+    _check(lambda x, s: fnp.asarray([[x[0], s], [1, 2]]), x32)
+
+
+def test_real_and_imag_of_a_traced_float_are_python_numbers():
+    x32 = fnp.asarray([1.0, 2.0], dtype="float32")
+    _check(lambda x, s: (s.real, s.imag, x * s.imag, x * s.real), x32)
+    _check(lambda x, s: (s.real, s.imag, x * s.imag, x * s.real), x32, values=(0.5 + 1j, -2j))
+    # Of a Tensor they stay ops.
+    assert isinstance(fgrad.jit(lambda x: x.imag)(x32), fgrad.Tensor)

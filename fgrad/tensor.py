@@ -348,6 +348,15 @@ def asarray(value: Any, dtype: Any = None, *, device: Any = None, copy: bool | N
     return _wrap(data)
 
 
+def as_tensor(x: Any) -> Tensor:
+    """``x`` as a Tensor: a Tensor as it is, anything else through :func:`asarray`.
+
+    jit's weakly typed traced Python floats count as Python numbers here: a function that
+    makes its argument a Tensor gives the array the Python number would become eagerly.
+    """
+    return x if isinstance(x, Tensor) and not x.weak else asarray(x)
+
+
 def device_put(x: Any, device: Any = None) -> Any:
     """Put every array leaf of the pytree ``x`` on ``device`` as a Tensor.
 

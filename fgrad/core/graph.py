@@ -17,7 +17,7 @@ import numpy as np
 
 from fgrad import tree
 from fgrad.core.trace import Trace, Tracer, new_trace
-from fgrad.tensor import ShapeDtype, Tensor, _wrap
+from fgrad.tensor import ShapeDtype, Tensor, WeakShapeDtype, _wrap
 
 __all__ = ["Var", "Node", "Graph", "trace_to_graph"]
 
@@ -350,7 +350,10 @@ def trace_to_graph(f: Callable, *args: Any) -> Graph:
         invars = []
         tracers = []
         for x in leaves:
-            aval = x if isinstance(x, ShapeDtype) else _aval_of(_as_tensor(x))
+            if type(x) in (bool, int, float, complex):  # weakly typed, as in JAX's make_jaxpr
+                aval = WeakShapeDtype((), np.result_type(type(x)))
+            else:
+                aval = x if isinstance(x, ShapeDtype) else _aval_of(_as_tensor(x))
             v = Var(aval)
             invars.append(v)
             tracers.append(GraphTracer(trace, v))

@@ -134,8 +134,8 @@ class Op:
             out = (kernel or self._kernels[np.ndarray])(*datas, **params)
         except Exception as err:  # try is free until it raises (CPython 3.11)
             raise _explain(self, args, params, err) from err
-        if kernel is None and type(out) in _SCALARS:  # np.real(1.5) is a Python float
-            out = np.asarray(out)
+        if kernel is None:
+            out = array_result(out)
         if self.multiple_results:
             return tuple(_wrap(_owned(o, datas) if foreign else o) for o in out)
         t = _new(Tensor)
@@ -305,10 +305,6 @@ def _unary_entry(op: Op) -> Callable:
                 t = _new(Tensor)
                 t._data = out
                 return t
-        elif isinstance(x, Tracer) and x.weak and _graph_tracer(x):  # ``-lr``: see below
-            fn = _PY_UNARY.get(op.name)
-            if fn is not None:
-                return scalar_arith(x, fn=fn)
         return general(op, x)
 
     unary.__name__ = unary.__qualname__ = op.name
@@ -498,7 +494,6 @@ _PY_BINARY = {
     "equal": operator.eq,
     "not_equal": operator.ne,
 }
-_PY_UNARY = {"negative": operator.neg, "positive": operator.pos, "abs": abs}
 _STAND_IN = {"f": 1.0, "c": 1 + 0j, "i": 1, "u": 1, "b": True}
 
 
@@ -517,6 +512,12 @@ def _graph_tracer(x: Any) -> bool:
 def _scalar_arith_aval(*avals: Any, fn: Callable) -> WeakShapeDtype:
     values = [a if type(a) in _SCALARS else _STAND_IN[np.dtype(a.dtype).kind] for a in avals]
     return WeakShapeDtype((), np.dtype(type(fn(*values))))
+
+
+def array_result(out: Any) -> Any:
+    """A kernel's result as an array: given Python scalars only, some kernels return one
+    (``np.real(1.5)``, an identity kernel), where the op's result is an array (strong)."""
+    return np.asarray(out) if type(out) in _SCALARS else out
 
 
 def _python(*args: Any, fn: Callable) -> Any:

@@ -10,7 +10,7 @@ from fgrad import backend, dtypes
 from fgrad.core.trace import Tracer, concrete_value
 from fgrad.errors import ConcretizationError
 from fgrad.ops.elementwise import full_like as _full_like
-from fgrad.tensor import Tensor, _wrap
+from fgrad.tensor import Tensor, _wrap, as_tensor
 from fgrad.tensor import asarray as _asarray
 
 __all__ = [
@@ -95,7 +95,7 @@ def _stack_nested(seq: Any) -> Tensor:
     from fgrad.numpy._shape import stack  # a sibling module of this layer
 
     parts = [
-        _stack_nested(x) if isinstance(x, (list, tuple)) else x if isinstance(x, Tensor) else _asarray(x)
+        _stack_nested(x) if isinstance(x, (list, tuple)) else as_tensor(x)
         for x in seq
     ]
     return stack(parts)

@@ -64,6 +64,7 @@ from fgrad.ops.elementwise import (
     multiply,
     negative,
     not_equal,
+    optimization_barrier,
     power,
     real,
     remainder,
@@ -71,7 +72,6 @@ from fgrad.ops.elementwise import (
     sin,
     sinh,
     sqrt,
-    optimization_barrier,
     stop_gradient,
     subtract,
     tan,
@@ -80,7 +80,7 @@ from fgrad.ops.elementwise import (
 )
 from fgrad.ops.elementwise import astype as _astype
 from fgrad.ops.elementwise import where as _where
-from fgrad.tensor import Tensor, asarray
+from fgrad.tensor import as_tensor
 
 __all__ = [
     "abs",
@@ -215,7 +215,7 @@ def positive(x: Any) -> Any:
         >>> fnp.positive(fnp.array([-1.0, 2.0]))
         Tensor([-1.,  2.], dtype=float64)
     """
-    return x if isinstance(x, Tensor) else asarray(x)
+    return as_tensor(x)
 
 
 def square(x: Any) -> Any:
@@ -331,7 +331,7 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, *, min: Any = None, max: 
         out = maximum(out, lo)
     if hi is not None:
         out = minimum(out, hi)
-    return out if isinstance(out, Tensor) else asarray(out)
+    return as_tensor(out)
 
 
 def where(

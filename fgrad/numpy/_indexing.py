@@ -18,7 +18,7 @@ from fgrad.errors import ConcretizationError, ShapeError
 from fgrad.ops import indexing as _ix
 from fgrad.ops.elementwise import add, divide, full_like, multiply, power, subtract
 from fgrad.ops.shape import reshape as _reshape
-from fgrad.tensor import Tensor, _wrap, asarray
+from fgrad.tensor import Tensor, _wrap, as_tensor, asarray
 
 __all__ = [
     "dynamic_slice",
@@ -574,7 +574,7 @@ def _norm_axis(axis: int, ndim: int, where: str) -> int:
 
 
 def _as_tensor(x: Any) -> Any:
-    return x if isinstance(x, Tensor) else asarray(x)
+    return as_tensor(x)
 
 
 def take(x: Any, indices: Any, axis: int | None = None, mode: str | None = None) -> Any:

@@ -7,8 +7,10 @@ not define yet is left out, so a missing op surfaces as AttributeError, not a wr
 
 from __future__ import annotations
 
+import operator
 from types import FunctionType, ModuleType
 
+from fgrad.core.trace import Tracer
 from fgrad.tensor import Tensor
 
 _BINARY = {
@@ -178,6 +180,22 @@ def _part(fn, attr: str):
 
 _PY_PARTS = {"real": lambda v: v.real, "imag": lambda v: v.imag}
 
+# Python's unary operators on jit's traced Python floats are Python arithmetic, as they
+# are on the float eagerly (the result stays weak); fnp.negative / fnp.abs are ops, whose
+# results are arrays, as eagerly. So tracers get their own operator methods.
+_PY_UNARY = {"__neg__": operator.neg, "__pos__": operator.pos, "__abs__": abs}
+
+
+def _weak_unary(py_fn, tensor_method):
+    def method(self):
+        from fgrad.core.op import _weak, scalar_arith
+
+        if self.weak and _weak(self):
+            return scalar_arith(self, fn=py_fn)
+        return tensor_method(self)
+
+    return method
+
 
 def install(ns: ModuleType) -> None:
     """Set Tensor's operators and methods to the functions of namespace ``ns``."""
@@ -202,4 +220,7 @@ def install(ns: ModuleType) -> None:
             setattr(Tensor, attr, property(_part(fn, attr) if attr in ("real", "imag") else fn))
     if getattr(ns, "round", None) is not None:
         Tensor.__round__ = _round_method(ns.round)
+    for dunder, py_fn in _PY_UNARY.items():  # ``-lr`` of jit's traced Python float
+        if dunder in Tensor.__dict__:
+            setattr(Tracer, dunder, _weak_unary(py_fn, Tensor.__dict__[dunder]))
     Tensor.__hash__ = None  # defining __eq__ must not make Tensors hashable

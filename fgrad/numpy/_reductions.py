@@ -18,7 +18,7 @@ from fgrad.ops import elementwise as _e
 from fgrad.ops import reduction as _r
 from fgrad.ops import shape as _s
 from fgrad.ops._rules import ndim_of, norm_axes, shape_of
-from fgrad.tensor import Tensor, asarray
+from fgrad.tensor import as_tensor
 
 __all__ = [
     "all",
@@ -339,7 +339,7 @@ def logsumexp(
         return _r.logsumexp(x, axes=norm_axes("logsumexp", axis, ndim_of(x)), keepdims=keepdims)
     if b is None:
         b = 1.0
-    x = x if isinstance(x, Tensor) else asarray(x)
+    x = as_tensor(x)
     shape = tuple(np.broadcast_shapes(shape_of(x), shape_of(b)))
     if shape != shape_of(x):
         x = _s.broadcast_to(x, shape=shape)

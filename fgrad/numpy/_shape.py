@@ -14,7 +14,7 @@ import numpy as np
 from fgrad.errors import ShapeError
 from fgrad.ops import shape as _s
 from fgrad.ops._rules import norm_axes, shape_of
-from fgrad.tensor import Tensor, asarray
+from fgrad.tensor import Tensor, as_tensor, asarray
 
 __all__ = [
     "array_split",
@@ -51,7 +51,7 @@ __all__ = [
 
 
 def _tensor(x: Any) -> Any:
-    return x if isinstance(x, Tensor) else asarray(x)
+    return as_tensor(x)
 
 
 def reshape(x: Any, shape: Any, /, *more: int) -> Any:

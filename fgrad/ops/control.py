@@ -36,7 +36,7 @@ from fgrad import tree
 from fgrad._config import config
 from fgrad.core.debug import check_step
 from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
-from fgrad.core.op import REGISTRY, Check, defop
+from fgrad.core.op import REGISTRY, Check, array_result, defop, scalar_arith
 from fgrad.core.trace import Tracer, new_trace
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops._batch import batch_size, with_batch
@@ -148,6 +148,13 @@ def trace_function(fun: Callable, in_avals: Sequence[ShapeDtype]) -> Traced:
     return Traced(invars, nodes, outvars, consts, [const_vars[id(c)] for c in consts], out_tree)
 
 
+def _array_kernel(kernel: Callable) -> Callable:
+    def run(xp: Any, *args: Any, **params: Any) -> Any:
+        return array_result(kernel(xp, *args, **params))
+
+    return run
+
+
 class SubGraph:
     """A closed Graph held in a control-flow node's params; hashed by identity.
 
@@ -178,7 +185,12 @@ class SubGraph:
             for v in node.outputs:
                 slot[id(v)] = len(slot)
                 outs.append(slot[id(v)])
-            steps.append((node.op.kernel, ins, node.params, tuple(outs), node.op.multiple_results))
+            kernel = node.op.kernel
+            if not node.op.multiple_results and any(
+                isinstance(v, Var) and v.aval.weak for v in node.inputs
+            ) and node.op is not scalar_arith:  # a Python scalar in (see jit's program)
+                kernel = _array_kernel(kernel)
+            steps.append((kernel, ins, node.params, tuple(outs), node.op.multiple_results))
         self._steps = steps
         self._outs = tuple(ref(o) for o in graph.outvars)
         self._slots = len(slot)

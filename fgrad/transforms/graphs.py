@@ -13,14 +13,16 @@ from fgrad.tensor import ShapeDtype, Tensor
 
 __all__ = ["make_graph", "eval_shape"]
 
-_SCALARS = (bool, int, float, complex)
+_STATIC = (bool, int)  # Python numbers eval_shape passes as constants, as jit does
 
 
 def make_graph(f: Callable) -> Callable[..., Graph]:
     """Make a function that traces ``f`` on its arguments' shapes and dtypes.
 
-    No kernel runs: each op's shape rule gives its output's shape and dtype. Python control
-    flow on traced values raises ``ConcretizationError``.
+    No kernel runs: each op's shape rule gives its output's shape and dtype. Python
+    numbers among the arguments are traced too, weakly typed as in JAX's ``make_jaxpr``
+    (``float32 x * 0.5`` stays float32). Python control flow on traced values raises
+    ``ConcretizationError``.
 
     Args:
         f: function of pytrees of Tensors.
@@ -61,8 +63,8 @@ def eval_shape(f: Callable, *args: Any, **kwargs: Any) -> Any:
     Args:
         f: a function of pytrees of Tensors.
         *args, **kwargs: its arguments: pytrees of Tensors, arrays or
-            :class:`fgrad.ShapeDtype`; Python scalars are passed to ``f`` as they are
-            (constants, as under ``jit``).
+            :class:`fgrad.ShapeDtype`; Python floats and complex numbers are traced
+            (weakly typed) and ints and bools passed as constants, as under ``jit``.
 
     Returns:
         A pytree like ``f``'s result with a ``ShapeDtype`` for each array leaf.
@@ -80,12 +82,12 @@ def eval_shape(f: Callable, *args: Any, **kwargs: Any) -> Any:
     traced = [
         ShapeDtype(tuple(x.shape), np.dtype(x.dtype)) if isinstance(x, ShapeDtype) else x
         for x in leaves
-        if type(x) not in _SCALARS
+        if type(x) not in _STATIC
     ]
 
     def flat_f(*values: Any) -> Any:
         it = iter(values)
-        full = [x if type(x) in _SCALARS else next(it) for x in leaves]
+        full = [x if type(x) in _STATIC else next(it) for x in leaves]
         a, k = tree.unflatten(in_tree, full)
         return f(*a, **k)
 

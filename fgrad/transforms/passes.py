@@ -286,7 +286,7 @@ def _identity_input(node: Node) -> Any:
             return x
         if name == "permute_dims" and tuple(node.params["axes"]) == tuple(
             range(len(node.params["axes"]))
-        ):
+        ) and x.aval == out.aval:  # not a weak scalar for the array made of it
             return x
         return None
     if len(node.inputs) != 2 or node.params:

@@ -269,3 +269,40 @@ def test_real_and_imag_of_a_traced_float_are_python_numbers():
     _check(lambda x, s: (s.real, s.imag, x * s.imag, x * s.real), x32, values=(0.5 + 1j, -2j))
     # Of a Tensor they stay ops.
     assert isinstance(fgrad.jit(lambda x: x.imag)(x32), fgrad.Tensor)
+
+
+# ------------------------------------------------------- found by the second new-user trial
+
+
+FNP_OF_A_FLOAT = [
+    "abs", "absolute", "negative", "positive", "real", "imag", "flip", "transpose", "conj",
+    "squeeze", "ravel", "atleast_1d", "sum", "mean", "round", "sign", "square", "exp",
+]
+
+
+@pytest.mark.parametrize("name", FNP_OF_A_FLOAT + ["stop_gradient"])
+def test_an_fnp_function_of_a_traced_float_is_an_array_as_eagerly(name):
+    fn = getattr(fgrad, name) if name == "stop_gradient" else getattr(fnp, name)
+    f = lambda x, s: (x * fn(s), fn(s))  # noqa: E731
+    x = fnp.ones(2, dtype="float32")
+    _same(f(x, 0.5), fgrad.jit(f)(x, 0.5))
+    assert f(x, 0.5)[0].dtype == np.float64  # numpy's rule for an array made of a float
+
+
+def test_python_unary_operators_on_a_traced_float_stay_weak():
+    f = lambda x, s: (x * -s, x * +s, x * abs(s), -s, abs(s))  # noqa: E731
+    x = fnp.ones(2, dtype="float32")
+    _same(f(x, -0.5), fgrad.jit(f)(x, -0.5))
+    assert fgrad.jit(f)(x, -0.5)[0].dtype == np.float32
+
+
+def test_make_graph_and_eval_shape_trace_python_numbers_as_jit_does():
+    x = fnp.ones(3, dtype="float32")
+    g = fgrad.make_graph(lambda x, lr, n: x * (1 - lr) * n)(x, 0.1, 3)
+    assert [str(v.aval) for v in g.invars] == ["f32[3]", "weak f64[]", "weak i64[]"]
+    assert str(g.outvars[0].aval) == "f32[3]"
+    np.testing.assert_allclose(np.asarray(g.evaluate(x, 0.5, 2)), [1.0, 1.0, 1.0])
+    assert fgrad.eval_shape(lambda x, lr: x * (1 - lr), x, 0.1) == fgrad.ShapeDtype((3,), np.dtype(np.float32))
+    with pytest.raises(ConcretizationError):
+        fgrad.eval_shape(lambda x, lr: x if lr > 0 else -x, x, 0.1)
+    assert fgrad.eval_shape(lambda n: fnp.zeros(n), 4).shape == (4,)  # an int is a constant

@@ -31,6 +31,7 @@ from fgrad import tree
 
 # Internals under private names: ``fgrad.lax`` shows only its public API (``__all__``).
 from fgrad.core.graph import GraphTrace as _GraphTrace
+from fgrad.core.op import to_weak as _to_weak
 from fgrad.core.trace import active_traces as _active_traces
 from fgrad.core.trace import concrete_value as _concrete_value
 from fgrad.errors import ConcretizationError as _ConcretizationError
@@ -100,7 +101,7 @@ def _coerce(
     for k, w in enumerate(want):
         got, weak = traced.out_aval(k)
         if weak and got.shape == w.shape:
-            traced.outvars[k] = _wrap(np.asarray(traced.outvars[k], dtype=w.dtype))
+            traced.cast_output(k, w)
             continue
         if tuple(got.shape) != tuple(w.shape):
             raise _ShapeError(
@@ -114,20 +115,23 @@ def _coerce(
             )
 
 
-def _settle_weak(leaves: list, trace: Callable) -> list:
-    """The initial carry leaves, the weakly typed ones cast as JAX casts them.
+def _settle_weak(leaves: list, trace: Callable) -> tuple[list, list[bool]]:
+    """The initial carry leaves, the weakly typed ones cast as JAX casts them, and which
+    leaves stay weak through the loop.
 
     A Python number (or jit's traced Python float) in the initial carry is weak: the body
-    is traced once with it weak, and where the body's carry output has another dtype
-    (``0.0 + float32 x`` is float32) the initial value is cast to that dtype, so a loop
-    over float32 data stays float32, eagerly and under jit alike. ``trace(avals)`` traces
-    the body on carry avals. Other leaves come back as they are.
+    is traced once with it weak, and where the body's carry output is an array (``0.0 +
+    float32 x`` is float32) the initial value is cast to its dtype, so a loop over float32
+    data stays float32, eagerly and under jit alike. Where the output stays weak (Python
+    arithmetic on the carry, as eagerly), the leaf stays weak: a traced loop computes it
+    as an array, and the caller makes the result weak again (``to_weak``).
+    ``trace(avals)`` traces the body on carry avals. Other leaves come back as they are.
     Reference: JAX's ``_promote_weak_typed_inputs``.
     """
     numbers = (bool, int, float, complex)
     weak = [type(x) in numbers or getattr(x, "weak", False) for x in leaves]
     if not any(weak):
-        return leaves
+        return leaves, weak
     probe = [
         _WeakShapeDtype((), np.result_type(x) if type(x) in numbers else x.dtype) if w else _aval(x)
         for x, w in zip(leaves, weak)
@@ -135,15 +139,23 @@ def _settle_weak(leaves: list, trace: Callable) -> list:
     try:
         traced = trace(probe)
     except Exception:  # noqa: BLE001  (the loop itself reports it, or runs eagerly)
-        return leaves
+        return leaves, [False] * len(leaves)
     leaves = list(leaves)
+    stays = [False] * len(leaves)
     for k, (x, w, p) in enumerate(zip(leaves, weak, probe)):
         if not w or k >= len(traced.outvars):
             continue
-        got, _ = traced.out_aval(k)
-        if not got.weak and got.shape == ():  # strong, even of the same dtype, as JAX
+        got, number = traced.out_aval(k)
+        if got.weak or number:
+            stays[k] = np.dtype(got.dtype) == np.dtype(p.dtype)
+        elif got.shape == ():  # strong, even of the same dtype, as JAX
             leaves[k] = _asarray(x, dtype=got.dtype)
-    return leaves
+    return leaves, stays
+
+
+def _weak_again(outs: list, stays: list[bool]) -> list:
+    """Loop results whose carry stayed a weak number, weak again (see ``_settle_weak``)."""
+    return [_to_weak(o) if s else o for o, s in zip(outs, stays)]
 
 
 def _carry_signature(carry: Any) -> tuple:
@@ -284,7 +296,7 @@ def _switch_traced(name, index, branches, operands, names):
             )
     # Each output's aval: the branches that return arrays must agree; Python numbers in
     # the others take that dtype (weak, as in JAX).
-    want = []
+    want, numbers = [], []
     for j in range(len(first.outvars)):
         outs = [(k, *t.out_aval(j)) for k, t in enumerate(traced)]
         strong = [(k, a) for k, a, weak in outs if not weak]
@@ -297,9 +309,10 @@ def _switch_traced(name, index, branches, operands, names):
                         f"{name}: output leaf {j} is {target} in {names[k0]} but {a} in "
                         f"{names[k]}; every branch must return the same shapes and dtypes"
                     )
-        else:
-            target = _ShapeDtype((), np.result_type(*[t.outvars[j] for t in traced]))
+        else:  # numpy's type for the numbers (a weak Var counts as a number of its kind)
+            target = _ShapeDtype((), np.result_type(*[a.dtype.type(0).item() for _, a, _ in outs]))
         want.append(target)
+        numbers.append(not strong)  # a Python number from every branch: weak, as eagerly
     for k, t in enumerate(traced):
         _coerce(t, want, name, f"{names[k]}'s output", "another branch's output")
     consts: list = []
@@ -311,7 +324,7 @@ def _switch_traced(name, index, branches, operands, names):
                 consts.append(c)
     subs = tuple(_control.close(t, consts, n) for t, n in zip(traced, names))
     outs = _control.cond(index, *consts, *leaves, branches=subs)
-    return tree.unflatten(first.out_tree, list(outs))
+    return tree.unflatten(first.out_tree, _weak_again(list(outs), numbers))
 
 
 # ------------------------------------------------------------------------ loops
@@ -350,8 +363,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         ...     lambda c: c[0] != 1,
         ...     lambda c: (fnp.where(c[0] % 2 == 0, c[0] // 2, 3 * c[0] + 1), c[1] + 1),
         ...     (n, 0))
-        >>> fgrad.jit(collatz)(fnp.array(27))
-        (Tensor(1, dtype=int64), Tensor(111, dtype=int64))
+        >>> fgrad.jit(collatz)(fnp.array(27))  # the count stays a Python int, as eagerly
+        (Tensor(1, dtype=int64), 111)
 
     References:
         ``jax.lax.while_loop``
@@ -375,7 +388,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     def trace_body(avals):
         return _control.trace_function(lambda ts: body_fun(tree.unflatten(in_tree, ts)), avals)
 
-    leaves = [_as_tensor(x) for x in _settle_weak(leaves, trace_body)]
+    leaves, stays = _settle_weak(leaves, trace_body)
+    leaves = [_as_tensor(x) for x in leaves]
     avals = [x.aval for x in leaves]
     body = trace_body(avals)
     if body.out_tree != in_tree:
@@ -402,7 +416,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         n_cond_consts=len(pred.consts),
         n_body_consts=len(body.consts),
     )
-    return tree.unflatten(in_tree, list(outs))
+    return tree.unflatten(in_tree, _weak_again(list(outs), stays))
 
 
 def _predicate(x: Any) -> tuple[bool, bool]:
@@ -576,7 +590,9 @@ def scan(
         y_leaves, trees["y"] = tree.flatten(y)
         return carry_leaves + y_leaves
 
-    c_leaves = _settle_weak(c_leaves, lambda avals: _control.trace_function(body, avals + x_avals))
+    c_leaves, stays = _settle_weak(
+        c_leaves, lambda avals: _control.trace_function(body, avals + x_avals)
+    )
     c_leaves = [_as_tensor(c) for c in c_leaves]
     c_avals = [c.aval for c in c_leaves]
     traced = _control.trace_function(body, c_avals + x_avals)
@@ -597,7 +613,8 @@ def scan(
         reverse=bool(reverse),
     )
     n = len(c_leaves)
-    return tree.unflatten(c_tree, list(outs[:n])), tree.unflatten(trees["y"], list(outs[n:]))
+    carry = _weak_again(list(outs[:n]), stays)
+    return tree.unflatten(c_tree, carry), tree.unflatten(trees["y"], list(outs[n:]))
 
 
 def _pair(out: Any) -> tuple[Any, Any]:
@@ -619,7 +636,7 @@ def _scan_eager(f, init, x_leaves, x_tree, length, reverse):
             avals + x_avals,
         )
 
-    init = tree.unflatten(c_tree, _settle_weak(c_leaves, probe))
+    init = tree.unflatten(c_tree, _settle_weak(c_leaves, probe)[0])
     carry = init
     signature = _carry_signature(init)
     ys: list = [None] * length

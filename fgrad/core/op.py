@@ -548,3 +548,37 @@ scalar_arith = _ScalarArith(
     False,
     None,
 )
+
+
+class _ToWeak(Op):
+    __slots__ = ()
+
+    def __call__(self, x: Any) -> Any:
+        if isinstance(x, Tracer):
+            return bind(self, (x,), {})
+        return _python_scalar(x._data if isinstance(x, Tensor) else x)
+
+
+def _python_scalar(x: Any) -> Any:
+    return x.item() if hasattr(x, "item") else x
+
+
+def _to_weak_batch(op: Op, args: tuple, dims: tuple, **params: Any) -> tuple:
+    # Mapped over a batch it cannot be one Python number: it stays the (strong) array.
+    return (args[0], dims[0]) if dims[0] is not None else (op(args[0]), None)
+
+
+# A 0-d result that eager code computes as a Python number (a loop whose carry stays
+# one, a cond whose branches return numbers) but a traced loop computes as an array:
+# back to a Python number when the program runs, weakly typed while tracing.
+to_weak = _ToWeak(
+    "to_weak",
+    lambda xp, x: _python_scalar(x),
+    lambda x: WeakShapeDtype((), np.dtype(x.dtype)),
+    None,
+    None,
+    True,
+    False,
+    None,
+)
+to_weak.batch = _to_weak_batch

@@ -106,9 +106,23 @@ class Traced:
         self.out_tree = out_tree
 
     def out_aval(self, k: int) -> tuple[ShapeDtype, bool]:
-        """The aval of output ``k`` and whether it is weak (a Python scalar)."""
+        """The aval of output ``k`` and whether it is weak (a Python scalar, or a value
+        jit traces weakly)."""
         o = self.outvars[k]
-        return _aval(o), type(o) in _SCALARS
+        aval = _aval(o)
+        return aval, type(o) in _SCALARS or aval.weak
+
+    def cast_output(self, k: int, aval: ShapeDtype) -> None:
+        """Make output ``k`` (weak) the array of ``aval``: a Python number becomes a
+        constant, a weakly typed Var gets an ``astype`` node."""
+        o = self.outvars[k]
+        if not isinstance(o, Var):
+            self.outvars[k] = _wrap(np.asarray(o, dtype=aval.dtype))
+            return
+        out = Var(ShapeDtype(tuple(aval.shape), np.dtype(aval.dtype)))
+        astype = REGISTRY["astype"]
+        self.nodes.append(Node(astype, [o], {"dtype": np.dtype(aval.dtype)}, [out], ""))
+        self.outvars[k] = out
 
 
 def trace_function(fun: Callable, in_avals: Sequence[ShapeDtype]) -> Traced:

@@ -306,3 +306,47 @@ def test_make_graph_and_eval_shape_trace_python_numbers_as_jit_does():
     with pytest.raises(ConcretizationError):
         fgrad.eval_shape(lambda x, lr: x if lr > 0 else -x, x, 0.1)
     assert fgrad.eval_shape(lambda n: fnp.zeros(n), 4).shape == (4,)  # an int is a constant
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        pytest.param(lambda w, lr: w * lax.fori_loop(0, 3, lambda i, c: c * lr, 1.0), id="fori"),
+        pytest.param(lambda w, lr: w * lax.scan(lambda c, x: (c * lr, c), 1.0, None, length=3)[0], id="scan"),
+        pytest.param(lambda w, lr: w * lax.while_loop(lambda c: c < 10.0, lambda c: c / lr, 1.0), id="while"),
+        pytest.param(lambda w, lr: w * lax.cond(fnp.sum(w) > 0, lambda: lr, lambda: 2.0), id="cond"),
+    ],
+)
+def test_a_loop_or_cond_result_that_stays_a_python_number_stays_weak(f):
+    w = fnp.ones(3, dtype="float32")
+    _same(f(w, 0.5), fgrad.jit(f)(w, 0.5))
+    assert fgrad.jit(f)(w, 0.5).dtype == np.float32
+    g = fgrad.jit(fgrad.grad(lambda w, lr: fnp.sum(f(w, lr))))(w, 0.5)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(fgrad.grad(lambda w: fnp.sum(f(w, 0.5)))(w)))
+    batched = fgrad.vmap(fgrad.jit(f), in_axes=(0, None))(fnp.ones((2, 3), dtype="float32"), 0.5)
+    np.testing.assert_allclose(np.asarray(batched), np.stack([np.asarray(f(w, 0.5))] * 2))
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+@pytest.mark.parametrize(
+    "other",
+    [
+        pytest.param(lambda w: 2.0, id="number"),
+        pytest.param(lambda w: w[0], id="float32"),
+        pytest.param(lambda w: fnp.asarray(2.0), id="float64"),
+    ],
+)
+def test_cond_branches_mixing_a_traced_float_with_other_results(other, sign):
+    def f(w, lr):
+        return w * lax.cond(fnp.sum(w) > 0, lambda: lr, lambda: other(w))
+
+    w = sign * fnp.ones(3, dtype="float32")
+    jitted = fgrad.jit(f)(w, 0.5)
+    eager = f(w, 0.5)
+    np.testing.assert_allclose(np.asarray(jitted), np.asarray(eager))
+    if isinstance(other(w), fgrad.Tensor) and other(w).dtype == np.float64:
+        # Traced, the branches' results unify as in JAX (float64); eagerly only the branch
+        # taken runs, so its result decides.
+        assert jitted.dtype == np.float64
+    else:
+        assert jitted.dtype == eager.dtype == np.float32

@@ -41,7 +41,6 @@ from fgrad.ops import control as _control
 from fgrad.tensor import ShapeDtype as _ShapeDtype
 from fgrad.tensor import WeakShapeDtype as _WeakShapeDtype
 from fgrad.tensor import Tensor as _Tensor
-from fgrad.tensor import _wrap
 from fgrad.tensor import asarray as _asarray
 from fgrad.transforms import ad as _ad
 from fgrad.transforms import passes as _passes
@@ -151,6 +150,12 @@ def _settle_weak(leaves: list, trace: Callable) -> tuple[list, list[bool]]:
         elif got.shape == ():  # strong, even of the same dtype, as JAX
             leaves[k] = _asarray(x, dtype=got.dtype)
     return leaves, stays
+
+
+def _weak_view(ts: list, stays: list[bool]) -> list:
+    """Inside a traced body: the carry leaves that stay weak, weak (the loop keeps them
+    as arrays between steps; the body computes with them as with Python numbers)."""
+    return [_to_weak(t) if s else t for t, s in zip(ts, stays)] + list(ts[len(stays):])
 
 
 def _weak_again(outs: list, stays: list[bool]) -> list:
@@ -391,19 +396,23 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     leaves, stays = _settle_weak(leaves, trace_body)
     leaves = [_as_tensor(x) for x in leaves]
     avals = [x.aval for x in leaves]
-    body = trace_body(avals)
+    body = _control.trace_function(
+        lambda ts: body_fun(tree.unflatten(in_tree, _weak_view(ts, stays))), avals
+    )
     if body.out_tree != in_tree:
         raise TypeError(
             f"while_loop: body_fun must return a carry with the structure of init_val, "
             f"{in_tree}; it returned {body.out_tree}"
         )
     _coerce(body, avals, "while_loop", "body_fun's output", "init_val")
-    pred = _control.trace_function(lambda ts: cond_fun(tree.unflatten(in_tree, ts)), avals)
+    pred = _control.trace_function(
+        lambda ts: cond_fun(tree.unflatten(in_tree, _weak_view(ts, stays))), avals
+    )
     if len(pred.outvars) != 1:
         raise TypeError(f"while_loop: cond_fun must return one scalar bool, got {pred.out_tree}")
     got, weak = pred.out_aval(0)
     if weak and got.dtype == np.bool_:
-        pred.outvars[0] = _wrap(np.asarray(pred.outvars[0]))
+        pred.cast_output(0, got)
     elif got.shape != () or got.dtype != np.bool_:
         err = _ShapeError if got.shape != () else _DTypeError
         raise err(f"while_loop: cond_fun must return a scalar bool, got {got}")
@@ -595,7 +604,7 @@ def scan(
     )
     c_leaves = [_as_tensor(c) for c in c_leaves]
     c_avals = [c.aval for c in c_leaves]
-    traced = _control.trace_function(body, c_avals + x_avals)
+    traced = _control.trace_function(lambda ts: body(_weak_view(ts, stays)), c_avals + x_avals)
     if trees["carry"] != c_tree:
         raise TypeError(
             f"scan: f must return a carry with the structure of init, {c_tree}; it returned "

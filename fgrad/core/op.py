@@ -8,13 +8,12 @@ See STYLE.md section 2.2 for the contract.
 
 from __future__ import annotations
 
+import math
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
-
-import math
-import operator
 
 import numpy as np
 

@@ -36,7 +36,7 @@ from fgrad import tree
 from fgrad._config import config
 from fgrad.core.debug import check_step
 from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
-from fgrad.core.op import REGISTRY, Check, array_result, defop, scalar_arith
+from fgrad.core.op import REGISTRY, Check, array_result, defop
 from fgrad.core.trace import Tracer, new_trace
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops._batch import batch_size, with_batch
@@ -200,9 +200,9 @@ class SubGraph:
                 slot[id(v)] = len(slot)
                 outs.append(slot[id(v)])
             kernel = node.op.kernel
-            if not node.op.multiple_results and any(
+            if not node.op.multiple_results and not node.outputs[0].aval.weak and any(
                 isinstance(v, Var) and v.aval.weak for v in node.inputs
-            ) and node.op is not scalar_arith:  # a Python scalar in (see jit's program)
+            ):  # a Python scalar in (see jit's program)
                 kernel = _array_kernel(kernel)
             steps.append((kernel, ins, node.params, tuple(outs), node.op.multiple_results))
         self._steps = steps

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from fgrad.core.graph import Graph, Node, Var
-from fgrad.core.op import array_result, scalar_arith
+from fgrad.core.op import array_result
 from fgrad.tensor import ShapeDtype, Tensor
 
 __all__ = ["Program"]
@@ -524,7 +524,7 @@ class Program:
             else:  # the op's own kernel (also an "into" form without a buffer)
                 kw = [f"{key}={const(val)}" for key, val in node.params.items()]
                 call = f"{const(node.op.kernel)}({', '.join(['xp'] + args + kw)})"
-            if not node.op.multiple_results and node.op is not scalar_arith and any(
+            if not node.op.multiple_results and not o.aval.weak and any(
                 isinstance(v, Var) and v.aval.weak for v in node.inputs
             ):  # a Python scalar in: the kernel may hand one back where the aval is an array
                 call = f"{const(array_result)}({call})"

@@ -283,14 +283,14 @@ FNP_OF_A_FLOAT = [
 @pytest.mark.parametrize("name", FNP_OF_A_FLOAT + ["stop_gradient"])
 def test_an_fnp_function_of_a_traced_float_is_an_array_as_eagerly(name):
     fn = getattr(fgrad, name) if name == "stop_gradient" else getattr(fnp, name)
-    f = lambda x, s: (x * fn(s), fn(s))  # noqa: E731
+    f = lambda x, s: (x * fn(s), fn(s))
     x = fnp.ones(2, dtype="float32")
     _same(f(x, 0.5), fgrad.jit(f)(x, 0.5))
     assert f(x, 0.5)[0].dtype == np.float64  # numpy's rule for an array made of a float
 
 
 def test_python_unary_operators_on_a_traced_float_stay_weak():
-    f = lambda x, s: (x * -s, x * +s, x * abs(s), -s, abs(s))  # noqa: E731
+    f = lambda x, s: (x * -s, x * +s, x * abs(s), -s, abs(s))
     x = fnp.ones(2, dtype="float32")
     _same(f(x, -0.5), fgrad.jit(f)(x, -0.5))
     assert fgrad.jit(f)(x, -0.5)[0].dtype == np.float32
@@ -350,3 +350,20 @@ def test_cond_branches_mixing_a_traced_float_with_other_results(other, sign):
         assert jitted.dtype == np.float64
     else:
         assert jitted.dtype == eager.dtype == np.float32
+
+
+def test_a_weak_carry_is_weak_inside_the_body_too():
+    # The carry c[0] stays a Python number eagerly, so c[1] + c[0] stays float32 (fuzzing).
+    def f(a0, s0):
+        v0 = a0.at[0].add(s0)
+        return lax.fori_loop(0, 2, lambda i, c: (c[0] * s0, c[1] + c[0]), (s0, v0))
+
+    a0 = fnp.ones(1, dtype="float32")
+    _same(f(a0, 0.7), fgrad.jit(f)(a0, 0.7))
+    assert fgrad.jit(f)(a0, 0.7)[1].dtype == np.float32
+
+
+def test_scan_outputs_stacked_from_a_weak_carry():
+    xs = fnp.ones(4, dtype="float32")
+    f = lambda xs, lr: lax.scan(lambda c, x: (c * lr, (c, x * c)), 1.0, xs)
+    _same(f(xs, 0.5), fgrad.jit(f)(xs, 0.5))

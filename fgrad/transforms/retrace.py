@@ -150,11 +150,12 @@ class RetraceMonitor:
             f"jit({self.fname}) has traced and compiled {self.scalar_retraces + 1} times "
             f"because the Python int or bool argument(s) {names} took new values: under jit "
             "Python ints and bools are compile-time constants (they usually give shapes, "
-            "axes or flags), so every new value compiles a new program. Pass the value as "
-            f"an array (for example fnp.asarray({first})) to compile once for all values, or "
-            "name it in "
-            "static_argnums / static_argnames to keep one program per value deliberately "
-            "(which also silences this warning)."
+            "axes or flags), so every new value compiles a new program. To compile once for "
+            f"all values, pass it as an array (fnp.asarray({first}); arithmetic with an int "
+            "array makes float32 results float64, as in numpy) or, if it only enters "
+            f"arithmetic, as a Python float (float({first}), which jit traces weakly, "
+            "keeping float32 float32). Or name it in static_argnums / static_argnames to "
+            "keep one program per value deliberately (which also silences this warning)."
         )
 
 

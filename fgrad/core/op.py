@@ -581,3 +581,13 @@ to_weak = _ToWeak(
     None,
 )
 to_weak.batch = _to_weak_batch
+
+
+def _scalar_arith_batch(op: Op, args: tuple, dims: tuple, *, fn: Callable) -> tuple:
+    # One number per example cannot stay a Python number: the Python operator runs on the
+    # arrays instead (Tensor operators, so fgrad ops), mapped over the leading axis.
+    mapped = any(d is not None for d in dims)
+    return (fn(*args), 0) if mapped else (op(*args, fn=fn), None)
+
+
+scalar_arith.batch = _scalar_arith_batch

@@ -367,3 +367,16 @@ def test_scan_outputs_stacked_from_a_weak_carry():
     xs = fnp.ones(4, dtype="float32")
     f = lambda xs, lr: lax.scan(lambda c, x: (c * lr, (c, x * c)), 1.0, xs)
     _same(f(xs, 0.5), fgrad.jit(f)(xs, 0.5))
+
+
+@pytest.mark.parametrize("wrap", [lambda f: f, fgrad.jit], ids=["eager", "jit"])
+def test_vmap_of_a_loop_whose_python_counter_runs_per_example(wrap):
+    # The counter stays a Python number (weak); under vmap the predicate differs between
+    # examples, so the counter is mapped too and its Python arithmetic runs on arrays.
+    def f(x):
+        return lax.while_loop(lambda c: fnp.sum(c[0]) < 5.0, lambda c: (c[0] * 2, c[1] + 1), (x, 0))
+
+    xs = fnp.asarray([[0.5], [1.0], [3.0]])
+    y, n = fgrad.vmap(wrap(f))(xs)
+    np.testing.assert_array_equal(np.asarray(n), [4, 3, 1])
+    np.testing.assert_array_equal(np.asarray(y), [[8.0], [8.0], [6.0]])

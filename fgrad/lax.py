@@ -31,7 +31,7 @@ from fgrad import tree
 
 # Internals under private names: ``fgrad.lax`` shows only its public API (``__all__``).
 from fgrad.core.graph import GraphTrace as _GraphTrace
-from fgrad.core.op import to_weak as _to_weak
+from fgrad.core.weak import to_weak as _to_weak
 from fgrad.core.trace import active_traces as _active_traces
 from fgrad.core.trace import concrete_value as _concrete_value
 from fgrad.errors import ConcretizationError as _ConcretizationError

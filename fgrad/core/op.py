@@ -8,8 +8,6 @@ See STYLE.md section 2.2 for the contract.
 
 from __future__ import annotations
 
-import math
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -19,7 +17,7 @@ import numpy as np
 
 from fgrad import backend
 from fgrad.core.trace import Tracer, bind
-from fgrad.tensor import ShapeDtype, Tensor, WeakShapeDtype, asarray
+from fgrad.tensor import ShapeDtype, Tensor, asarray
 
 __all__ = ["Op", "Check", "defop", "REGISTRY", "LINEAR"]
 
@@ -323,8 +321,10 @@ def _defer(op: Op, x: Any, y: Any) -> Any:
     ``x == None`` is False rather than an error (as JAX's operators do). Lists and tuples
     of numbers are arrays, as in numpy (else ``x * [1, 2]`` would repeat the list)."""
     if isinstance(x, Tracer) or isinstance(y, Tracer):  # the traced path: no type survey
-        if _weak(x) and _weak(y) and op.name in _PY_BINARY:
-            return scalar_arith(x, y, fn=_PY_BINARY[op.name])
+        from fgrad.core import weak  # Python arithmetic on jit's traced Python floats
+
+        if weak.is_weak(x) and weak.is_weak(y) and op.name in weak.PY_BINARY:
+            return weak.scalar_arith(x, y, fn=weak.PY_BINARY[op.name])
         return bind(op, (x, y), {})
     if type(x) in (list, tuple):
         x = _from_sequence(x)
@@ -469,125 +469,7 @@ def defop(
     return op
 
 
-# ------------------------------------------------------------- weak scalar arithmetic
-# Under jit a Python float or complex argument is traced as a weakly typed scalar
-# (WeakShapeDtype), as JAX does, so that a new value does not retrace. Python operators
-# between such scalars and Python numbers (``lr * 2``, ``1 - beta``, ``-lr``) are Python
-# arithmetic in eager code, whose results stay weak: they record a ``scalar_arith`` node
-# that runs the Python operator itself, so the result is a Python scalar again when the
-# program runs, and ``float32 array * (lr * 2)`` stays float32 exactly as in eager code.
-# It is not in REGISTRY: only jit's weak tracers reach it, never a differentiated value.
-
-_PY_BINARY = {
-    "add": operator.add,
-    "subtract": operator.sub,
-    "multiply": operator.mul,
-    "divide": operator.truediv,
-    "floor_divide": operator.floordiv,
-    "remainder": operator.mod,
-    "power": operator.pow,
-    "less": operator.lt,
-    "less_equal": operator.le,
-    "greater": operator.gt,
-    "greater_equal": operator.ge,
-    "equal": operator.eq,
-    "not_equal": operator.ne,
-}
-_STAND_IN = {"f": 1.0, "c": 1 + 0j, "i": 1, "u": 1, "b": True}
-
-
-def _weak(x: Any) -> bool:
-    # Only jit's own tracers: a weak value inside grad or jvp (a loop's weak carry) goes to
-    # the op, which records its derivative (scalar_arith has none).
-    return type(x) in _SCALARS or (isinstance(x, Tracer) and x.weak and _graph_tracer(x))
-
-
-def _graph_tracer(x: Any) -> bool:
-    from fgrad.core.graph import GraphTracer
-
-    return type(x) is GraphTracer
-
-
-def _scalar_arith_aval(*avals: Any, fn: Callable) -> WeakShapeDtype:
-    values = [a if type(a) in _SCALARS else _STAND_IN[np.dtype(a.dtype).kind] for a in avals]
-    return WeakShapeDtype((), np.dtype(type(fn(*values))))
-
-
 def array_result(out: Any) -> Any:
     """A kernel's result as an array: given Python scalars only, some kernels return one
     (``np.real(1.5)``, an identity kernel), where the op's result is an array (strong)."""
     return np.asarray(out) if type(out) in _SCALARS else out
-
-
-def _python(*args: Any, fn: Callable) -> Any:
-    out = fn(*args)
-    if type(out) is complex and not any(type(a) is complex for a in args):
-        # (-1.3) ** 0.5: Python answers with a complex, but the trace typed a real
-        # (the values were unknown): NaN, as JAX (and numpy's power) give.
-        return math.nan
-    return out
-
-
-class _ScalarArith(Op):
-    __slots__ = ()
-
-    def __call__(self, *args: Any, fn: Callable) -> Any:
-        if any(isinstance(a, Tracer) for a in args):
-            return bind(self, args, {"fn": fn})
-        return _python(*args, fn=fn)  # a replayed graph: Python scalars in and out
-
-
-scalar_arith = _ScalarArith(
-    "scalar_arith",
-    lambda xp, *args, fn: _python(*args, fn=fn),
-    _scalar_arith_aval,
-    None,
-    None,
-    True,
-    False,
-    None,
-)
-
-
-class _ToWeak(Op):
-    __slots__ = ()
-
-    def __call__(self, x: Any) -> Any:
-        if isinstance(x, Tracer):
-            return bind(self, (x,), {})
-        return _python_scalar(x._data if isinstance(x, Tensor) else x)
-
-
-def _python_scalar(x: Any) -> Any:
-    return x.item() if hasattr(x, "item") else x
-
-
-def _to_weak_batch(op: Op, args: tuple, dims: tuple, **params: Any) -> tuple:
-    # Mapped over a batch it cannot be one Python number: it stays the (strong) array.
-    return (args[0], dims[0]) if dims[0] is not None else (op(args[0]), None)
-
-
-# A 0-d result that eager code computes as a Python number (a loop whose carry stays
-# one, a cond whose branches return numbers) but a traced loop computes as an array:
-# back to a Python number when the program runs, weakly typed while tracing.
-to_weak = _ToWeak(
-    "to_weak",
-    lambda xp, x: _python_scalar(x),
-    lambda x: WeakShapeDtype((), np.dtype(x.dtype)),
-    None,
-    None,
-    True,
-    False,
-    None,
-)
-to_weak.batch = _to_weak_batch
-
-
-def _scalar_arith_batch(op: Op, args: tuple, dims: tuple, *, fn: Callable) -> tuple:
-    # One number per example cannot stay a Python number: the Python operator runs on the
-    # arrays instead (Tensor operators, so fgrad ops), mapped over the leading axis.
-    mapped = any(d is not None for d in dims)
-    return (fn(*args), 0) if mapped else (op(*args, fn=fn), None)
-
-
-scalar_arith.batch = _scalar_arith_batch

@@ -11,6 +11,7 @@ import operator
 from types import FunctionType, ModuleType
 
 from fgrad.core.trace import Tracer
+from fgrad.core.weak import is_weak, scalar_arith
 from fgrad.tensor import Tensor
 
 _BINARY = {
@@ -135,9 +136,7 @@ def _round_method(fn):
     """``round(x)`` and ``round(x, n)``: a Tensor, as JAX's (not a Python number)."""
 
     def __round__(self, ndigits=None):
-        from fgrad.core.op import _weak, scalar_arith
-
-        if self.weak and _weak(self):  # jit's traced Python float: Python's round, as eagerly
+        if self.weak and is_weak(self):  # jit's traced Python float: Python's round, as eagerly
             args = (self,) if ndigits is None else (self, ndigits)
             return scalar_arith(*args, fn=round)
         return fn(self, 0 if ndigits is None else ndigits)
@@ -168,9 +167,7 @@ def _part(fn, attr: str):
     """``x.real`` / ``x.imag``: of jit's traced Python float, a Python number, as in eager code."""
 
     def get(self):
-        from fgrad.core.op import _weak, scalar_arith
-
-        if self.weak and _weak(self):
+        if self.weak and is_weak(self):
             return scalar_arith(self, fn=_PY_PARTS[attr])
         return fn(self)
 
@@ -188,9 +185,7 @@ _PY_UNARY = {"__neg__": operator.neg, "__pos__": operator.pos, "__abs__": abs}
 
 def _weak_unary(py_fn, tensor_method):
     def method(self):
-        from fgrad.core.op import _weak, scalar_arith
-
-        if self.weak and _weak(self):
+        if self.weak and is_weak(self):
             return scalar_arith(self, fn=py_fn)
         return tensor_method(self)
 

@@ -462,3 +462,26 @@ def test_fill_values_that_are_not_scalars_are_errors():
         fnp.full_like(fnp.ones(3), fnp.ones(3))
     with pytest.raises(ValueError, match="pad: constant_values must be a scalar"):
         fnp.pad(fnp.ones(3), 1, constant_values=fnp.ones(2))
+
+
+# ----------------------------------------------------------- linspace with traced ends
+
+
+@pytest.mark.parametrize(
+    "start, stop, num, endpoint",
+    [(0.0, 1.0, 5, True), (0.1, 0.7, 7, True), (-2.5, 3.3, 4, False), (1.0, 1.0, 3, True), (0.3, 0.9, 1, True), (0.0, 1.0, 0, True)],
+)
+def test_linspace_with_traced_ends_equals_numpy(start, stop, num, endpoint):
+    f = fgrad.jit(lambda a, b: fnp.linspace(a, b, num, endpoint=endpoint))
+    got = f(start, stop)
+    want = np.linspace(start, stop, num, endpoint=endpoint)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(a(got), want)  # bit for bit: the same formula
+
+
+def test_linspace_is_differentiable_in_its_ends_and_keeps_float32():
+    check_grads(lambda s, t: fnp.linspace(s, t, 5), (fnp.asarray(-1.0), fnp.asarray(2.0)), order=2)
+    s32 = fnp.asarray(2.0, dtype="float32")
+    assert fgrad.jit(lambda s: fnp.linspace(0.0, s, 3))(s32).dtype == np.float32
+    rows = fgrad.vmap(lambda s: fnp.linspace(0.0, s, 3))(fnp.asarray([1.0, 2.0]))
+    np.testing.assert_array_equal(a(rows), [[0.0, 0.5, 1.0], [0.0, 1.0, 2.0]])

@@ -196,15 +196,34 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, de
 def linspace(start: float, stop: float, num: int = 50, *, endpoint: bool = True, dtype: Any = None, device: Any = None):
     """``num`` evenly spaced values from ``start`` to ``stop`` (float64 by default).
 
+    ``start`` and ``stop`` may be traced (under ``jit``, ``grad``), as in JAX: the values
+    are then computed with ops, as numpy computes them (``start + i * step``, the last
+    one ``stop``), and are differentiable in the ends. ``num`` must be a Python int.
+
     Example:
         >>> fnp.linspace(0.0, 1.0, 3)
         Tensor([0. , 0.5, 1. ], dtype=float64)
+        >>> fgrad.jit(lambda stop: fnp.linspace(0.0, stop, 3))(2.0)
+        Tensor([0., 1., 2.], dtype=float64)
     """
     num = _static(num, "linspace", "num")
-    hint = "for traced ends write start + (stop - start) * fnp.linspace(0.0, 1.0, num)"
-    start, stop = _static((start, stop), "linspace", "start or stop", hint)
+    if isinstance(start, Tracer) or isinstance(stop, Tracer):
+        return _traced_linspace(start, stop, num, endpoint, dtype)
+    start, stop = _static((start, stop), "linspace", "start or stop")
     data = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
     return _asarray(data, device=device)
+
+
+def _traced_linspace(start: Any, stop: Any, num: int, endpoint: bool, dtype: Any) -> Tensor:
+    # numpy's function_base.linspace: y = arange(num) * step + start, and y[-1] = stop.
+    out_dtype = np.dtype(dtypes.result_type(start, stop, 1.0)) if dtype is None else np.dtype(dtype)
+    div = (num - 1) if endpoint else num
+    delta = stop - start
+    steps = _make("arange", num, dtype=None, device=None)
+    y = steps * (delta / div) + start if div > 0 else steps * delta + start
+    if endpoint and num > 1:
+        y = y.at[-1].set(stop)
+    return y.astype(out_dtype)
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None):

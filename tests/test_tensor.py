@@ -273,3 +273,13 @@ def test_formatting_traced_values():
     assert seen[-1] == "1.50"
     with pytest.raises(fgrad.ConcretizationError, match="cannot format a traced value f64\\[\\] with '.3f'"):
         fgrad.jit(lambda x: (f"{x:.3f}", x)[1])(fnp.asarray(1.0))
+
+
+def test_divmod_as_numpy_and_for_traced_floats_as_python():
+    q, r = divmod(fnp.asarray([7.0, -7.0]), 3)
+    nq, nr = np.divmod(np.asarray([7.0, -7.0]), 3)
+    assert_array_equal(np.asarray(q), nq)
+    assert_array_equal(np.asarray(r), nr)
+    q, r = divmod(7, fnp.asarray(3))
+    assert int(q) == 2 and int(r) == 1
+    assert fgrad.jit(lambda s: divmod(s, 0.3))(1.0) == divmod(1.0, 0.3)

@@ -215,6 +215,10 @@ def install(ns: ModuleType) -> None:
             setattr(Tensor, attr, property(_part(fn, attr) if attr in ("real", "imag") else fn))
     if getattr(ns, "round", None) is not None:
         Tensor.__round__ = _round_method(ns.round)
+    # divmod(x, y) is (x // y, x % y), as numpy's divmod: through the operators, so jit's
+    # traced Python floats get Python's divmod.
+    Tensor.__divmod__ = lambda self, other: (self // other, self % other)
+    Tensor.__rdivmod__ = lambda self, other: (other // self, other % self)
     for dunder, py_fn in _PY_UNARY.items():  # ``-lr`` of jit's traced Python float
         if dunder in Tensor.__dict__:
             setattr(Tracer, dunder, _weak_unary(py_fn, Tensor.__dict__[dunder]))

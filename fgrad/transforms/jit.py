@@ -475,12 +475,16 @@ def _trace(flat_f: Callable, leaves: list, in_tree: Any) -> Graph:
                 "not an array or a Python number; a jitted function returns pytrees of arrays "
                 "and numbers (return other values from a wrapper around the jitted part)"
             )
-        if isinstance(o, Tracer):
+        if isinstance(o, Tracer) and not o._trace.alive:
             from fgrad.errors import TracerLeakError
 
             raise TracerLeakError(
-                "jit: the function returned a tracer of an outer transform it closed over"
+                f"jit: the function's output leaf {k} is a tracer {o.aval} of a transform "
+                "that has already returned; return values out of the transformed function "
+                "instead of storing tracers in outer variables"
             )
+    # An output that is a live outer transform's tracer (f returned a value it closed
+    # over) is kept: such a graph is replayed under that transform, not cached.
     return Graph(invars, trace.nodes, outvars, in_tree, out_tree)
 
 

@@ -87,3 +87,19 @@ def test_make_graph_traces_keyword_arguments():
     assert len(g.invars) == 2
     out = g.evaluate((fnp.full(2, 3.0),), {"b": fnp.full(2, 2.0)})
     np.testing.assert_array_equal(np.asarray(out), [6.0, 6.0])
+
+
+def test_jit_returning_a_value_it_closed_over_from_an_outer_transform():
+    # As JAX: jit(lambda x: y) inside grad(y) returns y (replayed under grad, not cached).
+    assert float(fgrad.grad(lambda y: fgrad.jit(lambda x: y)(1.0))(2.0)) == 1.0
+    g = fgrad.grad(lambda y: fnp.sum(fgrad.jit(lambda x: (y, x * y))(fnp.asarray(3.0))[0]))(2.0)
+    assert float(g) == 1.0
+    out = fgrad.vmap(lambda y: fgrad.jit(lambda x: y * 2)(1.0))(fnp.arange(3.0))
+    np.testing.assert_array_equal(np.asarray(out), [0.0, 2.0, 4.0])
+
+
+def test_jit_returning_a_leaked_tracer_is_an_error():
+    leak = []
+    fgrad.grad(lambda y: (leak.append(y), y * 1.0)[1])(2.0)
+    with pytest.raises(fgrad.TracerLeakError, match="output leaf 0 is a tracer"):
+        fgrad.jit(lambda x: leak[0])(1.0)

@@ -196,9 +196,10 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, de
 def linspace(start: float, stop: float, num: int = 50, *, endpoint: bool = True, dtype: Any = None, device: Any = None):
     """``num`` evenly spaced values from ``start`` to ``stop`` (float64 by default).
 
-    ``start`` and ``stop`` may be traced (under ``jit``, ``grad``), as in JAX: the values
-    are then computed with ops, as numpy computes them (``start + i * step``, the last
-    one ``stop``), and are differentiable in the ends. ``num`` must be a Python int.
+    ``start`` and ``stop`` may be Tensors, also traced ones (under ``jit``, ``grad``), as
+    in JAX: the values are then computed with ops, by numpy's own steps (``start + i *
+    step`` in the ends' float dtype, the last one ``stop``, floored for an integer
+    ``dtype``), and are differentiable in the ends. ``num`` must be a Python int.
 
     Example:
         >>> fnp.linspace(0.0, 1.0, 3)
@@ -207,23 +208,33 @@ def linspace(start: float, stop: float, num: int = 50, *, endpoint: bool = True,
         Tensor([0., 1., 2.], dtype=float64)
     """
     num = _static(num, "linspace", "num")
-    if isinstance(start, Tracer) or isinstance(stop, Tracer):
-        return _traced_linspace(start, stop, num, endpoint, dtype)
-    start, stop = _static((start, stop), "linspace", "start or stop")
+    if isinstance(start, Tensor) or isinstance(stop, Tensor):
+        return _linspace_ops(start, stop, num, endpoint, dtype)
     data = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
     return _asarray(data, device=device)
 
 
-def _traced_linspace(start: Any, stop: Any, num: int, endpoint: bool, dtype: Any) -> Tensor:
-    # numpy's function_base.linspace: y = arange(num) * step + start, and y[-1] = stop.
-    out_dtype = np.dtype(dtypes.result_type(start, stop, 1.0)) if dtype is None else np.dtype(dtype)
+def _linspace_ops(start: Any, stop: Any, num: int, endpoint: bool, dtype: Any) -> Tensor:
+    """numpy's ``linspace`` (numpy/_core/function_base.py) step by step, with ops."""
+    from fgrad.numpy._elementwise import floor, where  # sibling modules of this layer
+    from fgrad.numpy._reductions import any as any_
+
+    dt = np.dtype(dtypes.result_type(start, stop, 1.0))  # the ends' float dtype
     div = (num - 1) if endpoint else num
     delta = stop - start
-    steps = _make("arange", num, dtype=None, device=None)
-    y = steps * (delta / div) + start if div > 0 else steps * delta + start
+    y = _make("arange", num, dtype=dt, device=None).reshape((-1,) + (1,) * len(np.shape(delta)))
+    if div > 0:
+        step = delta / div
+        # numpy divides first where a step underflows to 0 (subnormal ends, gh-5437)
+        y = where(any_(as_tensor(step == 0)), y / div * delta, y * step)
+    else:
+        y = y * delta
+    y = y + start
     if endpoint and num > 1:
         y = y.at[-1].set(stop)
-    return y.astype(out_dtype)
+    if dtype is not None and dtypes.is_integer(dtype):
+        y = floor(y)
+    return y.astype(dt if dtype is None else np.dtype(dtype))
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None):

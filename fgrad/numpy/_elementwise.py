@@ -8,11 +8,14 @@ because numpy has no namespace for them (scipy.special's names, as in ``jax.scip
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
 
 from fgrad import dtypes
+from fgrad.core.trace import Tracer
+from fgrad.core.weak import is_weak, scalar_arith
 from fgrad.ops import elementwise as _e
 from fgrad.ops.elementwise import (
     abs,
@@ -443,7 +446,11 @@ def nan_to_num(
 
 
 def _logic_or_bits(name: str, op: str, logical, bitwise, example: str):
+    python_op = {"&": operator.and_, "|": operator.or_, "^": operator.xor}[op]
+
     def fn(x: Any, y: Any) -> Any:
+        if (isinstance(x, Tracer) or isinstance(y, Tracer)) and is_weak(x) and is_weak(y):
+            return scalar_arith(x, y, fn=python_op)  # jit's traced numbers: Python's operator
         dtype = np.dtype(dtypes.result_type(x, y))
         if dtypes.is_bool(dtype):
             return logical(x, y)

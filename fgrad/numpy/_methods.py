@@ -180,7 +180,13 @@ _PY_PARTS = {"real": lambda v: v.real, "imag": lambda v: v.imag}
 # Python's unary operators on jit's traced Python floats are Python arithmetic, as they
 # are on the float eagerly (the result stays weak); fnp.negative / fnp.abs are ops, whose
 # results are arrays, as eagerly. So tracers get their own operator methods.
-_PY_UNARY = {"__neg__": operator.neg, "__pos__": operator.pos, "__abs__": abs}
+_PY_UNARY = {
+    "__neg__": operator.neg,
+    "__pos__": operator.pos,
+    "__abs__": abs,
+    "__invert__": operator.invert,
+    "conjugate": lambda v: v.conjugate(),
+}
 
 
 def _weak_unary(py_fn, tensor_method):

@@ -380,3 +380,56 @@ def test_vmap_of_a_loop_whose_python_counter_runs_per_example(wrap):
     y, n = fgrad.vmap(wrap(f))(xs)
     np.testing.assert_array_equal(np.asarray(n), [4, 3, 1])
     np.testing.assert_array_equal(np.asarray(y), [[8.0], [8.0], [6.0]])
+
+
+# --------------------------------------------------------- found by the third bug hunt
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        pytest.param(lambda x, a, b: x * (((a > 0) & (b > 0)) * 2.5 + 1.0), id="and"),
+        pytest.param(lambda x, a, b: x * (((a > 0) | (b > 0)) * 2.5 + 1.0), id="or"),
+        pytest.param(lambda x, a, b: x * (((a > 0) ^ (b > 0)) * 2.5 + 1.0), id="xor"),
+        pytest.param(lambda x, a, b: x * ~(a > 0), id="invert"),
+        pytest.param(lambda x, a, b: (x * a.conjugate(), b.conjugate()), id="conjugate"),
+        pytest.param(lambda x, a, b: ((a > 0) & (b > 0), ~(a > 0)), id="python bools out"),
+    ],
+)
+def test_logical_operators_and_conjugate_of_traced_floats_as_python(f):
+    x = fnp.asarray([1.0, 2.0, 3.0], dtype="float32")
+    for a, b in ((0.5, -0.25), (-1.0, 2.0)):
+        _same(f(x, a, b), fgrad.jit(f)(x, a, b))
+
+
+@pytest.mark.parametrize(
+    "make, reference",
+    [
+        pytest.param(
+            lambda a, b: fnp.linspace(a, b, 5, dtype="int32"),
+            lambda a, b: np.linspace(a, b, 5, dtype="int32"),
+            id="int dtype floors",
+        ),
+        pytest.param(
+            lambda a, b: fnp.linspace(fnp.asarray(np.float32(-2.5)), b, 4),
+            lambda a, b: np.linspace(np.float32(-2.5), b, 4),
+            id="float32 end",
+        ),
+        pytest.param(
+            lambda a, b: fnp.linspace(fnp.asarray([a, 1.0, 2.0]), b, 4),
+            lambda a, b: np.linspace(np.asarray([a, 1.0, 2.0]), b, 4),
+            id="array start",
+        ),
+        pytest.param(
+            lambda a, b: fnp.linspace(0.0, b * 5e-324, 5),
+            lambda a, b: np.linspace(0.0, b * 5e-324, 5),
+            id="subnormal step",
+        ),
+    ],
+)
+def test_linspace_with_tensor_or_traced_ends_follows_numpy(make, reference):
+    a, b = -2.5, 7.9
+    want = reference(a, b)
+    for got in (make(a, b), fgrad.jit(make)(a, b)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), want)

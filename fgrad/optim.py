@@ -46,6 +46,7 @@ import numpy as np  # integer limits only; arrays go through fgrad ops
 
 import fgrad.numpy as fnp
 from fgrad import tree
+from fgrad.core.weak import to_weak
 from fgrad.tensor import Tensor
 
 __all__ = [
@@ -259,18 +260,19 @@ def sgd(
     """
     learning_rate = _check_lr("sgd", learning_rate)
     momentum = _check_range("sgd", "momentum", momentum, 0.0, None)
-    if nesterov and momentum == 0.0:
+    has_momentum = _traced_scalar(momentum) or momentum != 0.0  # a traced one: a buffer
+    if nesterov and not has_momentum:
         raise ValueError("sgd: nesterov=True needs momentum > 0")
 
     def init(params: Any) -> SgdState:
-        return SgdState(_init_count(params), _zeros_like_tree(params) if momentum else None)
+        return SgdState(_init_count(params), _zeros_like_tree(params) if has_momentum else None)
 
     def update(grads: Any, state: SgdState, params: Any = None) -> tuple[Any, SgdState]:
         count = _count("sgd", state, grads)
         neg_lr = _per_dtype(-_lr_at(learning_rate, count))
         buf = None
         direction = grads
-        if momentum:
+        if has_momentum:
             buf = tree.map(lambda b, g: momentum * b + g, state.momentum, grads)
             direction = tree.map(lambda b, g: g + momentum * b, buf, grads) if nesterov else buf
         updates = tree.map(lambda d: neg_lr(d) * d, direction)
@@ -480,9 +482,10 @@ def rmsprop(
     decay = _check_range("rmsprop", "decay", decay, 0.0, 1.0)
     eps = _check_range("rmsprop", "eps", eps, 0.0, None)
     momentum = _check_range("rmsprop", "momentum", momentum, 0.0, None)
+    has_momentum = _traced_scalar(momentum) or momentum != 0.0
 
     def init(params: Any) -> RmsPropState:
-        buf = _zeros_like_tree(params) if momentum else None
+        buf = _zeros_like_tree(params) if has_momentum else None
         return RmsPropState(_init_count(params), _zeros_like_tree(params), buf)
 
     def update(grads: Any, state: RmsPropState, params: Any = None):
@@ -491,7 +494,7 @@ def rmsprop(
         nu = tree.map(lambda v, g: decay * v + (1.0 - decay) * (g * g), state.nu, grads)
         direction = tree.map(lambda g, v: g / (fnp.sqrt(v) + eps), grads, nu)
         buf = None
-        if momentum:
+        if has_momentum:
             buf = tree.map(lambda b, s: momentum * b + s, state.momentum, direction)
             direction = buf
         updates = tree.map(lambda d: neg_lr(d) * d, direction)
@@ -672,7 +675,17 @@ def _step_tensor(step: Any) -> tuple[Tensor, bool]:
 
 
 def _schedule_value(value: Any, python: bool) -> Any:
-    return float(value) if python else value
+    """For a Python step, a Python float, as eager code gives (weakly typed when traced:
+    a hyper-parameter was a Python float argument of ``jit``)."""
+    if not python:
+        return value
+    return to_weak(value) if _traced_scalar(value) else float(value)
+
+
+def _hyper(value: Any) -> Any:
+    """A schedule's hyper-parameter as a Python float, or as it is when traced (a Python
+    float argument of ``jit``), as optax takes arrays."""
+    return value if _traced_scalar(value) else float(value)
 
 
 def constant_schedule(value: float) -> Schedule:
@@ -689,7 +702,7 @@ def constant_schedule(value: float) -> Schedule:
         >>> constant_schedule(0.1)(1000)
         0.1
     """
-    value = float(value)
+    value = _hyper(value)
 
     def schedule(step: Any) -> float:
         return value
@@ -726,7 +739,7 @@ def cosine_decay_schedule(init_value: float, decay_steps: int, alpha: float = 0.
         Loshchilov & Hutter, "SGDR: Stochastic Gradient Descent with Warm Restarts",
         ICLR 2017, arXiv:1608.03983, Eq. (5).
     """
-    init_value, alpha = float(init_value), float(alpha)
+    init_value, alpha = _hyper(init_value), _hyper(alpha)
     decay_steps = _check_steps("cosine_decay_schedule", "decay_steps", decay_steps, 1)
 
     def schedule(step: Any) -> Any:
@@ -767,7 +780,7 @@ def linear_warmup(peak_value: float, warmup_steps: int, init_value: float = 0.0)
         Goyal et al., "Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour", 2017,
         arXiv:1706.02677, Sec. 2.2 (gradual warm-up).
     """
-    peak_value, init_value = float(peak_value), float(init_value)
+    peak_value, init_value = _hyper(peak_value), _hyper(init_value)
     warmup_steps = _check_steps("linear_warmup", "warmup_steps", warmup_steps, 0)
 
     def schedule(step: Any) -> Any:
@@ -823,7 +836,7 @@ def warmup_cosine_decay_schedule(
     warmup_steps = _check_steps(name, "warmup_steps", warmup_steps, 0)
     decay_steps = _check_steps(name, "decay_steps", decay_steps, warmup_steps + 1)
     warmup = linear_warmup(peak_value, warmup_steps, init_value)
-    peak_value, end_value = float(peak_value), float(end_value)
+    peak_value, end_value = _hyper(peak_value), _hyper(end_value)
     period = decay_steps - warmup_steps
 
     def schedule(step: Any) -> Any:

@@ -433,3 +433,20 @@ def test_linspace_with_tensor_or_traced_ends_follows_numpy(make, reference):
     for got in (make(a, b), fgrad.jit(make)(a, b)):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        pytest.param(lambda x, v: optim.apply_updates(x, optim.sgd(0.1, momentum=v).update(x, optim.sgd(0.1, momentum=v).init(x), x)[0]), id="sgd momentum"),
+        pytest.param(lambda x, v: optim.apply_updates(x, optim.rmsprop(0.1, momentum=v).update(x, optim.rmsprop(0.1, momentum=v).init(x), x)[0]), id="rmsprop momentum"),
+        pytest.param(lambda x, v: x * optim.constant_schedule(v)(3), id="constant"),
+        pytest.param(lambda x, v: x * optim.cosine_decay_schedule(v, 10)(3), id="cosine"),
+        pytest.param(lambda x, v: x * optim.linear_warmup(v, 10)(3), id="warmup"),
+        pytest.param(lambda x, v: x * optim.warmup_cosine_decay_schedule(0.0, v, 2, 10)(5), id="warmup cosine"),
+    ],
+)
+def test_optimiser_hyperparameters_and_schedules_take_traced_floats(f):
+    x = fnp.ones((2, 3), dtype="float32")
+    for v in (0.5, 0.25):
+        _same(f(x, v), fgrad.jit(f)(x, v))

@@ -218,6 +218,9 @@ class Tensor:
         """Whether the Tensor was donated to a jitted function (its values are gone), as
         JAX's ``Array.is_deleted``.
 
+        Returns:
+            True when the values are gone (``shape`` and ``dtype`` stay readable).
+
         Example:
             >>> step = fgrad.jit(lambda w: w * 0.5, donate_argnums=0)
             >>> w = fnp.ones(1024)
@@ -231,7 +234,14 @@ class Tensor:
         """Wait until the Tensor's value is computed and return it, as in JAX.
 
         On the GPU (cupy) kernels run asynchronously: time a call with
-        ``f(x).block_until_ready()``. On numpy values are ready on return.
+        ``f(x).block_until_ready()``. On numpy values are ready on return; a traced value
+        is returned as it is.
+
+        Returns:
+            This Tensor (any shape and dtype), unchanged.
+
+        Raises:
+            DeletedError: the Tensor was donated to a jitted function.
 
         Example:
             >>> fgrad.jit(lambda x: x * 2.0)(fnp.ones(2)).block_until_ready()
@@ -402,6 +412,15 @@ def block_until_ready(x: Any) -> Any:
 
     Leaves that are not Tensors are passed through. Use it to time GPU (cupy) code,
     whose kernels run asynchronously; on numpy it returns at once.
+
+    Args:
+        x: any pytree; its Tensor leaves may have any shape and dtype.
+
+    Returns:
+        ``x`` itself.
+
+    Raises:
+        DeletedError: a Tensor leaf was donated to a jitted function.
 
     Example:
         >>> out = fgrad.block_until_ready({"loss": fnp.array(0.5), "step": 3})

@@ -303,6 +303,12 @@ def leaf_paths(treedef: TreeDef) -> list[tuple[str, ...]]:
     sequence position or a registered node's child, ``"['w']"`` for a dict key,
     ``".name"`` for a namedtuple field. Used by error messages that name a leaf.
 
+    Args:
+        treedef: the structure, from :func:`flatten` or :func:`structure`.
+
+    Returns:
+        One tuple of key strings per leaf (empty for a tree that is a single leaf).
+
     Example:
         >>> ["".join(p) for p in leaf_paths(structure(({"w": 1, "b": 2}, [3])))]
         ["[0]['b']", "[0]['w']", '[1][0]']

@@ -485,3 +485,9 @@ def test_linspace_is_differentiable_in_its_ends_and_keeps_float32():
     assert fgrad.jit(lambda s: fnp.linspace(0.0, s, 3))(s32).dtype == np.float32
     rows = fgrad.vmap(lambda s: fnp.linspace(0.0, s, 3))(fnp.asarray([1.0, 2.0]))
     np.testing.assert_array_equal(a(rows), [[0.0, 0.5, 1.0], [0.0, 1.0, 2.0]])
+
+
+@pytest.mark.parametrize("start", [0.0, fnp.asarray(0.0)])
+def test_linspace_negative_num_is_an_error(start):
+    with pytest.raises(ValueError, match="num must be >= 0, got -1"):
+        fnp.linspace(start, 1.0, -1)

@@ -201,6 +201,22 @@ def linspace(start: float, stop: float, num: int = 50, *, endpoint: bool = True,
     step`` in the ends' float dtype, the last one ``stop``, floored for an integer
     ``dtype``), and are differentiable in the ends. ``num`` must be a Python int.
 
+    Args:
+        start, stop: Python numbers, or Tensors (0-d, or arrays that broadcast together:
+            the result then has shape ``(num, *broadcast shape)``).
+        num: number of values, a Python int ``>= 0``.
+        endpoint: include ``stop`` (default True).
+        dtype: result dtype; default the ends' float dtype (float64 for Python numbers).
+        device: ``"cpu"`` or ``"cuda[:N]"`` for Python-number ends; Tensor ends keep
+            their own device.
+
+    Returns:
+        Tensor of shape ``(num, ...)``.
+
+    Raises:
+        ConcretizationError: ``num`` is traced.
+        ValueError: ``num`` is negative.
+
     Example:
         >>> fnp.linspace(0.0, 1.0, 3)
         Tensor([0. , 0.5, 1. ], dtype=float64)
@@ -208,6 +224,8 @@ def linspace(start: float, stop: float, num: int = 50, *, endpoint: bool = True,
         Tensor([0., 1., 2.], dtype=float64)
     """
     num = _static(num, "linspace", "num")
+    if num < 0:
+        raise ValueError(f"linspace: num must be >= 0, got {num}")
     if isinstance(start, Tensor) or isinstance(stop, Tensor):
         return _linspace_ops(start, stop, num, endpoint, dtype)
     data = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)

@@ -40,15 +40,17 @@ complex128 = np.dtype(np.complex128)
 _PY_SCALARS = (bool, int, float, complex)
 
 
-# What a weakly typed traced scalar (jit's Python scalar arguments) stands for in promotion.
-_WEAK_STAND_IN = {"f": 0.0, "c": 0j, "i": 0, "u": 0, "b": False}
+# A Python number of each dtype kind: what a weakly typed traced scalar (jit's Python float
+# arguments) stands for in promotion, and where its Python arithmetic is typed (1, so that
+# no stand-in divides by zero).
+WEAK_STAND_IN = {"f": 1.0, "c": 1 + 0j, "i": 1, "u": 1, "b": True}
 
 
 def _dtype_or_weak(x: Any) -> Any:
     if type(x) in _PY_SCALARS:
         return x  # numpy 2 treats a Python scalar in result_type as weak
-    if x.weak if hasattr(x, "weak") else False:
-        return _WEAK_STAND_IN[np.dtype(x.dtype).kind]
+    if getattr(x, "weak", False):
+        return WEAK_STAND_IN[np.dtype(x.dtype).kind]
     if isinstance(x, (type, np.dtype, str)):
         return np.dtype(x)
     return np.dtype(x.dtype)

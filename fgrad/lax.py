@@ -31,21 +31,24 @@ from fgrad import tree
 
 # Internals under private names: ``fgrad.lax`` shows only its public API (``__all__``).
 from fgrad.core.graph import GraphTrace as _GraphTrace
-from fgrad.core.weak import to_weak as _to_weak
 from fgrad.core.trace import active_traces as _active_traces
 from fgrad.core.trace import concrete_value as _concrete_value
+from fgrad.core.weak import to_weak as _to_weak
+from fgrad.dtypes import WEAK_STAND_IN as _WEAK_STAND_IN
 from fgrad.errors import ConcretizationError as _ConcretizationError
 from fgrad.errors import DTypeError as _DTypeError
 from fgrad.errors import ShapeError as _ShapeError
 from fgrad.ops import control as _control
 from fgrad.tensor import ShapeDtype as _ShapeDtype
-from fgrad.tensor import WeakShapeDtype as _WeakShapeDtype
 from fgrad.tensor import Tensor as _Tensor
+from fgrad.tensor import WeakShapeDtype as _WeakShapeDtype
 from fgrad.tensor import asarray as _asarray
 from fgrad.transforms import ad as _ad
 from fgrad.transforms import passes as _passes
 
 __all__ = ["cond", "fori_loop", "scan", "switch", "while_loop"]
+
+_NUMBERS = (bool, int, float, complex)  # Python numbers: weakly typed, as in JAX
 
 
 def _optimize(graph):
@@ -127,12 +130,11 @@ def _settle_weak(leaves: list, trace: Callable) -> tuple[list, list[bool]]:
     ``trace(avals)`` traces the body on carry avals. Other leaves come back as they are.
     Reference: JAX's ``_promote_weak_typed_inputs``.
     """
-    numbers = (bool, int, float, complex)
-    weak = [type(x) in numbers or getattr(x, "weak", False) for x in leaves]
+    weak = [type(x) in _NUMBERS or getattr(x, "weak", False) for x in leaves]
     if not any(weak):
         return leaves, weak
     probe = [
-        _WeakShapeDtype((), np.result_type(x) if type(x) in numbers else x.dtype) if w else _aval(x)
+        _WeakShapeDtype((), np.result_type(x) if type(x) in _NUMBERS else x.dtype) if w else _aval(x)
         for x, w in zip(leaves, weak)
     ]
     try:
@@ -167,7 +169,7 @@ def _carry_signature(carry: Any) -> tuple:
     """The structure of a carry and its array leaves' avals (None for Python numbers,
     which are weak and may change), for :func:`_check_carry`; computed once per loop."""
     leaves, treedef = tree.flatten(carry)
-    return treedef, [None if type(x) in (bool, int, float, complex) else _aval(x) for x in leaves]
+    return treedef, [None if type(x) in _NUMBERS else _aval(x) for x in leaves]
 
 
 def _check_carry(name: str, what: str, new: Any, signature: tuple) -> None:
@@ -182,7 +184,7 @@ def _check_carry(name: str, what: str, new: Any, signature: tuple) -> None:
             f"returned {new_tree}"
         )
     for k, (got, w) in enumerate(zip(new_leaves, avals)):
-        if w is None or type(got) in (bool, int, float, complex):
+        if w is None or type(got) in _NUMBERS:
             continue
         g = _aval(got)
         if tuple(g.shape) != tuple(w.shape) or np.dtype(g.dtype) != np.dtype(w.dtype):
@@ -315,7 +317,7 @@ def _switch_traced(name, index, branches, operands, names):
                         f"{names[k]}; every branch must return the same shapes and dtypes"
                     )
         else:  # numpy's type for the numbers (a weak Var counts as a number of its kind)
-            target = _ShapeDtype((), np.result_type(*[a.dtype.type(0).item() for _, a, _ in outs]))
+            target = _ShapeDtype((), np.result_type(*[_WEAK_STAND_IN[a.dtype.kind] for _, a, _ in outs]))
         want.append(target)
         numbers.append(not strong)  # a Python number from every branch: weak, as eagerly
     for k, t in enumerate(traced):
@@ -390,15 +392,15 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
             val = new
     leaves, in_tree = tree.flatten(init_val)
 
-    def trace_body(avals):
-        return _control.trace_function(lambda ts: body_fun(tree.unflatten(in_tree, ts)), avals)
+    def trace_body(avals, stays=()):
+        return _control.trace_function(
+            lambda ts: body_fun(tree.unflatten(in_tree, _weak_view(ts, stays))), avals
+        )
 
     leaves, stays = _settle_weak(leaves, trace_body)
     leaves = [_as_tensor(x) for x in leaves]
     avals = [x.aval for x in leaves]
-    body = _control.trace_function(
-        lambda ts: body_fun(tree.unflatten(in_tree, _weak_view(ts, stays))), avals
-    )
+    body = trace_body(avals, stays)
     if body.out_tree != in_tree:
         raise TypeError(
             f"while_loop: body_fun must return a carry with the structure of init_val, "

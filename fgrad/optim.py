@@ -563,8 +563,7 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
         Pascanu, Mikolov & Bengio, "On the difficulty of training recurrent neural networks",
         ICML 2013, Algorithm 1.
     """
-    if not _traced_scalar(max_norm):
-        max_norm = float(max_norm)
+    max_norm = _hyper(max_norm)
     if not _traced_scalar(max_norm) and not max_norm > 0.0:
         raise ValueError(f"clip_by_global_norm: max_norm must be > 0, got {max_norm}")
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from fgrad import backend
+from fgrad.core.graph import GraphTracer
 from fgrad.core.trace import Tracer, bind
 from fgrad.tensor import ShapeDtype, Tensor, asarray
 
@@ -321,10 +322,11 @@ def _defer(op: Op, x: Any, y: Any) -> Any:
     ``x == None`` is False rather than an error (as JAX's operators do). Lists and tuples
     of numbers are arrays, as in numpy (else ``x * [1, 2]`` would repeat the list)."""
     if isinstance(x, Tracer) or isinstance(y, Tracer):  # the traced path: no type survey
-        from fgrad.core import weak  # Python arithmetic on jit's traced Python floats
+        if type(x) is GraphTracer or type(y) is GraphTracer:  # maybe jit's traced floats
+            from fgrad.core import weak  # (it imports this module)
 
-        if weak.is_weak(x) and weak.is_weak(y) and op.name in weak.PY_BINARY:
-            return weak.scalar_arith(x, y, fn=weak.PY_BINARY[op.name])
+            if weak.is_weak(x) and weak.is_weak(y) and op.name in weak.PY_BINARY:
+                return weak.scalar_arith(x, y, fn=weak.PY_BINARY[op.name])
         return bind(op, (x, y), {})
     if type(x) in (list, tuple):
         x = _from_sequence(x)

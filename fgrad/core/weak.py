@@ -21,12 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from fgrad.core.graph import GraphTracer
+from fgrad.core.graph import GraphTracer, Node, Var
 from fgrad.core.op import Op
 from fgrad.core.trace import Tracer, bind
+from fgrad.dtypes import WEAK_STAND_IN
 from fgrad.tensor import Tensor, WeakShapeDtype
 
-__all__ = ["PY_BINARY", "is_weak", "scalar_arith", "to_weak"]
+__all__ = ["PY_BINARY", "is_weak", "needs_array_result", "scalar_arith", "to_weak"]
 
 _SCALARS = frozenset((int, float, complex, bool))
 
@@ -45,18 +46,29 @@ PY_BINARY = {
     "equal": operator.eq,
     "not_equal": operator.ne,
 }
-_STAND_IN = {"f": 1.0, "c": 1 + 0j, "i": 1, "u": 1, "b": True}
 
 
 def is_weak(x: Any) -> bool:
     """A Python number, or a weakly typed tracer of jit (its Python arithmetic stays weak)."""
     # Only jit's own tracers: a weak value inside grad or jvp (a loop's weak carry) goes to
     # the op, which records its derivative (scalar_arith has none).
-    return type(x) in _SCALARS or (isinstance(x, Tracer) and x.weak and type(x) is GraphTracer)
+    return type(x) in _SCALARS or (type(x) is GraphTracer and x.weak)
+
+
+def needs_array_result(node: Node) -> bool:
+    """Whether running ``node`` on a weak input (a Python scalar when a program runs) may
+    hand back a Python scalar where its output aval is an array: an identity-like kernel
+    (``stop_gradient``), or one such as ``np.real(1.5)``. Runners wrap those kernels in
+    :func:`fgrad.core.op.array_result`."""
+    return (
+        not node.op.multiple_results
+        and not node.outputs[0].aval.weak
+        and any(isinstance(v, Var) and v.aval.weak for v in node.inputs)
+    )
 
 
 def _scalar_arith_aval(*avals: Any, fn: Callable) -> WeakShapeDtype:
-    values = [a if type(a) in _SCALARS else _STAND_IN[np.dtype(a.dtype).kind] for a in avals]
+    values = [a if type(a) in _SCALARS else WEAK_STAND_IN[np.dtype(a.dtype).kind] for a in avals]
     return WeakShapeDtype((), np.dtype(type(fn(*values))))
 
 
@@ -78,6 +90,13 @@ class _ScalarArith(Op):
         return _python(*args, fn=fn)  # a replayed graph: Python scalars in and out
 
 
+def _scalar_arith_batch(op: Op, args: tuple, dims: tuple, *, fn: Callable) -> tuple:
+    # One number per example cannot stay a Python number: the Python operator runs on the
+    # arrays instead (Tensor operators, so fgrad ops), mapped over the leading axis.
+    mapped = any(d is not None for d in dims)
+    return (fn(*args), 0) if mapped else (op(*args, fn=fn), None)
+
+
 scalar_arith = _ScalarArith(
     "scalar_arith",
     lambda xp, *args, fn: _python(*args, fn=fn),
@@ -88,6 +107,7 @@ scalar_arith = _ScalarArith(
     False,
     None,
 )
+scalar_arith.batch = _scalar_arith_batch
 
 
 class _ToWeak(Op):
@@ -122,13 +142,3 @@ to_weak = _ToWeak(
     None,
 )
 to_weak.batch = _to_weak_batch
-
-
-def _scalar_arith_batch(op: Op, args: tuple, dims: tuple, *, fn: Callable) -> tuple:
-    # One number per example cannot stay a Python number: the Python operator runs on the
-    # arrays instead (Tensor operators, so fgrad ops), mapped over the leading axis.
-    mapped = any(d is not None for d in dims)
-    return (fn(*args), 0) if mapped else (op(*args, fn=fn), None)
-
-
-scalar_arith.batch = _scalar_arith_batch

@@ -163,18 +163,7 @@ def _reduction_method(fn):
     return method
 
 
-def _part(fn, attr: str):
-    """``x.real`` / ``x.imag``: of jit's traced Python float, a Python number, as in eager code."""
-
-    def get(self):
-        if self.weak and is_weak(self):
-            return scalar_arith(self, fn=_PY_PARTS[attr])
-        return fn(self)
-
-    get.__doc__ = fn.__doc__
-    return get
-
-
+# ``x.real`` / ``x.imag`` of jit's traced Python float: Python numbers, as in eager code.
 _PY_PARTS = {"real": lambda v: v.real, "imag": lambda v: v.imag}
 
 # Python's unary operators on jit's traced Python floats are Python arithmetic, as they
@@ -195,6 +184,7 @@ def _weak_unary(py_fn, tensor_method):
             return scalar_arith(self, fn=py_fn)
         return tensor_method(self)
 
+    method.__doc__ = getattr(tensor_method, "__doc__", None)
     return method
 
 
@@ -218,7 +208,9 @@ def install(ns: ModuleType) -> None:
     for attr, name in _PROPERTIES.items():
         fn = getattr(ns, name, None)
         if fn is not None:
-            setattr(Tensor, attr, property(_part(fn, attr) if attr in ("real", "imag") else fn))
+            setattr(Tensor, attr, property(fn))
+            if attr in _PY_PARTS:  # tracers only: plain Tensors skip the check
+                setattr(Tracer, attr, property(_weak_unary(_PY_PARTS[attr], fn)))
     if getattr(ns, "round", None) is not None:
         Tensor.__round__ = _round_method(ns.round)
     # divmod(x, y) is (x // y, x % y), as numpy's divmod: through the operators, so jit's

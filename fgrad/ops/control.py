@@ -38,6 +38,7 @@ from fgrad.core.debug import check_step
 from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
 from fgrad.core.op import REGISTRY, Check, array_result, defop
 from fgrad.core.trace import Tracer, new_trace
+from fgrad.core.weak import needs_array_result
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops._batch import batch_size, with_batch
 from fgrad.ops._rules import PerInput, shape_of
@@ -199,11 +200,7 @@ class SubGraph:
             for v in node.outputs:
                 slot[id(v)] = len(slot)
                 outs.append(slot[id(v)])
-            kernel = node.op.kernel
-            if not node.op.multiple_results and not node.outputs[0].aval.weak and any(
-                isinstance(v, Var) and v.aval.weak for v in node.inputs
-            ):  # a Python scalar in (see jit's program)
-                kernel = _array_kernel(kernel)
+            kernel = _array_kernel(node.op.kernel) if needs_array_result(node) else node.op.kernel
             steps.append((kernel, ins, node.params, tuple(outs), node.op.multiple_results))
         self._steps = steps
         self._outs = tuple(ref(o) for o in graph.outvars)

@@ -28,6 +28,7 @@ from fgrad._config import config
 from fgrad.core.debug import check_program
 from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Var
 from fgrad.core.trace import Tracer, new_trace
+from fgrad.errors import TracerLeakError
 from fgrad.tensor import Donated, ShapeDtype, Tensor, WeakShapeDtype, _wrap
 from fgrad.transforms.passes import exact_key, optimize
 from fgrad.transforms.program import Program
@@ -53,8 +54,9 @@ class _Slow(Exception):
 
 def _walk(x: Any, datas: list, sig: list) -> Any:
     """The structure of the argument pytree ``x``; arrays go to ``datas``, their
-    signatures (and static Python scalars) to ``sig``; traced Python scalars go to both. Raises _Slow for anything but
-    Tensors, numpy arrays, Python scalars, None, tuples, lists and dicts."""
+    signatures (and static Python scalars) to ``sig``; traced Python scalars go to both.
+    Raises _Slow for anything but Tensors, numpy arrays, Python scalars, None, tuples,
+    lists and dicts."""
     t = type(x)
     if t is Tensor:
         d = x._data
@@ -121,11 +123,12 @@ def jit(
     floats and complex numbers are traced too, weakly typed as in JAX (``float32 x * lr``
     stays float32, as it does eagerly), so a new value reuses the program; Python control
     flow on them needs them static. Python ints and bools and the arguments named static
-    are part of the signature, so a new value retraces (``fgrad.config.
-    explain_cache_misses`` logs why each trace happened; a ``RetraceWarning`` says when
-    new int or bool values keep causing traces). The programs of the 64 most recent
-    signatures are kept. The traced graph is simplified (dead code, common subexpressions, constant
-    folding, shape plumbing) and run as one kernel call per node. Works on ``grad(f)``,
+    are part of the signature, so a new value retraces
+    (``fgrad.config.explain_cache_misses`` logs why each trace happened; a
+    ``RetraceWarning`` says when new int or bool values keep causing traces). The
+    programs of the 64 most recent signatures are kept. The traced graph is simplified
+    (dead code, common subexpressions, constant folding, shape plumbing) and run as one
+    kernel call per node. Works on ``grad(f)``,
     whole training steps, and inside other transforms (``grad(jit(f))``, ``jit(grad(f))``).
 
     On numpy the compiled program keeps buffers for its intermediates between calls
@@ -173,16 +176,8 @@ def jit(
     """
     if not callable(f):
         raise TypeError(f"jit: expected a function to compile, got {type(f).__name__} {f!r}")
-    static_nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-    static_names = (
-        (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
-    )
-    static_nums, static_names = _complete_positions(f, static_nums, static_names, "static")
-    donate_nums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
-    donate_names = (
-        (donate_argnames,) if isinstance(donate_argnames, str) else tuple(donate_argnames)
-    )
-    donate_nums, donate_names = _complete_positions(f, donate_nums, donate_names, "donate")
+    static_nums, static_names = _complete_positions(f, static_argnums, static_argnames, "static")
+    donate_nums, donate_names = _complete_positions(f, donate_argnums, donate_argnames, "donate")
     both = sorted(set(donate_names) & set(static_names)) or sorted(set(donate_nums) & set(static_nums))
     if both:
         raise ValueError(
@@ -193,7 +188,7 @@ def jit(
     donating = bool(donate_nums or donate_names)
     cache: dict[Any, tuple[Graph, Program | None]] = {}
     stats = {"hits": 0, "misses": 0}
-    monitor = RetraceMonitor(_name(f), _positional_params(f))
+    monitor = RetraceMonitor(_name(f), _positional_params(f), _CACHE_SIZE)
 
     def split(args, kwargs):
         nargs = len(args)
@@ -400,14 +395,17 @@ def _consume(args: tuple, kwargs: dict, donate_nums: tuple, donate_names: tuple,
                 leaf._data = Donated(f"jit({_name(f)})", data.shape, data.dtype)
 
 
-def _complete_positions(f: Callable, nums: tuple, names: tuple, what: str) -> tuple[tuple, tuple]:
-    """Complete ``{what}_argnums`` and ``{what}_argnames`` from each other, as JAX does.
+def _complete_positions(f: Callable, nums: Any, names: Any, what: str) -> tuple[tuple, tuple]:
+    """Complete ``{what}_argnums`` and ``{what}_argnames`` (each one value or a sequence)
+    from each other, as JAX does.
 
     A static (or donated) argument named may be passed positionally and one numbered may
     be passed by keyword; positions beyond ``f``'s positional parameters, and names that
     are not its parameters (unless it takes ``**kwargs``), are errors: a misspelt name
     would otherwise be traced silently.
     """
+    nums = (nums,) if isinstance(nums, int) else tuple(nums)
+    names = (names,) if isinstance(names, str) else tuple(names)
     try:
         params = list(inspect.signature(f).parameters.values())
     except (TypeError, ValueError):  # builtins and some callables have no signature
@@ -424,7 +422,9 @@ def _complete_positions(f: Callable, nums: tuple, names: tuple, what: str) -> tu
     if positional is None:
         return nums, names
     _check_positions(f, nums, f"{what}_argnums", positional)
-    nums = tuple(sorted({n % len(positional) for n in nums} | {positional.index(m) for m in names if m in positional}))
+    nums = tuple(
+        sorted({n % len(positional) for n in nums} | {positional.index(m) for m in names if m in positional})
+    )
     names = tuple(sorted(set(names) | {positional[n] for n in nums}))
     return nums, names
 
@@ -476,8 +476,6 @@ def _trace(flat_f: Callable, leaves: list, in_tree: Any) -> Graph:
                 "and numbers (return other values from a wrapper around the jitted part)"
             )
         if isinstance(o, Tracer) and not o._trace.alive:
-            from fgrad.errors import TracerLeakError
-
             raise TracerLeakError(
                 f"jit: the function's output leaf {k} is a tracer {o.aval} of a transform "
                 "that has already returned; return values out of the transformed function "

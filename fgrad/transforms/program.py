@@ -20,6 +20,7 @@ import numpy as np
 
 from fgrad.core.graph import Graph, Node, Var
 from fgrad.core.op import array_result
+from fgrad.core.weak import needs_array_result
 from fgrad.tensor import ShapeDtype, Tensor
 
 __all__ = ["Program"]
@@ -524,9 +525,7 @@ class Program:
             else:  # the op's own kernel (also an "into" form without a buffer)
                 kw = [f"{key}={const(val)}" for key, val in node.params.items()]
                 call = f"{const(node.op.kernel)}({', '.join(['xp'] + args + kw)})"
-            if not node.op.multiple_results and not o.aval.weak and any(
-                isinstance(v, Var) and v.aval.weak for v in node.inputs
-            ):  # a Python scalar in: the kernel may hand one back where the aval is an array
+            if needs_array_result(node):
                 call = f"{const(array_result)}({call})"
             lines.append(f"{target} = {call}  # {node.op.name}")
             read_here = {id(v): v for v in node.inputs if isinstance(v, Var)}

@@ -14,7 +14,6 @@ the same spirit.
 
 from __future__ import annotations
 
-import struct
 import warnings
 from collections import deque
 from typing import Any
@@ -24,14 +23,14 @@ import numpy as np
 from fgrad import tree
 from fgrad.errors import RetraceWarning
 from fgrad.tensor import ShapeDtype
+from fgrad.transforms.passes import exact_key
 
 __all__ = ["RetraceMonitor", "WARN_AFTER"]
 
-# Traces caused only by new Python scalar values before the warning. A handful of
-# values (a few fixed settings) is normal use; a schedule that changes every step
-# passes this within a few steps.
+# Traces caused only by new values of Python int or bool arguments before the warning.
+# A handful of values (a few fixed settings) is normal use; a step counter passed as an
+# int passes this within a few steps.
 WARN_AFTER = 8
-_REMEMBERED = 64  # signatures compared against (jit's cache keeps as many)
 
 
 class RetraceMonitor:
@@ -41,12 +40,13 @@ class RetraceMonitor:
         fname: the function's name, for messages.
         positional: names of its positional parameters (None when unknown), so that a
             leaf is named ``lr`` rather than ``args[2]``.
+        remember: how many recent signatures to compare with (as many as jit keeps).
     """
 
-    def __init__(self, fname: str, positional: list[str] | None):
+    def __init__(self, fname: str, positional: list[str] | None, remember: int):
         self.fname = fname
         self.positional = positional
-        self.seen: deque = deque(maxlen=_REMEMBERED)
+        self.seen: deque = deque(maxlen=remember)
         self.scalar_retraces = 0
         self.scalar_paths: dict[str, None] = {}  # ordered set
         self.warned = False
@@ -90,9 +90,7 @@ class RetraceMonitor:
             f"{self._leaf_name(path)}: {_show(sig)}"
             for path, sig in zip(tree.leaf_paths(in_tree), leaf_sigs)
         ]
-        parts += [
-            f"{self._arg_name(k) if isinstance(k, int) else k}={v!r} (static)" for k, v in static
-        ]
+        parts += [f"{self._static_name(k)}={v!r} (static)" for k, v in static]
         return "(" + ", ".join(parts) + ")"
 
     def _differences(self, old: tuple, new: tuple, paths: list) -> list[tuple[str, str, str]]:
@@ -104,8 +102,8 @@ class RetraceMonitor:
         old_static_d, new_static_d = dict(old_static), dict(new_static)
         for k in new_static_d:
             a, b = old_static_d.get(k), new_static_d[k]
-            if type(a) is not type(b) or _exact(a) != _exact(b):
-                name = self._arg_name(k) if isinstance(k, int) else k
+            if type(a) is not type(b) or exact_key(a) != exact_key(b):
+                name = self._static_name(k)
                 diffs.append(("static", name, f"static argument {name} changed from {a!r} to {b!r}"))
         for path, a, b in zip(paths, old_leaves, new_leaves):
             if a == b:
@@ -131,6 +129,10 @@ class RetraceMonitor:
             text = f"the keyword arguments changed from {old_kwargs} to {new_kwargs}"
             diffs.append(("tree", "", text))
         return diffs
+
+    def _static_name(self, k: int | str) -> str:
+        """A static argument's name: ``static`` pairs hold a position or a keyword."""
+        return self._arg_name(k) if isinstance(k, int) else k
 
     def _arg_name(self, n: int) -> str:
         if self.positional is not None and n < len(self.positional):
@@ -159,33 +161,16 @@ class RetraceMonitor:
         )
 
 
-def _exact(x: Any) -> Any:
-    from fgrad.transforms.passes import exact_key
-
-    try:
-        return exact_key(x)
-    except TypeError:
-        return id(x)
-
-
 def _show(sig: tuple) -> str:
     """One signature entry of jit, as a user reads it."""
     kind = sig[0]
     if kind == "weak":
         return f"a traced Python {sig[1].__name__}"
-    if kind == "static":
-        return f"Python {sig[1].__name__} {_scalar_value(sig[2])!r}"
+    if kind == "static":  # a Python int or bool, whose exact_key is itself
+        return f"Python {sig[1].__name__} {sig[2]!r}"
     if kind == "aval":
         return f"{sig[1]} (traced by an outer transform)"
     _, shape, dtype, xp = sig
     where = "" if xp is np else f" ({getattr(xp, '__name__', xp)} array)"
     return f"{ShapeDtype(shape, dtype)}{where}"
 
-
-def _scalar_value(key: Any) -> Any:
-    """The Python scalar that ``passes.exact_key`` turned into ``key``."""
-    if type(key) is tuple and key[0] is float:
-        return struct.unpack("<d", key[1])[0]
-    if type(key) is tuple and key[0] is complex:
-        return complex(*struct.unpack("<dd", key[1]))
-    return key

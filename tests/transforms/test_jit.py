@@ -234,6 +234,36 @@ def test_outputs_never_view_the_arena():
         np.testing.assert_array_equal(np.asarray(r), k)
 
 
+def test_small_batched_matmul_gets_a_row_major_right_operand():
+    # attention's q @ k^T: the transposed view of small matrices is copied into a buffer
+    # (OpenBLAS is faster on row-major operands there); larger ones, and views that other
+    # steps read too, stay views. Values are eager's either way.
+    def scores(q, k):
+        return fnp.tanh(q @ fnp.permute_dims(k, (0, 1, 3, 2)))
+
+    def big(q, k):
+        return fnp.tanh(q @ fnp.permute_dims(k, (0, 2, 1)))
+
+    def shared(q, k):
+        kt = fnp.permute_dims(k, (0, 2, 1))
+        return q @ kt, fnp.exp(kt)
+
+    cases = [
+        (scores, (_rand(2, 3, 16, 8), _rand(2, 3, 16, 8, seed=1)), 1),
+        (big, (_rand(2, 128, 64), _rand(2, 128, 64, seed=1)), 0),
+        (shared, (_rand(4, 16, 8), _rand(4, 16, 8, seed=1)), 0),
+    ]
+    for f, args, copies in cases:
+        jf = fgrad.jit(f)
+        source = Program(jf.graph(*args), np).source
+        lines = [line for line in source.splitlines() if line.endswith("# permute_dims")]
+        assert sum("out=" in line for line in lines) == copies, source
+        for _ in range(2):  # the second call reuses the buffers
+            got, want = jf(*args), f(*args)
+            for g, w in zip(fgrad.tree.leaves(got), fgrad.tree.leaves(want)):
+                np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+
+
 def test_host_constants_move_to_the_programs_namespace(monkeypatch):
     # On cupy a numpy constant (a captured Tensor, a folded value) cannot meet device
     # arrays in one kernel: the program converts it once with its namespace's asarray.

@@ -148,7 +148,15 @@ def _settle_weak(leaves: list, trace: Callable) -> tuple[list, list[bool]]:
             continue
         got, number = traced.out_aval(k)
         if got.weak or number:
-            stays[k] = np.dtype(got.dtype) == np.dtype(p.dtype)
+            same = np.dtype(got.dtype) == np.dtype(p.dtype)
+            if not same and type(x) in _NUMBERS and np.result_type(p.dtype, got.dtype) == got.dtype:
+                # A Python int carry that the body makes a float (``c + 0.5``): the
+                # loop starts from the float, as JAX's promotion and eager Python do.
+                leaves[k] = {"b": bool, "i": int, "u": int, "f": float, "c": complex}[
+                    np.dtype(got.dtype).kind
+                ](x)
+                same = True
+            stays[k] = same
         elif got.shape == ():  # strong, even of the same dtype, as JAX
             leaves[k] = _asarray(x, dtype=got.dtype)
     return leaves, stays
@@ -169,7 +177,9 @@ def _carry_signature(carry: Any) -> tuple:
     """The structure of a carry and its array leaves' avals (None for Python numbers,
     which are weak and may change), for :func:`_check_carry`; computed once per loop."""
     leaves, treedef = tree.flatten(carry)
-    return treedef, [None if type(x) in _NUMBERS else _aval(x) for x in leaves]
+    return treedef, [
+        None if type(x) in _NUMBERS or getattr(x, "weak", False) else _aval(x) for x in leaves
+    ]
 
 
 def _check_carry(name: str, what: str, new: Any, signature: tuple) -> None:
@@ -496,7 +506,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
 
         def step(carry, _):
             i, val = carry
-            return (i + 1, body_fun(i, val)), None
+            return (i + 1, _fori_body(body_fun, i, val)), None
 
         start = (_asarray(lo, dtype=dtype), init_val)
         (_, val), _ = scan(step, start, None, length=max(hi - lo, 0))
@@ -504,9 +514,17 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
     i0 = _asarray(lower, dtype=dtype)
     hi = _asarray(upper, dtype=dtype)
     _, val = while_loop(
-        lambda c: c[0] < hi, lambda c: (c[0] + 1, body_fun(c[0], c[1])), (i0, init_val)
+        lambda c: c[0] < hi, lambda c: (c[0] + 1, _fori_body(body_fun, c[0], c[1])), (i0, init_val)
     )
     return val
+
+
+def _fori_body(body_fun: Callable, i: Any, val: Any) -> Any:
+    """``body_fun(i, val)``, its carry checked here: the scan or while_loop that runs a
+    traced fori_loop would name itself and count the index among the carry's leaves."""
+    new = body_fun(i, val)
+    _check_carry("fori_loop", "body_fun's output", new, _carry_signature(val))
+    return new
 
 
 def scan(

@@ -332,6 +332,37 @@ def test_fori_loop_index_is_an_integer_tensor():
     assert float(fgrad.jit(lambda v: lax.fori_loop(5, 2, body, v))(fnp.array(1.0))) == 1.0
 
 
+def test_fori_loop_carry_errors_name_fori_loop_in_every_mode():
+    # Under jit fori_loop runs as a scan (concrete bounds) or a while_loop (traced ones),
+    # whose own messages would name themselves and count the index as leaf 0.
+    def body(i, c):
+        return c + 0.5  # int64 carry + float: float64
+
+    calls = [
+        lambda: lax.fori_loop(0, 3, body, fnp.asarray(0)),
+        lambda: fgrad.jit(lambda: lax.fori_loop(0, 3, body, fnp.asarray(0)))(),
+        lambda: fgrad.jit(lambda n: lax.fori_loop(0, n, body, fnp.asarray(0)))(fnp.asarray(3)),
+    ]
+    for call in calls:
+        with pytest.raises(fgrad.errors.DTypeError, match=r"fori_loop: body_fun's output leaf 0 "):
+            call()
+
+
+def test_a_python_int_carry_made_a_float_by_the_body_starts_as_a_float():
+    # JAX's weak-type promotion of the initial carry (and what eager Python computes).
+    def body(i, c):
+        return c + 0.5
+
+    for loop in (
+        lambda: lax.fori_loop(0, 3, body, 0),
+        lambda: lax.while_loop(lambda c: c < 2, lambda c: c + 0.5, 0),
+        lambda: lax.scan(lambda c, x: (c + 0.5, c), 0, None, length=3)[0],
+    ):
+        want = loop()
+        got = fgrad.jit(loop)()
+        assert type(got) is type(want) is float and got == want
+
+
 def test_fori_loop_with_traced_bounds_is_a_forward_differentiable_while():
     def f(n, x):
         return lax.fori_loop(0, n, lambda i, v: v * x, fnp.ones_like(x))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,7 @@ __all__ = ["make_graph", "eval_shape"]
 _STATIC = (bool, int)  # Python numbers eval_shape passes as constants, as jit does
 
 
-def make_graph(f: Callable) -> Callable[..., Graph]:
+def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable[..., Graph]:
     """Make a function that traces ``f`` on its arguments' shapes and dtypes.
 
     No kernel runs: each op's shape rule gives its output's shape and dtype. Python
@@ -26,6 +26,9 @@ def make_graph(f: Callable) -> Callable[..., Graph]:
 
     Args:
         f: function of pytrees of Tensors.
+        static_argnums: positional arguments passed to ``f`` as they are, not traced
+            (shapes, flags, Python control flow), as in JAX's ``make_jaxpr``; they are not
+            inputs of the graph.
 
     Returns:
         A function taking ``f``'s arguments (Tensors, arrays or ``ShapeDtype``) and returning
@@ -33,6 +36,8 @@ def make_graph(f: Callable) -> Callable[..., Graph]:
 
     Raises:
         ConcretizationError: ``f`` needs a concrete value (``if x > 0:`` on a traced ``x``).
+        TypeError: ``static_argnums`` holds something other than ints.
+        ValueError: a ``static_argnums`` position is beyond the arguments of a call.
 
     Example:
         >>> g = fgrad.make_graph(lambda x: fnp.sum(fnp.sin(x) * 2.0))(fnp.ones(3))
@@ -45,10 +50,32 @@ def make_graph(f: Callable) -> Callable[..., Graph]:
         }
     """
 
+    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    if any(type(n) is not int for n in nums):
+        raise TypeError(
+            f"make_graph: static_argnums takes positions (ints), got {static_argnums!r}"
+        )
+
     def make_graph_f(*args: Any, **kwargs: Any) -> Graph:
+        fn = f
+        if nums:
+            bad = [n for n in nums if not -len(args) <= n < len(args)]
+            if bad:
+                raise ValueError(
+                    f"make_graph: static_argnums {bad} out of range for a call with "
+                    f"{len(args)} positional arguments"
+                )
+            static = {n % len(args): args[n] for n in nums}
+            args = tuple(a for n, a in enumerate(args) if n not in static)
+
+            def fn(*dyn: Any, **kw: Any) -> Any:
+                it = iter(dyn)
+                full = [static[n] if n in static else next(it) for n in range(len(dyn) + len(static))]
+                return f(*full, **kw)
+
         if kwargs:  # traced too: the graph's inputs are then (args, kwargs)
-            return trace_to_graph(lambda a, k: f(*a, **k), args, kwargs)
-        return trace_to_graph(f, *args)
+            return trace_to_graph(lambda a, k: fn(*a, **k), args, kwargs)
+        return trace_to_graph(fn, *args)
 
     return make_graph_f
 

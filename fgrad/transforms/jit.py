@@ -188,7 +188,7 @@ def jit(
     donating = bool(donate_nums or donate_names)
     cache: dict[Any, tuple[Graph, Program | None]] = {}
     stats = {"hits": 0, "misses": 0}
-    monitor = RetraceMonitor(_name(f), _positional_params(f), _CACHE_SIZE)
+    monitor = RetraceMonitor(_name(f), _positional_params(f), _CACHE_SIZE, _defaults(f))
 
     def split(args, kwargs):
         nargs = len(args)
@@ -272,6 +272,12 @@ def jit(
                 return out
         nums, static, dyn_args, dyn_kwargs = split(args, kwargs)
         leaves, in_tree = tree.flatten((dyn_args, dyn_kwargs))
+        if any(isinstance(x, ShapeDtype) for x in leaves):
+            raise TypeError(
+                f"jit({_name(f)}): called with a ShapeDtype, which has no values; for shapes "
+                "use the jitted function's .graph(...) or fgrad.eval_shape, and pass arrays "
+                "to compute"
+            )
         key = (in_tree, exact_key(static), tuple(_signature_leaf(x) for x in leaves))
         entry = cache.get(key)
         if entry is None:
@@ -280,11 +286,6 @@ def jit(
             stats["hits"] += 1
             graph, program = entry
         arrays = [x for x in leaves if type(x) not in _STATIC_SCALARS]
-        if any(isinstance(x, ShapeDtype) for x in arrays):
-            raise TypeError(
-                f"jit({_name(f)}): called with a ShapeDtype, which has no values; use "
-                f"{_name(f)}.graph(...) or fgrad.eval_shape for shapes, and arrays to compute"
-            )
         if program is None or any(isinstance(x, Tracer) for x in arrays):
             # Inside another transform: replay op by op so that transform records it.
             return _replay(graph, arrays)
@@ -351,6 +352,15 @@ def _positional_params(f: Callable) -> list[str] | None:
     return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
+def _defaults(f: Callable) -> dict[str, Any]:
+    """``f``'s parameters with default values, by name (empty without a signature)."""
+    try:
+        params = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in params if p.default is not p.empty}
+
+
 def _check_positions(f: Callable, nums: tuple, what: str, positional: list[str]) -> None:
     for n in nums:
         if not -len(positional) <= n < len(positional):
@@ -404,8 +414,8 @@ def _complete_positions(f: Callable, nums: Any, names: Any, what: str) -> tuple[
     are not its parameters (unless it takes ``**kwargs``), are errors: a misspelt name
     would otherwise be traced silently.
     """
-    nums = (nums,) if isinstance(nums, int) else tuple(nums)
-    names = (names,) if isinstance(names, str) else tuple(names)
+    nums = _typed_tuple(f, nums, int, f"{what}_argnums", "positions", f"{what}_argnames")
+    names = _typed_tuple(f, names, str, f"{what}_argnames", "parameter names", f"{what}_argnums")
     try:
         params = list(inspect.signature(f).parameters.values())
     except (TypeError, ValueError):  # builtins and some callables have no signature
@@ -427,6 +437,29 @@ def _complete_positions(f: Callable, nums: Any, names: Any, what: str) -> tuple[
     )
     names = tuple(sorted(set(names) | {positional[n] for n in nums}))
     return nums, names
+
+
+def _typed_tuple(f: Callable, value: Any, kind: type, what: str, meaning: str, other: str) -> tuple:
+    """``value`` (one ``kind`` or a sequence of them) as a tuple, or a TypeError that
+    points to ``other`` (argnums for names, argnames for positions)."""
+    if value is None:  # as JAX: none
+        return ()
+    items = (value,) if isinstance(value, (int, str)) else value
+    try:
+        items = tuple(items)
+    except TypeError:
+        items = (value,)
+    wrong = [x for x in items if not isinstance(x, kind) or isinstance(x, bool)]
+    if wrong:
+        raise TypeError(
+            f"jit({_name(f)}): {what} takes {meaning} ({kind.__name__} or a sequence of "
+            f"{kind.__name__}s), got {value!r}; " + (
+                f"to name a parameter use {other}={wrong[0]!r}" if isinstance(wrong[0], str)
+                else f"to give a position use {other}={wrong[0]!r}" if type(wrong[0]) is int
+                else f"pass {meaning}"
+            )
+        )
+    return items
 
 
 class _CacheInfo(tuple):

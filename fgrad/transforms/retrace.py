@@ -31,6 +31,7 @@ __all__ = ["RetraceMonitor", "WARN_AFTER"]
 # A handful of values (a few fixed settings) is normal use; a step counter passed as an
 # int passes this within a few steps.
 WARN_AFTER = 8
+_UNSET = object()  # a static argument a call did not pass
 
 
 class RetraceMonitor:
@@ -41,11 +42,20 @@ class RetraceMonitor:
         positional: names of its positional parameters (None when unknown), so that a
             leaf is named ``lr`` rather than ``args[2]``.
         remember: how many recent signatures to compare with (as many as jit keeps).
+        defaults: the default values of its parameters, by name, for a static argument
+            that a call did not pass.
     """
 
-    def __init__(self, fname: str, positional: list[str] | None, remember: int):
+    def __init__(
+        self,
+        fname: str,
+        positional: list[str] | None,
+        remember: int,
+        defaults: dict[str, Any] | None = None,
+    ):
         self.fname = fname
         self.positional = positional
+        self.defaults = defaults or {}
         self.seen: deque = deque(maxlen=remember)
         self.scalar_retraces = 0
         self.scalar_paths: dict[str, None] = {}  # ordered set
@@ -59,12 +69,14 @@ class RetraceMonitor:
         ``leaf_sigs`` jit's signature entry for each leaf.
         """
         new = (in_tree, static, leaf_sigs)
-        best = None
+        best, best_rank = None, None
         paths = tree.leaf_paths(in_tree) if self.seen else []
         for old in self.seen:
             diffs = self._differences(old, new, paths)
-            if best is None or len(diffs) < len(best):
-                best = diffs
+            # A signature of the same tree structure is closer than any of another one.
+            rank = (any(kind == "tree" for kind, _, _ in diffs), len(diffs))
+            if best_rank is None or rank < best_rank:
+                best, best_rank = diffs, rank
         self.seen.append(new)
         if best is None:
             return None
@@ -100,11 +112,12 @@ class RetraceMonitor:
             return self._structure_differences(old_tree, new_tree)
         diffs = []
         old_static_d, new_static_d = dict(old_static), dict(new_static)
-        for k in new_static_d:
-            a, b = old_static_d.get(k), new_static_d[k]
-            if type(a) is not type(b) or exact_key(a) != exact_key(b):
+        for k in sorted(old_static_d.keys() | new_static_d.keys(), key=str):
+            a, b = old_static_d.get(k, _UNSET), new_static_d.get(k, _UNSET)
+            if type(a) is not type(b) or a is not _UNSET and exact_key(a) != exact_key(b):
                 name = self._static_name(k)
-                diffs.append(("static", name, f"static argument {name} changed from {a!r} to {b!r}"))
+                text = f"static argument {name} changed from {self._static_value(name, a)} to "
+                diffs.append(("static", name, text + self._static_value(name, b)))
         for path, a, b in zip(paths, old_leaves, new_leaves):
             if a == b:
                 continue
@@ -129,6 +142,13 @@ class RetraceMonitor:
             text = f"the keyword arguments changed from {old_kwargs} to {new_kwargs}"
             diffs.append(("tree", "", text))
         return diffs
+
+    def _static_value(self, name: str, value: Any) -> str:
+        if value is not _UNSET:
+            return repr(value)
+        if name in self.defaults:
+            return f"not passed (default {self.defaults[name]!r})"
+        return "not passed"
 
     def _static_name(self, k: int | str) -> str:
         """A static argument's name: ``static`` pairs hold a position or a keyword."""

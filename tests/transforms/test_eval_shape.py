@@ -58,3 +58,17 @@ def test_shape_dtype_is_a_pytree_leaf():
     assert fgrad.tree.leaves({"a": s}) == [s]
     g = fgrad.make_graph(lambda x: x * 2.0)(s)
     assert g.outvars[0].aval == s
+
+
+def test_make_graph_static_argnums_are_passed_not_traced():
+    def f(x, n):
+        return x * n if n > 1 else -x  # Python control flow on n
+
+    g = fgrad.make_graph(f, static_argnums=1)(fnp.ones(2), 3)
+    assert len(g.invars) == 1 and [n.op.name for n in g.nodes] == ["multiply"]
+    g = fgrad.make_graph(f, static_argnums=-1)(fnp.ones(2), 0)
+    assert [n.op.name for n in g.nodes] == ["negative"]
+    with pytest.raises(ValueError, match="static_argnums \\[2\\] out of range"):
+        fgrad.make_graph(f, static_argnums=2)(fnp.ones(2), 3)
+    with pytest.raises(TypeError, match="static_argnums takes positions"):
+        fgrad.make_graph(f, static_argnums="n")

@@ -25,6 +25,25 @@ def test_static_argnums_out_of_range_is_an_error():
         fgrad.jit(_scale, static_argnums=3)
 
 
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"static_argnums": "mode"}, "static_argnums takes positions .* use static_argnames='mode'"),
+        ({"donate_argnums": "x"}, "donate_argnums takes positions .* use donate_argnames='x'"),
+        ({"static_argnames": 1}, "static_argnames takes parameter names .* use static_argnums=1"),
+        ({"static_argnums": 1.5}, "static_argnums takes positions"),
+    ],
+)
+def test_argnums_and_argnames_of_the_wrong_type_are_named(kwargs, match):
+    with pytest.raises(TypeError, match=rf"jit\(_scale\): {match}"):
+        fgrad.jit(_scale, **kwargs)
+
+
+def test_none_means_no_static_arguments():
+    f = fgrad.jit(_scale, static_argnums=None, static_argnames=None)
+    np.testing.assert_array_equal(np.asarray(f(fnp.ones(2))), [1.0, 1.0])
+
+
 def test_non_array_arguments_need_static():
     with pytest.raises(TypeError, match="static_argnums / static_argnames"):
         fgrad.jit(lambda x, s: x)(fnp.ones(2), "a")
@@ -72,6 +91,7 @@ def test_graph_takes_shape_dtypes_and_the_program_serves_later_calls():
     assert f.cache_info() == (1, 1, 1)  # compiled already
     with pytest.raises(TypeError, match="called with a ShapeDtype"):
         f(spec, fnp.ones(4, dtype="float32"))
+    assert f.cache_info() == (1, 1, 1)  # the refused call compiled nothing
 
 
 def test_clear_cache_resets_the_counters():

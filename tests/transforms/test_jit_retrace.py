@@ -68,6 +68,27 @@ def test_names_leaves_inside_arguments_and_static_arguments(explain):
     ]
 
 
+def test_compares_with_the_closest_signature_of_the_same_structure(explain):
+    f = fgrad.jit(lambda p: p["a"])
+    f({"a": fnp.ones(2)})
+    f({"a": fnp.ones(2), "b": fnp.ones(2)})
+    f({"a": fnp.ones(2, dtype="float32"), "b": fnp.ones(2)})  # the second, with f32 a
+    assert explain()[-1] == "jit(<lambda>) traces again: p['a'] changed from f64[2] to f32[2]"
+
+
+def test_a_static_argument_not_passed_shows_its_default(explain):
+    def reduce(x, mode="sum"):
+        return fnp.sum(x) if mode == "sum" else fnp.mean(x)
+
+    f = fgrad.jit(reduce, static_argnames="mode")
+    f(fnp.ones(3))
+    f(fnp.ones(3), mode="mean")
+    assert explain() == [
+        "jit(reduce) traces again: static argument mode changed from not passed "
+        "(default 'sum') to 'mean'"
+    ]
+
+
 def test_no_explanation_unless_asked(caplog):
     f = fgrad.jit(step)
     with caplog.at_level(logging.WARNING, logger="fgrad"):

@@ -32,7 +32,7 @@ import numpy as np
 
 import fgrad.numpy as fnp
 from fgrad import random
-from fgrad.errors import DTypeError, ShapeError
+from fgrad.errors import ConcretizationError, DTypeError, ShapeError
 from fgrad.nn._activations import relu
 from fgrad.nn.initializers import Initializer, glorot_uniform, normal, ones, zeros
 from fgrad.ops import conv as _conv
@@ -269,6 +269,8 @@ def dropout(x: Any, rate: float, *, key: Any) -> Tensor:
 
     Raises:
         ValueError: ``rate`` outside ``[0, 1]`` or ``key`` is None.
+        ConcretizationError: ``rate`` is traced (a Python float argument of a jitted
+            function): mark it static.
 
     Example:
         >>> y = dropout(fnp.ones(1000), 0.5, key=fgrad.random.key(0))
@@ -279,6 +281,12 @@ def dropout(x: Any, rate: float, *, key: Any) -> Tensor:
         Srivastava et al., "Dropout: A Simple Way to Prevent Neural Networks from
         Overfitting", JMLR 15, 2014 (inverted scaling as in its Section 10 implementations).
     """
+    if isinstance(rate, Tensor) and type(rate) is not Tensor:  # a tracer
+        raise ConcretizationError(
+            f"dropout: rate is a traced value {rate.aval}, but the rate must be a Python "
+            "number (it selects the rate 0 and 1 cases); under jit a Python float argument "
+            "is traced, so mark it static (static_argnums / static_argnames)"
+        )
     rate = float(rate)
     if not 0.0 <= rate <= 1.0:
         raise ValueError(f"dropout: rate must be in [0, 1], got {rate}")

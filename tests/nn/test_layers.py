@@ -362,6 +362,17 @@ def test_dropout_train_scales_kept_units():
     np.testing.assert_array_equal(_np(g), y)
 
 
+def test_dropout_with_a_traced_rate_names_dropout_and_rate():
+    step = fgrad.jit(lambda x, key, rate: nn.dropout(x, rate, key=key))
+    with pytest.raises(fgrad.errors.ConcretizationError, match="dropout: rate is a traced value"):
+        step(fnp.ones(4), random.key(0), 0.5)
+    static = fgrad.jit(lambda x, key, rate: nn.dropout(x, rate, key=key), static_argnums=2)
+    np.testing.assert_array_equal(
+        _np(static(fnp.ones(4), random.key(0), 0.5)),
+        _np(nn.dropout(fnp.ones(4), 0.5, key=random.key(0))),
+    )
+
+
 def test_dropout_check_grads():
     drop = nn.Dropout(0.4)
     check_grads(

@@ -268,11 +268,16 @@ def main(argv=None) -> None:
         help="time with process CPU time instead of wall time: steadier on a busy machine, "
         "but it adds up the time of all BLAS threads",
     )
+    parser.add_argument("--no-peers", action="store_true", help="leave PyTorch, autograd, JAX out")
+    parser.add_argument(
+        "--no-header", action="store_true", help="no machine lines (run.py prints its own)"
+    )
     args = parser.parse_args(argv)
     min_seconds, repeat = (0.01, 3) if args.quick else (0.05, 9)
 
-    peers = _peers()
-    print("\n".join(machine_info()))
+    peers = {} if args.no_peers else _peers()
+    if not args.no_header:
+        print("\n".join(machine_info()))
     clock = time.process_time if args.cpu_time else time.perf_counter
     kind = "CPU" if args.cpu_time else "wall"
     print(f"float32 inputs; {kind} time in us per call (best of {repeat}); ratio = fgrad / numpy")

@@ -124,8 +124,9 @@ def _group(name: str) -> str:
 
 def run_op(args, libs) -> dict:
     """Per-op overhead: op_overhead.py's table (eager and grad), then jit on the same ops."""
-    argv = ["--sizes", "16"] + (["--quick"] if args.quick else [])
+    argv = ["--sizes", "16", "--no-header"] + (["--quick"] if args.quick else [])
     argv += ["--cpu-time"] if args.cpu_time else []
+    argv += ["--no-peers"] if args.no_peers else []
     if args.tiny:
         argv += ["--ops", "add", "exp"]
     op_overhead.main(argv)
@@ -160,25 +161,31 @@ def run_timed(name: str, args, libs) -> dict:
     """Time every variant of a workload; print times and ratios to its group's floor."""
     wl = workloads.WORKLOADS[name](args.tiny, libs)
     print(f"{wl.title}")
-    results = [v.run() for v in wl.variants]  # warm-up: jit traces, BLAS spins up
-    notes = _check(wl.variants, results, wl.rtol)
     timer = time.process_time if args.cpu_time else time.perf_counter
-    timed = [v for v in wl.variants if v.timed]
-    times = dict(zip((v.name for v in timed), best_times([v.run for v in timed], args)))
-    for v in wl.variants:
-        if not v.timed:  # too slow to repeat: one call
-            start = timer()
-            v.run()
+    # Too slow to repeat (a full Hessian, eagerly): timed by its one call here, and left
+    # out of a --quick run (a smoke test, where it took most of the time).
+    variants = [v for v in wl.variants if v.timed or not args.quick or args.tiny]
+    results, times = [], {}
+    for v in variants:  # warm-up: jit traces, BLAS spins up
+        start = timer()
+        results.append(v.run())
+        if not v.timed:
             times[v.name] = timer() - start
+    notes = _check(variants, results, wl.rtol)
+    timed = [v for v in variants if v.timed]
+    times.update(zip((v.name for v in timed), best_times([v.run for v in timed], args)))
     faults = {v.name: _page_faults(v.run) for v in timed}
     floors = {}
     print(f"  {'variant':34s} {'time':>11s} {'/ floor':>8s} {'faults':>7s}  check")
-    for v, note in zip(wl.variants, notes):
+    for v, note in zip(variants, notes):
         floors.setdefault(_group(v.name), times[v.name])
         ratio = times[v.name] / floors[_group(v.name)]
         extra = f"; {v.note}" if v.note else ""
         fault = f"{faults[v.name]:7.0f}" if v.name in faults else f"{'':7s}"
         print(f"  {v.name:34s} {_fmt_time(times[v.name])} {ratio:8.2f} {fault}  {note}{extra}")
+    for v in wl.variants:
+        if v not in variants:
+            print(f"  {v.name:34s} {'':>11s} {'':>8s} {'':>7s}  left out of --quick")
     if name == "hvp":
         print("  hvp / grad, same library:")
         for lib in sorted({v.name.split(": ")[1] for v in wl.variants}):

@@ -175,6 +175,7 @@ def run_timed(name: str, args, libs) -> dict:
     timed = [v for v in variants if v.timed]
     times.update(zip((v.name for v in timed), best_times([v.run for v in timed], args)))
     faults = {v.name: _page_faults(v.run) for v in timed}
+    times.update({f"faults: {k}": n for k, n in faults.items()})  # for the summary
     floors = {}
     print(f"  {'variant':34s} {'time':>11s} {'/ floor':>8s} {'faults':>7s}  check")
     for v, note in zip(variants, notes):
@@ -283,6 +284,13 @@ def summary(found: dict) -> None:
             ratio = times["fgrad jit"] / times["numpy"]
             met = "met" if ratio <= limit else "NOT met"
             lines.append(f"  {name} jit / numpy floor = {ratio:.2f} (target <= {limit}): {met}")
+            floor_faults = times.get("faults: numpy", 0)
+            if floor_faults >= 100 and floor_faults > 10 * times.get("faults: fgrad jit", 0):
+                lines.append(
+                    f"    (the floor paid {floor_faults:.0f} page faults per call, jit "
+                    f"{times.get('faults: fgrad jit', 0):.0f}: its fresh arrays cost it time that "
+                    "jit's reused buffers do not; --tune-malloc compares without them)"
+                )
     for name in ("mlp", "transformer"):
         times = found.get(name) or {}
         if "autograd" in times:

@@ -149,17 +149,45 @@ def _settle_weak(leaves: list, trace: Callable) -> tuple[list, list[bool]]:
         got, number = traced.out_aval(k)
         if got.weak or number:
             same = np.dtype(got.dtype) == np.dtype(p.dtype)
-            if not same and type(x) in _NUMBERS and np.result_type(p.dtype, got.dtype) == got.dtype:
-                # A Python int carry that the body makes a float (``c + 0.5``): the
-                # loop starts from the float, as JAX's promotion and eager Python do.
-                leaves[k] = {"b": bool, "i": int, "u": int, "f": float, "c": complex}[
-                    np.dtype(got.dtype).kind
-                ](x)
+            if not same and np.result_type(p.dtype, got.dtype) == got.dtype:
+                # A number carry that the body makes wider (``c + 0.5`` of an int): the
+                # loop starts from the wider number, as JAX's promotion and Python do.
+                leaves[k] = _widen_number(x, np.dtype(got.dtype).kind)
                 same = True
             stays[k] = same
         elif got.shape == ():  # strong, even of the same dtype, as JAX
             leaves[k] = _asarray(x, dtype=got.dtype)
     return leaves, stays
+
+
+def _settle_eager(init: Any, body: Callable, extra: list = ()) -> Any:
+    """An eager loop's initial carry with its Python numbers settled as a traced loop
+    settles them (:func:`_settle_weak`), so that the result's type does not depend on
+    whether the loop ran (a body that makes an int carry a float: 0.0 after no steps).
+    ``body(extra_tracers, carry)`` is the loop body; ``extra`` the avals of the inputs
+    it takes besides the carry (fori_loop's index)."""
+    leaves, treedef = tree.flatten(init)
+    if not any(type(x) in _NUMBERS for x in leaves):
+        return init
+    n = len(extra)
+
+    def probe(avals):
+        return _control.trace_function(
+            lambda ts: tree.leaves(body(ts[:n], tree.unflatten(treedef, ts[n:]))),
+            list(extra) + avals,
+        )
+
+    return tree.unflatten(treedef, _settle_weak(leaves, probe)[0])
+
+
+def _widen_number(x: Any, kind: str) -> Any:
+    """The Python number (or weakly typed traced one) ``x`` as a number of ``kind``
+    (``"i"``, ``"f"`` or ``"c"``): ``int(x)``, ``float(x)`` or ``complex(x)``."""
+    if type(x) in _NUMBERS:
+        return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[kind](x)
+    # A traced one (an outer loop's weak carry, jit's float argument): Python arithmetic
+    # with a zero of the kind gives the same value (an int or a float is exact in it).
+    return x + {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}[kind]
 
 
 def _weak_view(ts: list, stays: list[bool]) -> list:
@@ -194,8 +222,8 @@ def _check_carry(name: str, what: str, new: Any, signature: tuple) -> None:
             f"returned {new_tree}"
         )
     for k, (got, w) in enumerate(zip(new_leaves, avals)):
-        if w is None or type(got) in _NUMBERS:
-            continue
+        if w is None or type(got) in _NUMBERS or getattr(got, "weak", False):
+            continue  # a number takes the carry's type (the loops cast it)
         g = _aval(got)
         if tuple(g.shape) != tuple(w.shape) or np.dtype(g.dtype) != np.dtype(w.dtype):
             error = _ShapeError if tuple(g.shape) != tuple(w.shape) else _DTypeError
@@ -388,8 +416,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         (https://docs.jax.dev/en/latest/_autosummary/jax.lax.while_loop.html).
     """
     if not _staging():
-        val = init_val
-        signature = _carry_signature(init_val)
+        val = _settle_eager(init_val, lambda ts, t: body_fun(t))
+        signature = _carry_signature(val)
         while True:
             known, more = _predicate(cond_fun(val))
             if not known:  # one answer per example (vmap): record the loop from here on
@@ -496,8 +524,10 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
     if lo_known and hi_known:
         lo, hi = int(lo), int(hi)
         if not _staging():
-            val = init_val
-            signature = _carry_signature(init_val)
+            val = _settle_eager(
+                init_val, lambda ts, t: body_fun(ts[0], t), [_ShapeDtype((), dtype)]
+            )
+            signature = _carry_signature(val)
             for i in range(lo, hi):
                 new = body_fun(_asarray(i, dtype=dtype), val)
                 _check_carry("fori_loop", "body_fun's output", new, signature)

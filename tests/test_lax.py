@@ -363,6 +363,52 @@ def test_a_python_int_carry_made_a_float_by_the_body_starts_as_a_float():
         assert type(got) is type(want) is float and got == want
 
 
+def test_a_fori_loop_body_may_return_a_traced_python_float():
+    # Under jit a Python float argument is a weak scalar: a body returning it acts as a
+    # body returning the literal (the carry's dtype), as scan and while_loop do.
+    x = fnp.asarray(np.float32(1.0))
+    want = fgrad.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: 0.5, x))(x)
+    got = fgrad.jit(lambda x, s: lax.fori_loop(0, 3, lambda i, c: s, x))(x, 0.5)
+    assert got.dtype == want.dtype == np.float32 and float(got) == float(want) == 0.5
+
+
+def test_an_inner_loop_widens_an_outer_loops_number_carry_as_eagerly():
+    # The outer carry c stays a weak int; the inner loop makes it a float (JAX: [1, 2, 3]).
+    def scan_of_fori():
+        return lax.scan(
+            lambda c, _: (c + 1, lax.fori_loop(0, 2, lambda j, d: d + 0.5, c)), 0, None, length=3
+        )[1]
+
+    def fori_of_fori():
+        return lax.fori_loop(0, 2, lambda i, c: lax.fori_loop(0, 2, lambda j, d: d + 0.5, c), 0)
+
+    want = scan_of_fori()
+    got = fgrad.jit(scan_of_fori)()
+    assert got.dtype == want.dtype == np.float64
+    np.testing.assert_array_equal(np.asarray(got), [1.0, 2.0, 3.0])
+    assert fori_of_fori() == fgrad.jit(fori_of_fori)() == 2.0
+
+
+def test_a_traced_float_carry_made_complex_as_eagerly():
+    def f(c):
+        return lax.fori_loop(0, 3, lambda i, c: c * 1j + 1, c)
+
+    assert f(0.5) == fgrad.jit(f)(0.5) == 0.5j
+
+
+def test_loops_that_run_no_step_give_the_widened_carry_type_in_every_mode():
+    # JAX settles the initial carry's type before the loop runs: 0.0, not 0.
+    loops = [
+        lambda: lax.fori_loop(0, 0, lambda i, c: c + 0.5, 0),
+        lambda: lax.while_loop(lambda c: c > 5, lambda c: c + 0.5, 0),
+        lambda: lax.scan(lambda c, x: (c + 0.5, c), 0, None, length=0)[0],
+        lambda: lax.fori_loop(0, 0, lambda i, c: c + 1, True),
+    ]
+    for loop, want in zip(loops, [0.0, 0.0, 0.0, 1]):
+        for got in (loop(), fgrad.jit(loop)()):
+            assert type(got) is type(want) and got == want
+
+
 def test_fori_loop_with_traced_bounds_is_a_forward_differentiable_while():
     def f(n, x):
         return lax.fori_loop(0, n, lambda i, v: v * x, fnp.ones_like(x))

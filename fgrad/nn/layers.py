@@ -270,7 +270,7 @@ def dropout(x: Any, rate: float, *, key: Any) -> Tensor:
     Raises:
         ValueError: ``rate`` outside ``[0, 1]`` or ``key`` is None.
         ConcretizationError: ``rate`` is traced (a Python float argument of a jitted
-            function): mark it static.
+            function: mark it static; or an argument of grad, jvp or vmap).
 
     Example:
         >>> y = dropout(fnp.ones(1000), 0.5, key=fgrad.random.key(0))
@@ -284,8 +284,10 @@ def dropout(x: Any, rate: float, *, key: Any) -> Tensor:
     if isinstance(rate, Tensor) and type(rate) is not Tensor:  # a tracer
         raise ConcretizationError(
             f"dropout: rate is a traced value {rate.aval}, but the rate must be a Python "
-            "number (it selects the rate 0 and 1 cases); under jit a Python float argument "
-            "is traced, so mark it static (static_argnums / static_argnames)"
+            "number (it selects the rate 0 and 1 cases, and dropout is not differentiated "
+            "in it); under jit a Python float argument is traced, so mark it static "
+            "(static_argnums / static_argnames); under grad, jvp or vmap pass it as a "
+            "constant rather than an argument of the transformed function"
         )
     rate = float(rate)
     if not 0.0 <= rate <= 1.0:

@@ -10,6 +10,7 @@ import numpy as np
 from fgrad import tree
 from fgrad.core.graph import Graph, Var, trace_to_graph
 from fgrad.tensor import ShapeDtype, Tensor
+from fgrad.transforms.argnums import as_positions
 
 __all__ = ["make_graph", "eval_shape"]
 
@@ -50,11 +51,7 @@ def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callabl
         }
     """
 
-    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-    if any(type(n) is not int for n in nums):
-        raise TypeError(
-            f"make_graph: static_argnums takes positions (ints), got {static_argnums!r}"
-        )
+    nums = as_positions(static_argnums, "make_graph", "static_argnums", None)
 
     def make_graph_f(*args: Any, **kwargs: Any) -> Graph:
         fn = f

@@ -30,6 +30,7 @@ from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Var
 from fgrad.core.trace import Tracer, new_trace
 from fgrad.errors import TracerLeakError
 from fgrad.tensor import Donated, ShapeDtype, Tensor, WeakShapeDtype, _wrap
+from fgrad.transforms.argnums import as_names, as_positions
 from fgrad.transforms.passes import exact_key, optimize
 from fgrad.transforms.program import Program
 from fgrad.transforms.retrace import RetraceMonitor
@@ -414,8 +415,9 @@ def _complete_positions(f: Callable, nums: Any, names: Any, what: str) -> tuple[
     are not its parameters (unless it takes ``**kwargs``), are errors: a misspelt name
     would otherwise be traced silently.
     """
-    nums = _typed_tuple(f, nums, int, f"{what}_argnums", "positions", f"{what}_argnames")
-    names = _typed_tuple(f, names, str, f"{what}_argnames", "parameter names", f"{what}_argnums")
+    where = f"jit({_name(f)})"
+    nums = as_positions(nums, where, f"{what}_argnums", f"{what}_argnames")
+    names = as_names(names, where, f"{what}_argnames", f"{what}_argnums")
     try:
         params = list(inspect.signature(f).parameters.values())
     except (TypeError, ValueError):  # builtins and some callables have no signature
@@ -437,29 +439,6 @@ def _complete_positions(f: Callable, nums: Any, names: Any, what: str) -> tuple[
     )
     names = tuple(sorted(set(names) | {positional[n] for n in nums}))
     return nums, names
-
-
-def _typed_tuple(f: Callable, value: Any, kind: type, what: str, meaning: str, other: str) -> tuple:
-    """``value`` (one ``kind`` or a sequence of them) as a tuple, or a TypeError that
-    points to ``other`` (argnums for names, argnames for positions)."""
-    if value is None:  # as JAX: none
-        return ()
-    items = (value,) if isinstance(value, (int, str)) else value
-    try:
-        items = tuple(items)
-    except TypeError:
-        items = (value,)
-    wrong = [x for x in items if not isinstance(x, kind) or isinstance(x, bool)]
-    if wrong:
-        raise TypeError(
-            f"jit({_name(f)}): {what} takes {meaning} ({kind.__name__} or a sequence of "
-            f"{kind.__name__}s), got {value!r}; " + (
-                f"to name a parameter use {other}={wrong[0]!r}" if isinstance(wrong[0], str)
-                else f"to give a position use {other}={wrong[0]!r}" if type(wrong[0]) is int
-                else f"pass {meaning}"
-            )
-        )
-    return items
 
 
 class _CacheInfo(tuple):

@@ -39,6 +39,14 @@ def test_argnums_and_argnames_of_the_wrong_type_are_named(kwargs, match):
         fgrad.jit(_scale, **kwargs)
 
 
+@pytest.mark.parametrize("nums", [np.int64(1), [np.int64(1)], (np.int32(1),), np.array([1])])
+def test_static_argnums_take_numpy_integers(nums):
+    f = fgrad.jit(_scale, static_argnums=nums)
+    np.testing.assert_array_equal(np.asarray(f(fnp.ones(2), "double")), [2.0, 2.0])
+    g = fgrad.make_graph(_scale, static_argnums=nums)(fnp.ones(2), "double")
+    assert len(g.invars) == 1
+
+
 def test_none_means_no_static_arguments():
     f = fgrad.jit(_scale, static_argnums=None, static_argnames=None)
     np.testing.assert_array_equal(np.asarray(f(fnp.ones(2))), [1.0, 1.0])

@@ -1,0 +1,67 @@
+"""Normalising ``*_argnums`` / ``*_argnames`` arguments of the transforms (jit, make_graph).
+
+As JAX: one position or name, or a sequence of them; positions may be any integer type
+(``operator.index``: numpy integers too) but not bools; None means none. A wrong type
+raises a TypeError naming the transform and pointing to the other parameter (a name
+given to ``static_argnums`` belongs in ``static_argnames``).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+__all__ = ["as_names", "as_positions"]
+
+
+def as_positions(value: Any, where: str, what: str, other: str | None) -> tuple[int, ...]:
+    """``value`` (an integer, a sequence of integers, or None) as a tuple of ints.
+
+    Args:
+        value: what the user passed as ``what``.
+        where: the transform, for messages (``"jit(f)"``).
+        what: the parameter (``"static_argnums"``).
+        other: the parameter for names (``"static_argnames"``), or None without one.
+
+    Raises:
+        TypeError: an item is not an integer (or is a bool).
+    """
+    items = _items(value)
+    out = []
+    for x in items:
+        try:
+            if isinstance(x, (bool, str, bytes)):
+                raise TypeError
+            out.append(operator.index(x))
+        except TypeError:
+            named = isinstance(x, str) and other is not None
+            hint = f"to name a parameter use {other}={x!r}" if named else "pass ints"
+            raise TypeError(
+                f"{where}: {what} takes positions (an int or a sequence of ints), got "
+                f"{value!r}; {hint}"
+            ) from None
+    return tuple(out)
+
+
+def as_names(value: Any, where: str, what: str, other: str) -> tuple[str, ...]:
+    """``value`` (a str, a sequence of strs, or None) as a tuple of strs; see
+    :func:`as_positions`."""
+    items = _items(value)
+    wrong = [x for x in items if not isinstance(x, str)]
+    if wrong:
+        x = wrong[0]
+        positional = not isinstance(x, bool) and hasattr(x, "__index__")
+        hint = f"to give a position use {other}={x!r}" if positional else "pass parameter names"
+        raise TypeError(
+            f"{where}: {what} takes parameter names (a str or a sequence of strs), got "
+            f"{value!r}; {hint}"
+        )
+    return tuple(items)
+
+
+def _items(value: Any) -> tuple:
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        return (value,)
+    return tuple(value)

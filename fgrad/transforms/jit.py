@@ -135,8 +135,10 @@ def jit(
     On numpy the compiled program keeps buffers for its intermediates between calls
     (about ``graph.cost().peak_bytes``; ``f.clear_cache()`` lets them go), so that a
     call allocates little beyond its outputs. Results are those of the eager ops up to
-    rounding: a ``(..., m, k) @ (k, n)`` product runs as one 2-D BLAS call, which may
-    round differently from numpy's per-batch loop.
+    rounding: a ``(..., m, k) @ (k, n)`` product runs as one 2-D BLAS call, and a stack
+    of small products with a transposed right operand (attention's ``q @ k^T``) on a
+    row-major copy of it, both faster on OpenBLAS and both may round differently from
+    numpy's per-batch loop on the view.
 
     Args:
         f: a pure function of pytrees of Tensors.

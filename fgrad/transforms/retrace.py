@@ -108,10 +108,10 @@ class RetraceMonitor:
     def _differences(self, old: tuple, new: tuple, paths: list) -> list[tuple[str, str, str]]:
         """``(kind, path, text)`` for each difference between two signatures."""
         (old_tree, old_static, old_leaves), (new_tree, new_static, new_leaves) = old, new
-        if old_tree != new_tree:
-            return self._structure_differences(old_tree, new_tree)
-        diffs = []
         old_static_d, new_static_d = dict(old_static), dict(new_static)
+        if old_tree != new_tree:
+            return self._structure_differences(old_tree, new_tree, old_static_d, new_static_d)
+        diffs = []
         for k in sorted(old_static_d.keys() | new_static_d.keys(), key=str):
             a, b = old_static_d.get(k, _UNSET), new_static_d.get(k, _UNSET)
             if type(a) is not type(b) or a is not _UNSET and exact_key(a) != exact_key(b):
@@ -126,12 +126,22 @@ class RetraceMonitor:
             diffs.append((kind, name, f"{name} changed from {_show(a)} to {_show(b)}"))
         return diffs
 
-    def _structure_differences(self, old: Any, new: Any) -> list[tuple[str, str, str]]:
-        # Both trees are (positional arguments, keyword arguments).
+    def _structure_differences(
+        self, old: Any, new: Any, old_static: dict, new_static: dict
+    ) -> list[tuple[str, str, str]]:
+        # Both trees are (positional arguments, keyword arguments); a static positional
+        # argument stands in them as None.
         (old_args, old_kwargs), (new_args, new_kwargs) = old.children(), new.children()
         diffs = []
         a, b = old_args.children(), new_args.children()
-        if len(a) != len(b):
+        extra = range(min(len(a), len(b)), max(len(a), len(b)))
+        if len(a) != len(b) and all(n in old_static or n in new_static for n in extra):
+            for n in extra:  # static arguments passed in one call and left out in the other
+                name = self._static_name(n)
+                was = self._static_value(name, old_static.get(n, _UNSET))
+                now = self._static_value(name, new_static.get(n, _UNSET))
+                diffs.append(("static", name, f"static argument {name} changed from {was} to {now}"))
+        elif len(a) != len(b):
             text = f"the number of positional arguments changed from {len(a)} to {len(b)}"
             diffs.append(("tree", "", text))
         for n, (x, y) in enumerate(zip(a, b)):

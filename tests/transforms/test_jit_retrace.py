@@ -83,9 +83,12 @@ def test_a_static_argument_not_passed_shows_its_default(explain):
     f = fgrad.jit(reduce, static_argnames="mode")
     f(fnp.ones(3))
     f(fnp.ones(3), mode="mean")
+    f(fnp.ones(3), "max")  # positionally too
     assert explain() == [
         "jit(reduce) traces again: static argument mode changed from not passed "
-        "(default 'sum') to 'mean'"
+        "(default 'sum') to 'mean'",
+        "jit(reduce) traces again: static argument mode changed from not passed "
+        "(default 'sum') to 'max'",
     ]
 
 

@@ -89,9 +89,9 @@ def _scalar_operand(name: str, what: str, x: Any, kinds: str) -> _ShapeDtype:
             "fnp.any / fnp.all for a predicate)"
         )
     if np.dtype(aval.dtype).kind not in kinds:
-        raise _DTypeError(
-            f"{name}: {what} must be {'a bool or an integer' if 'b' in kinds else 'an integer'}, got {aval}"
-        )
+        allowed = [{"b": "a bool", "i": "an integer", "f": "a float"}[k] for k in kinds if k != "u"]
+        text = " or ".join(filter(None, [", ".join(allowed[:-1]), allowed[-1]]))
+        raise _DTypeError(f"{name}: {what} must be {text}, got {aval}")
     return aval
 
 
@@ -105,16 +105,30 @@ def _coerce(
         if weak and got.shape == w.shape:
             traced.cast_output(k, w)
             continue
-        if tuple(got.shape) != tuple(w.shape):
-            raise _ShapeError(
-                f"{name}: {what} leaf {k} has aval {got}, but {ref} has {w}; they must match "
-                "in shape and dtype"
+        _check_leaf(name, what, k, got, w, ref)
+
+
+def _check_leaf(name: str, what: str, k: int, got: Any, w: Any, ref: str) -> None:
+    """Raise when a loop or branch output leaf ``got`` does not have the aval ``w``."""
+    if tuple(got.shape) != tuple(w.shape):
+        raise _ShapeError(
+            f"{name}: {what} leaf {k} has aval {got}, but {ref} has {w}; they must match in "
+            "shape and dtype"
+        )
+    if np.dtype(got.dtype) != np.dtype(w.dtype):
+        want = np.dtype(w.dtype)
+        hint = f"cast with .astype('{want.name}')"
+        if want.kind == "f" and np.dtype(got.dtype).kind == "f":
+            hint = (
+                f"in numpy's promotion {want.name} with a wider float or with an integer "
+                "array, such as fori_loop's int64 index or fnp.arange(n), gives "
+                f"{np.dtype(got.dtype).name}; cast that value (i.astype('{want.name}')) or "
+                f"the result with .astype('{want.name}')"
             )
-        if np.dtype(got.dtype) != np.dtype(w.dtype):
-            raise _DTypeError(
-                f"{name}: {what} leaf {k} has aval {got}, but {ref} has {w}; they must match "
-                f"in shape and dtype (cast with .astype('{np.dtype(w.dtype).name}'))"
-            )
+        raise _DTypeError(
+            f"{name}: {what} leaf {k} has aval {got}, but {ref} has {w}; they must match in "
+            f"shape and dtype ({hint})"
+        )
 
 
 def _settle_weak(leaves: list, trace: Callable) -> tuple[list, list[bool]]:
@@ -224,13 +238,7 @@ def _check_carry(name: str, what: str, new: Any, signature: tuple) -> None:
     for k, (got, w) in enumerate(zip(new_leaves, avals)):
         if w is None or type(got) in _NUMBERS or getattr(got, "weak", False):
             continue  # a number takes the carry's type (the loops cast it)
-        g = _aval(got)
-        if tuple(g.shape) != tuple(w.shape) or np.dtype(g.dtype) != np.dtype(w.dtype):
-            error = _ShapeError if tuple(g.shape) != tuple(w.shape) else _DTypeError
-            raise error(
-                f"{name}: {what} leaf {k} has aval {g}, but the initial carry has {w}; they "
-                f"must match in shape and dtype (cast with .astype('{np.dtype(w.dtype).name}'))"
-            )
+        _check_leaf(name, what, k, _aval(got), w, "the initial carry")
 
 
 # ------------------------------------------------------------------------ cond / switch
@@ -246,7 +254,8 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
     ``pred`` that differs between examples runs both branches and selects per example.
 
     Args:
-        pred: scalar bool or integer (non-zero is True): Python value or Tensor.
+        pred: scalar bool, integer or float (non-zero is True, as in JAX): Python value
+            or Tensor.
         true_fun: function of ``*operands`` returning a pytree of Tensors.
         false_fun: function of ``*operands`` returning a pytree with the same structure,
             shapes and dtypes as ``true_fun``'s (Python numbers adapt their dtype).
@@ -258,8 +267,7 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
     Raises:
         ShapeError: ``pred`` is not a scalar, or (when traced) the branches' outputs
             differ in shape.
-        DTypeError: ``pred`` is not bool or integer, or the branches' outputs differ in
-            dtype.
+        DTypeError: ``pred`` is complex, or the branches' outputs differ in dtype.
         TypeError: the branches return different pytree structures.
 
     Example:

@@ -591,3 +591,21 @@ def test_scan_accepts_jax_unroll_hint(unroll):
 def test_scan_unroll_must_be_positive():
     with pytest.raises(TypeError, match="unroll must be a positive int"):
         lax.scan(lambda c, x: (c, x), 0.0, fnp.ones(2), unroll=0)
+
+
+def test_loop_errors_suggest_a_cast_only_for_dtypes_and_name_index_promotion():
+    x = fnp.ones(2, dtype="float32")
+    with pytest.raises(fgrad.errors.ShapeError) as shape_error:
+        lax.fori_loop(0, 3, lambda i, c: fnp.ones(4, dtype="float32"), x)
+    assert "astype" not in str(shape_error.value)
+    for run in (lambda f: f(), lambda f: fgrad.jit(f)()):
+        with pytest.raises(fgrad.errors.DTypeError, match="fori_loop's int64 index"):
+            run(lambda: lax.fori_loop(0, 3, lambda i, c: c + i * 0.1, x))
+    fixed = lax.fori_loop(0, 3, lambda i, c: c + i.astype(c.dtype) * 0.1, x)
+    assert fixed.dtype == np.float32
+
+
+def test_cond_takes_a_float_predicate_and_names_what_it_takes():
+    assert lax.cond(fnp.asarray(0.5), lambda: 1.0, lambda: 2.0) == 1.0
+    with pytest.raises(fgrad.errors.DTypeError, match="a bool, an integer or a float"):
+        lax.cond(fnp.asarray(1j), lambda: 1.0, lambda: 2.0)

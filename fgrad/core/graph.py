@@ -279,7 +279,8 @@ class GraphTracer(Tracer):
         where = _user_source()
         origin = (
             " (it comes from a Python float or complex argument, which jit traces as JAX "
-            "does, so that a new value does not compile again)"
+            "does so that a new value does not compile again, or from a Python number "
+            "carried through a loop)"
             if self.aval.weak
             else ""
         )

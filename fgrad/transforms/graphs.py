@@ -20,9 +20,11 @@ _STATIC = (bool, int)  # Python numbers eval_shape passes as constants, as jit d
 def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable[..., Graph]:
     """Make a function that traces ``f`` on its arguments' shapes and dtypes.
 
-    No kernel runs: each op's shape rule gives its output's shape and dtype. Python
-    numbers among the arguments are traced too, weakly typed as in JAX's ``make_jaxpr``
-    (``float32 x * 0.5`` stays float32). Python control flow on traced values raises
+    No kernel runs: each op's shape rule gives its output's shape and dtype. Arguments
+    are treated as ``jit`` treats them, so the graph is the one ``jit`` would compile:
+    Python floats and complex numbers are traced, weakly typed (``float32 x * 0.5``
+    stays float32); Python ints and bools are constants (shapes, axes, loop bounds), where
+    JAX's ``make_jaxpr`` would trace them. Python control flow on traced values raises
     ``ConcretizationError``.
 
     Args:
@@ -33,7 +35,9 @@ def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callabl
 
     Returns:
         A function taking ``f``'s arguments (Tensors, arrays or ``ShapeDtype``) and returning
-        the :class:`~fgrad.core.graph.Graph`.
+        the :class:`~fgrad.core.graph.Graph` (its ``evaluate`` takes ``f``'s positional
+        arguments, or ``(args, kwargs)`` when there are keyword arguments, with None for
+        the constants).
 
     Raises:
         ConcretizationError: ``f`` needs a concrete value (``if x > 0:`` on a traced ``x``).
@@ -70,11 +74,33 @@ def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callabl
                 full = [static[n] if n in static else next(it) for n in range(len(dyn) + len(static))]
                 return f(*full, **kw)
 
-        if kwargs:  # traced too: the graph's inputs are then (args, kwargs)
-            return trace_to_graph(lambda a, k: fn(*a, **k), args, kwargs)
-        return trace_to_graph(fn, *args)
+        return _trace_as_jit(fn, args, kwargs)
 
     return make_graph_f
+
+
+def _trace_as_jit(f: Callable, args: tuple, kwargs: dict) -> Graph:
+    """``f(*args, **kwargs)`` traced as jit traces it: Python ints and bools are
+    constants (None in the graph's input structure, which is ``args``, or ``(args,
+    kwargs)`` with keyword arguments)."""
+    leaves, in_tree = tree.flatten((args, kwargs))
+    inputs = [
+        None if type(x) in _STATIC
+        else ShapeDtype(tuple(x.shape), np.dtype(x.dtype)) if isinstance(x, ShapeDtype)
+        else x
+        for x in leaves
+    ]
+    a, k = tree.unflatten(in_tree, inputs)
+
+    def call(*structured: Any) -> Any:
+        it = iter(tree.leaves(structured))
+        full = [x if type(x) in _STATIC else next(it) for x in leaves]
+        a, k = tree.unflatten(in_tree, full)
+        return f(*a, **k)
+
+    if kwargs:
+        return trace_to_graph(lambda a, k: call(a, k), a, k)
+    return trace_to_graph(call, *a)
 
 
 def eval_shape(f: Callable, *args: Any, **kwargs: Any) -> Any:
@@ -102,20 +128,7 @@ def eval_shape(f: Callable, *args: Any, **kwargs: Any) -> Any:
         >>> fgrad.eval_shape(apply, fgrad.ShapeDtype((784, 10), np.float32), fnp.ones((32, 784), dtype="float32"))
         {'logits': ShapeDtype(shape=(32, 10), dtype=dtype('float32')), 'norm': ShapeDtype(shape=(), dtype=dtype('float32'))}
     """
-    leaves, in_tree = tree.flatten((args, kwargs))
-    traced = [
-        ShapeDtype(tuple(x.shape), np.dtype(x.dtype)) if isinstance(x, ShapeDtype) else x
-        for x in leaves
-        if type(x) not in _STATIC
-    ]
-
-    def flat_f(*values: Any) -> Any:
-        it = iter(values)
-        full = [x if type(x) in _STATIC else next(it) for x in leaves]
-        a, k = tree.unflatten(in_tree, full)
-        return f(*a, **k)
-
-    graph = trace_to_graph(flat_f, *traced)
+    graph = _trace_as_jit(f, args, kwargs)
     return tree.unflatten(graph.out_tree, [_aval(v) for v in graph.outvars])
 
 

@@ -28,7 +28,7 @@ from fgrad._config import config
 from fgrad.core.debug import check_program
 from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Var
 from fgrad.core.trace import Tracer, new_trace
-from fgrad.errors import TracerLeakError
+from fgrad.errors import ConcretizationError, TracerLeakError
 from fgrad.tensor import Donated, ShapeDtype, Tensor, WeakShapeDtype, _wrap
 from fgrad.transforms.argnums import as_names, as_positions
 from fgrad.transforms.passes import exact_key, optimize
@@ -199,6 +199,16 @@ def jit(
         static = tuple((n, args[n]) for n in sorted(nums)) + tuple(
             (k, kwargs[k]) for k in sorted(kwargs) if k in static_names
         )
+        for k, v in static:
+            if isinstance(v, Tracer):
+                raise ConcretizationError(
+                    f"jit({_name(f)}): the static argument {monitor.static_name(k)} is a traced "
+                    f"value {v.aval} (an enclosing "
+                    "transform traces it, such as an outer jit's array or float argument); a "
+                    "static argument needs a concrete value: make it static in the outer "
+                    "jit too (its static_argnums / static_argnames), or pass it here as an "
+                    "ordinary argument"
+                )
         try:
             hash(static)
         except TypeError:

@@ -71,10 +71,11 @@ class RetraceMonitor:
         new = (in_tree, static, leaf_sigs)
         best, best_rank = None, None
         paths = tree.leaf_paths(in_tree) if self.seen else []
-        for old in self.seen:
+        for old in reversed(self.seen):  # of equally close ones, the most recent
             diffs = self._differences(old, new, paths)
-            # A signature of the same tree structure is closer than any of another one.
-            rank = (any(kind == "tree" for kind, _, _ in diffs), len(diffs))
+            # A signature of the same tree structure is closer than any of another one;
+            # then the fewer fields (shape, dtype, value) differ, the closer.
+            rank = (any(kind == "tree" for kind, _, _ in diffs), _distance(old, new, diffs))
             if best_rank is None or rank < best_rank:
                 best, best_rank = diffs, rank
         self.seen.append(new)
@@ -102,7 +103,7 @@ class RetraceMonitor:
             f"{self._leaf_name(path)}: {_show(sig)}"
             for path, sig in zip(tree.leaf_paths(in_tree), leaf_sigs)
         ]
-        parts += [f"{self._static_name(k)}={v!r} (static)" for k, v in static]
+        parts += [f"{self.static_name(k)}={v!r} (static)" for k, v in static]
         return "(" + ", ".join(parts) + ")"
 
     def _differences(self, old: tuple, new: tuple, paths: list) -> list[tuple[str, str, str]]:
@@ -115,7 +116,7 @@ class RetraceMonitor:
         for k in sorted(old_static_d.keys() | new_static_d.keys(), key=str):
             a, b = old_static_d.get(k, _UNSET), new_static_d.get(k, _UNSET)
             if type(a) is not type(b) or a is not _UNSET and exact_key(a) != exact_key(b):
-                name = self._static_name(k)
+                name = self.static_name(k)
                 text = f"static argument {name} changed from {self._static_value(name, a)} to "
                 diffs.append(("static", name, text + self._static_value(name, b)))
         for path, a, b in zip(paths, old_leaves, new_leaves):
@@ -137,7 +138,7 @@ class RetraceMonitor:
         extra = range(min(len(a), len(b)), max(len(a), len(b)))
         if len(a) != len(b) and all(n in old_static or n in new_static for n in extra):
             for n in extra:  # static arguments passed in one call and left out in the other
-                name = self._static_name(n)
+                name = self.static_name(n)
                 was = self._static_value(name, old_static.get(n, _UNSET))
                 now = self._static_value(name, new_static.get(n, _UNSET))
                 diffs.append(("static", name, f"static argument {name} changed from {was} to {now}"))
@@ -160,7 +161,7 @@ class RetraceMonitor:
             return f"not passed (default {self.defaults[name]!r})"
         return "not passed"
 
-    def _static_name(self, k: int | str) -> str:
+    def static_name(self, k: int | str) -> str:
         """A static argument's name: ``static`` pairs hold a position or a keyword."""
         return self._arg_name(k) if isinstance(k, int) else k
 
@@ -189,6 +190,17 @@ class RetraceMonitor:
             "keeping float32 float32). Or name it in static_argnums / static_argnames to "
             "keep one program per value deliberately (which also silences this warning)."
         )
+
+
+def _distance(old: tuple, new: tuple, diffs: list) -> int:
+    """How many fields differ between two signatures of one tree structure (each leaf's
+    shape, dtype, array type or value, each static argument); the number of differences
+    for two structures."""
+    if old[0] != new[0]:
+        return len(diffs)
+    fields = sum(sum(x != y for x, y in zip(a, b)) + abs(len(a) - len(b))
+                 for a, b in zip(old[2], new[2]) if a != b)
+    return fields + sum(kind == "static" for kind, _, _ in diffs)
 
 
 def _show(sig: tuple) -> str:

@@ -131,3 +131,16 @@ def test_jit_returning_a_leaked_tracer_is_an_error():
     fgrad.grad(lambda y: (leak.append(y), y * 1.0)[1])(2.0)
     with pytest.raises(fgrad.TracerLeakError, match="output leaf 0 is a tracer"):
         fgrad.jit(lambda x: leak[0])(1.0)
+
+
+def test_a_traced_value_for_an_inner_jits_static_argument_says_so():
+    def scale(x, rate):
+        return x * rate
+
+    inner = fgrad.jit(scale, static_argnums=1)
+    with pytest.raises(
+        fgrad.errors.ConcretizationError, match="static argument rate is a traced value"
+    ):
+        fgrad.jit(lambda x, r: inner(x, r))(fnp.ones(2), 0.7)
+    outer = fgrad.jit(lambda x, r: inner(x, r), static_argnums=1)
+    np.testing.assert_array_equal(np.asarray(outer(fnp.ones(2), 0.7)), [0.7, 0.7])

@@ -76,6 +76,20 @@ def test_compares_with_the_closest_signature_of_the_same_structure(explain):
     assert explain()[-1] == "jit(<lambda>) traces again: p['a'] changed from f64[2] to f32[2]"
 
 
+def test_compares_with_the_signature_differing_in_fewest_fields_then_the_latest(explain):
+    f = fgrad.jit(lambda x, t: x * 0.5**t)
+    for t in range(3):
+        f(fnp.ones(2, dtype="float32"), t)
+    f(fnp.ones(3, dtype="float32"), 2)
+    f(fnp.ones(3), 2)  # only the dtype differs from the previous call
+    assert explain() == [
+        "jit(<lambda>) traces again: t changed from Python int 0 to Python int 1",
+        "jit(<lambda>) traces again: t changed from Python int 1 to Python int 2",
+        "jit(<lambda>) traces again: x changed from f32[2] to f32[3]",
+        "jit(<lambda>) traces again: x changed from f32[3] to f64[3]",
+    ]
+
+
 def test_a_static_argument_not_passed_shows_its_default(explain):
     def reduce(x, mode="sum"):
         return fnp.sum(x) if mode == "sum" else fnp.mean(x)

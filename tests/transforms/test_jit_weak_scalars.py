@@ -299,9 +299,12 @@ def test_python_unary_operators_on_a_traced_float_stay_weak():
 def test_make_graph_and_eval_shape_trace_python_numbers_as_jit_does():
     x = fnp.ones(3, dtype="float32")
     g = fgrad.make_graph(lambda x, lr, n: x * (1 - lr) * n)(x, 0.1, 3)
-    assert [str(v.aval) for v in g.invars] == ["f32[3]", "weak f64[]", "weak i64[]"]
+    assert [str(v.aval) for v in g.invars] == ["f32[3]", "weak f64[]"]  # the int: a constant
     assert str(g.outvars[0].aval) == "f32[3]"
-    np.testing.assert_allclose(np.asarray(g.evaluate(x, 0.5, 2)), [1.0, 1.0, 1.0])
+    np.testing.assert_allclose(np.asarray(g.evaluate(x, 0.5, None)), [1.5, 1.5, 1.5])
+    # The loop jit would run: a scan for a constant bound, not a while_loop.
+    pw = fgrad.make_graph(lambda x, n: lax.fori_loop(0, n, lambda i, c: c * x, x))(x, 5)
+    assert [node.op.name for node in pw.nodes] == ["scan"]
     assert fgrad.eval_shape(lambda x, lr: x * (1 - lr), x, 0.1) == fgrad.ShapeDtype((3,), np.dtype(np.float32))
     with pytest.raises(ConcretizationError):
         fgrad.eval_shape(lambda x, lr: x if lr > 0 else -x, x, 0.1)

@@ -25,6 +25,15 @@ def as_positions(value: Any, where: str, what: str, other: str | None) -> tuple[
 
     Raises:
         TypeError: an item is not an integer (or is a bool).
+
+    Example:
+        >>> from fgrad.transforms.argnums import as_positions
+        >>> as_positions(np.int64(1), "jit(f)", "static_argnums", "static_argnames")
+        (1,)
+        >>> as_positions("n", "jit(f)", "static_argnums", "static_argnames")
+        Traceback (most recent call last):
+        ...
+        TypeError: jit(f): static_argnums takes positions (an int or a sequence of ints), got 'n'; to name a parameter use static_argnames='n'
     """
     items = _items(value)
     out = []
@@ -44,8 +53,15 @@ def as_positions(value: Any, where: str, what: str, other: str | None) -> tuple[
 
 
 def as_names(value: Any, where: str, what: str, other: str) -> tuple[str, ...]:
-    """``value`` (a str, a sequence of strs, or None) as a tuple of strs; see
-    :func:`as_positions`."""
+    """``value`` (a str, a sequence of strs, or None) as a tuple of strs.
+
+    Args and errors as :func:`as_positions`, with ``other`` the parameter for positions.
+
+    Example:
+        >>> from fgrad.transforms.argnums import as_names
+        >>> as_names("mode", "jit(f)", "static_argnames", "static_argnums"), as_names(None, "", "", "")
+        (('mode',), ())
+    """
     items = _items(value)
     wrong = [x for x in items if not isinstance(x, str)]
     if wrong:

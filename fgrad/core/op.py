@@ -3,7 +3,7 @@
 ``defop`` takes the forward kernel (written against the array namespace ``xp``), the
 shape/dtype rule, the JVP and VJP rules (written with fgrad ops, so they are differentiable
 again), and a :class:`Check` that tells the registry-wide gradient test how to sample inputs.
-See STYLE.md section 2.2 for the contract.
+The contract is in :func:`defop`'s docstring and ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ class Check:
         dtype: sample dtype (float64 unless the op needs another).
         strict: run the forward kernel through ``array_api_strict`` too (False when the
             op uses a name outside the Array API standard).
+        modes: the differentiation modes checked against finite differences (an op that
+            refuses forward mode by design, as ``custom_vjp_call`` does, lists ``("rev",)``).
     """
 
     shapes: tuple = (((),), ((3,),), ((2, 3),))
@@ -56,6 +58,7 @@ class Check:
     tol: float | None = None
     dtype: Any = np.float64
     strict: bool = True
+    modes: tuple[str, ...] = ("rev", "fwd")
 
 
 class Op:
@@ -77,6 +80,7 @@ class Op:
         "doc",
         "vjp_reads",
         "batch",
+        "reverse_forward",
         "_kernels",
         "_fast",
     )
@@ -93,6 +97,8 @@ class Op:
         self.doc = None
         self.vjp_reads = _READS_ALL
         self.batch = None  # vmap rule: batch(op, args, dims, **params) -> (out, out_dims)
+        # What reverse mode runs one level down in place of the op (None: the op itself).
+        self.reverse_forward = None
         self._kernels: dict[type, Callable] = {}  # type(array) -> kernel bound to its xp
         self._fast: dict[str, Callable] = {}  # fast Tensor-method entry points (_specialise)
 
@@ -426,6 +432,7 @@ def defop(
     doc: str | None = None,
     vjp_reads: tuple[str, ...] = ("inputs", "out"),
     batch: Callable | None = None,
+    reverse_forward: Callable | None = None,
 ) -> Op:
     """Declare an op and add it to :data:`REGISTRY`.
 
@@ -435,10 +442,14 @@ def defop(
         aval: ``aval(*avals, **params) -> ShapeDtype``; when None the kernel is run on
             zero-strided dummies to find the output shape (fine for cheap shape ops).
         jvp: tuple with one rule ``(t, out, *primals, **params) -> tangent_out`` per input
-            (None where not differentiable), or ``LINEAR`` for an op linear in its only
-            differentiable input (the first).
+            (None where not differentiable), ``LINEAR`` for an op linear in its only
+            differentiable input (the first), or one callable ``(tangents, out, *primals,
+            **params) -> tangent_out`` taking every input's tangent (None for zero) when
+            the inputs' contributions share work (a user's ``custom_jvp`` rule).
         vjp: tuple with one rule ``(ct, out, *primals, **params) -> cotangent`` per input,
-            or one callable returning a tuple of cotangents (when inputs share work).
+            or one callable returning a tuple of cotangents (when inputs share work). A
+            rule may return an exception for an input it cannot differentiate; reverse
+            mode raises it only when that input needs a cotangent.
         nondiff: True for ops with no derivative (comparisons, argmax, floor).
         multiple_results: the kernel returns a tuple of arrays.
         check: how the registry test samples inputs.
@@ -454,6 +465,11 @@ def defop(
             mapped axis is (0, None, or a tuple of them for multiple results). Shared
             rules live in ``fgrad/ops/_batch.py``. Without one, ``vmap`` raises
             ``NotImplementedError`` naming the op.
+        reverse_forward: ``(*args, **params) -> (outputs, extra)`` that reverse mode runs
+            one level down instead of the op: ``outputs`` are the op's, and ``extra`` are
+            values only the VJP rule reads (it sees ``(*outputs, *extra)`` as ``out``).
+            ``custom_vjp_call`` runs the user's ``fwd`` this way, so the residuals are
+            computed once, as JAX does.
 
     Raises:
         ValueError: ``name`` is already registered, or a differentiable op lacks rules.
@@ -466,6 +482,7 @@ def defop(
     op.doc = doc
     op.vjp_reads = frozenset(vjp_reads)
     op.batch = batch
+    op.reverse_forward = reverse_forward
     _specialise(op)
     REGISTRY[name] = op
     return op

@@ -108,15 +108,19 @@ class ReverseTrace(Trace):
                 parents.append((i, a.node, a.index))
             else:
                 primals.append(a)
-        out = op(*primals, **params)
-        if op.nondiff:
-            return out
-        reads = op.vjp_reads
+        forward = op.reverse_forward
+        if forward is None:
+            out = op(*primals, **params)
+            if op.nondiff:
+                return out
+            kept_out = out if "out" in op.vjp_reads or op.multiple_results else _aval(out)
+        else:  # outputs, then values only the VJP reads (custom_vjp's residuals)
+            out, extra = forward(*primals, **params)
+            kept_out = (*out, *extra)
         # Keep only shapes of what the rules never read, so the tape holds no dead arrays.
-        kept_primals = primals if "inputs" in reads else [
+        kept_primals = primals if "inputs" in op.vjp_reads else [
             _aval(p) if isinstance(p, Tensor) else p for p in primals
         ]
-        kept_out = out if "out" in reads or op.multiple_results else _aval(out)
         # The user's line costs a frame walk: kept only where it may be reported (debug_nans,
         # or a trace below this one, such as jit's graph, that records the backward pass).
         source = _user_source() if self.level > 1 or config.debug_nans else ""
@@ -197,6 +201,8 @@ def _backward(seeds: list[tuple[_Node, Any, Any]]) -> dict:
         for i, parent, k, value in in_cts:
             if value is None:
                 continue
+            if isinstance(value, Exception):  # the rule refuses this input (see defop)
+                raise value
             _accumulate(cts, parent, k, _fit(value, node.primals[i]))
     return leaf_cts
 
@@ -550,6 +556,10 @@ class JVPTrace(Trace):
         if op.nondiff:
             return out
         t_out = None
+        if callable(op.jvp):  # one rule for every input's tangent (None: zero)
+            if any(t is not None for t in tangents):
+                t_out = op.jvp(tangents, out, *primals, **params)
+            tangents = ()
         for i, t in enumerate(tangents):
             if t is None:
                 continue

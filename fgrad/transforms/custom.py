@@ -1,16 +1,17 @@
 """User-defined derivative rules (``custom_vjp``, ``custom_jvp``) and ``checkpoint``.
 
-All three work by recording, in the running reverse-mode trace, a single node for the
-whole function whose VJP rule is supplied by the user (custom_vjp), derived from the
-user's JVP rule by transposition (custom_jvp), or recomputed from the inputs
-(checkpoint). Reference: the behaviour of ``jax.custom_vjp``, ``jax.custom_jvp`` and
-``jax.checkpoint``.
+Called on plain values, each runs the function as written. Called on traced values (under
+any transform: grad, jvp, vmap, jit, make_graph), it traces the function and its rule into
+sub-graphs and records one node of an op from ``fgrad.transforms._rule_ops``, so every
+transform sees the rule, in any composition. Reference: the behaviour of
+``jax.custom_vjp``, ``jax.custom_jvp`` and ``jax.checkpoint``.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,49 +20,12 @@ import numpy as np
 from fgrad import tree
 from fgrad.core.trace import Tracer, top_trace
 from fgrad.errors import ShapeError
-from fgrad.ops.elementwise import full_like, optimization_barrier
-from fgrad.tensor import Tensor
-from fgrad.transforms.ad import (
-    JVPTrace,
-    JVPTracer,
-    ReverseTrace,
-    ReverseTracer,
-    _fit_tangent,
-    _is_inexact,
-    _Node,
-    vjp,
-)
+from fgrad.ops.control import Traced, close, trace_function
+from fgrad.ops.elementwise import full_like
+from fgrad.tensor import Tensor, _wrap
+from fgrad.transforms._rule_ops import checkpoint_call, custom_jvp_call, custom_vjp_call
 
 __all__ = ["custom_vjp", "custom_jvp", "checkpoint"]
-
-
-class _FnOp:
-    """Stands in for an op in a reverse-mode node that covers a whole function."""
-
-    __slots__ = ("name", "vjp")
-    multiple_results = True
-    nondiff = False
-
-    def __init__(self, name: str, vjp_rule: Callable):
-        self.name = name
-        self.vjp = vjp_rule
-
-
-def _record(trace, name, leaves, out_leaves, leaf_cts_fn):
-    """Wrap ``out_leaves`` as tracers of one node whose VJP is ``leaf_cts_fn(cts)``."""
-    parents = tuple(
-        (i, leaf.node, leaf.index)
-        for i, leaf in enumerate(leaves)
-        if type(leaf) is ReverseTracer and leaf._trace is trace
-    )
-    if not parents:
-        return list(out_leaves)
-    lowered = [_lower(x, trace) for x in leaves]
-    op = _FnOp(name, lambda cts, outs, *primals: leaf_cts_fn(list(cts)))
-    node = _Node(op, lowered, {}, tuple(out_leaves), parents)
-    return [
-        ReverseTracer(trace, o, node, k) if _is_inexact(o) else o for k, o in enumerate(out_leaves)
-    ]
 
 
 def _is_array_leaf(x: Any) -> bool:
@@ -86,8 +50,73 @@ def _positional(fn: Callable, name: str, args: tuple, kwargs: dict) -> tuple:
     return bound.args
 
 
-def _lower(x: Any, trace: Any) -> Any:
-    return x.primal if type(x) in (ReverseTracer, JVPTracer) and x._trace is trace else x
+class _Staged:
+    """Argument leaves, of which the traced ones become the inputs of a rule's node."""
+
+    __slots__ = ("avals", "in_tree", "leaves", "pos", "tracers")
+
+    def __init__(self, values: Any, name: str):
+        self.leaves, self.in_tree = tree.flatten(values)
+        for x in self.leaves:
+            if not _is_array_leaf(x):
+                raise TypeError(
+                    f"{name}: an argument leaf of type {type(x).__qualname__} is not an array; "
+                    "pass Tensors, arrays or Python numbers (non-array arguments of a custom_vjp "
+                    "go in nondiff_argnums)"
+                )
+        self.pos = [k for k, x in enumerate(self.leaves) if isinstance(x, Tracer)]
+        self.tracers = [self.leaves[k] for k in self.pos]
+        self.avals = [x.aval for x in self.tracers]
+
+    def rebuild(self, traced: Sequence[Any]) -> Any:
+        """The values with the traced leaves replaced by ``traced``."""
+        full = list(self.leaves)
+        for k, x in zip(self.pos, traced):
+            full[k] = x
+        return tree.unflatten(self.in_tree, full)
+
+
+def _consts(*traced: Traced) -> list[Tracer]:
+    """The outer tracers any of ``traced`` closes over, each once, in order of first use."""
+    seen: dict[int, Tracer] = {}
+    for t in traced:
+        for c in t.consts:
+            seen.setdefault(id(c), c)
+    return list(seen.values())
+
+
+class _RuleTracing(threading.local):
+    """The custom functions whose rules this thread is tracing now.
+
+    A rule usually calls its own function (``fwd`` returns ``f(x)``; a JVP rule ``f(x)``):
+    there the function runs as written, where staging it again would trace the rule again,
+    without end. (JAX traces ``fwd`` only when differentiating, one level up, so there the
+    inner call keeps the rule; the two differ only in a derivative of order two or more
+    through ``fwd``'s own call of ``f``, where fgrad differentiates ``f`` as written.)
+    """
+
+    def __init__(self) -> None:
+        self.ids: set[int] = set()
+
+
+_RULES = _RuleTracing()
+
+
+class _tracing_rule:
+    __slots__ = ("key",)
+
+    def __init__(self, fn: Any):
+        self.key = id(fn)
+
+    def __enter__(self) -> None:
+        _RULES.ids.add(self.key)
+
+    def __exit__(self, *exc: object) -> None:
+        _RULES.ids.discard(self.key)
+
+
+def _zeros(aval: Any) -> Tensor:
+    return _wrap(np.zeros(tuple(aval.shape), dtype=aval.dtype))
 
 
 def _check_like(what: str, values: list, like: list) -> None:
@@ -148,40 +177,89 @@ class custom_vjp:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.fwd is None or self.bwd is None:
             raise TypeError(f"custom_vjp {self.__name__}: call defvjp(fwd, bwd) before using it")
-        args = _positional(self.fun, f"custom_vjp {self.__name__}", args, kwargs)
+        name = f"custom_vjp {self.__name__}"
+        args = _positional(self.fun, name, args, kwargs)
         diff_pos = [i for i in range(len(args)) if i not in self.nondiff_argnums]
-        leaves, in_tree = tree.flatten([args[i] for i in diff_pos])
-        trace = top_trace(leaves, f"custom_vjp {self.__name__}")
-        if not isinstance(trace, ReverseTrace):
+        staged = _Staged([args[i] for i in diff_pos], name)
+        if not staged.tracers or id(self) in _RULES.ids:
             return self.fun(*args)
-        lowered = [_lower(x, trace) for x in leaves]
-        full = list(args)
-        for i, a in zip(diff_pos, tree.unflatten(in_tree, lowered)):
-            full[i] = a
-        out, residuals = self.fwd(*full)
-        out_leaves, out_tree = tree.flatten(out)
+        top_trace(staged.tracers, name)  # a leaked tracer is named here, not in a rule
+
+        def full_args(traced):
+            full = list(args)
+            for i, a in zip(diff_pos, staged.rebuild(traced)):
+                full[i] = a
+            return full
+
+        fun = trace_function(lambda ts: self.fun(*full_args(ts)), staged.avals)
+        n_out = len(fun.outvars)
+        res: dict = {}
+
+        def fwd_flat(ts):
+            result = self.fwd(*full_args(ts))
+            if not (isinstance(result, (tuple, list)) and len(result) == 2):
+                raise TypeError(f"{name}: fwd must return a pair (output, residuals)")
+            out_leaves, out_tree = tree.flatten(result[0])
+            res["leaves"], res["tree"] = tree.flatten(result[1])
+            # Residuals that are not arrays (shapes, flags) stay Python values for bwd.
+            res["arrays"] = [k for k, r in enumerate(res["leaves"]) if _is_array_leaf(r)]
+            if out_tree != fun.out_tree:
+                raise TypeError(
+                    f"{name}: fwd's output has structure {out_tree}, the function's "
+                    f"{fun.out_tree}; fwd must return (the function's output, residuals)"
+                )
+            return out_leaves + [res["leaves"][k] for k in res["arrays"]]
+
+        with _tracing_rule(self):
+            fwd = trace_function(fwd_flat, staged.avals)
+        for k in range(n_out):
+            got, want = fwd.out_aval(k)[0], fun.out_aval(k)[0]
+            if (got.shape, got.dtype) != (want.shape, want.dtype):
+                raise TypeError(
+                    f"{name}: fwd's output leaf {k} is {got} where the function gives {want}"
+                )
+        res_avals = [fwd.out_aval(k)[0] for k in range(n_out, len(fwd.outvars))]
+        out_avals = [fun.out_aval(k)[0] for k in range(n_out)]
         nondiff_vals = [args[i] for i in self.nondiff_argnums]
 
-        def leaf_cts(cts):
-            in_cts = self.bwd(*nondiff_vals, residuals, tree.unflatten(out_tree, cts))
+        def bwd_flat(vals):
+            leaves = list(res["leaves"])
+            for k, v in zip(res["arrays"], vals[: len(res_avals)]):
+                leaves[k] = v
+            ct = tree.unflatten(fun.out_tree, vals[len(res_avals) :])
+            in_cts = self.bwd(*nondiff_vals, tree.unflatten(res["tree"], leaves), ct)
             if not isinstance(in_cts, (tuple, list)) or len(in_cts) != len(diff_pos):
                 raise TypeError(
-                    f"custom_vjp {self.__name__}: bwd must return a tuple of {len(diff_pos)} "
-                    f"cotangents (one per differentiable argument), got {in_cts!r:.80}"
+                    f"{name}: bwd must return a tuple of {len(diff_pos)} cotangents (one per "
+                    f"differentiable argument), got {in_cts!r:.80}"
                 )
             flat = []
-            for i, ct in zip(diff_pos, in_cts):
+            for i, c in zip(diff_pos, in_cts):
                 arg_leaves = tree.leaves(args[i])
-                if ct is None:
+                if c is None:
                     flat.extend([None] * len(arg_leaves))
                     continue
-                ct_leaves = tree.leaves(ct)
-                _check_like(f"custom_vjp {self.__name__}: bwd's cotangent for argument {i}", ct_leaves, arg_leaves)
+                ct_leaves = tree.leaves(c)
+                _check_like(f"{name}: bwd's cotangent for argument {i}", ct_leaves, arg_leaves)
                 flat.extend(ct_leaves)
-            return flat
+            return [
+                _zeros(aval) if flat[k] is None else flat[k]
+                for k, aval in zip(staged.pos, staged.avals)
+            ]
 
-        wrapped = _record(trace, self.__name__, leaves, out_leaves, leaf_cts)
-        return tree.unflatten(out_tree, wrapped)
+        with _tracing_rule(self):
+            bwd = trace_function(bwd_flat, [*res_avals, *out_avals])
+        consts = _consts(fun, fwd, bwd)
+        outs = custom_vjp_call(
+            *consts,
+            *staged.tracers,
+            fun=close(fun, consts, self.__name__),
+            fwd=close(fwd, consts, f"{self.__name__}_fwd"),
+            bwd=close(bwd, consts, f"{self.__name__}_bwd"),
+            n_consts=len(consts),
+            name=self.__name__,
+        )
+        return tree.unflatten(fun.out_tree, list(outs))
 
 
 class custom_jvp:
@@ -222,48 +300,49 @@ class custom_jvp:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.rule is None:
             raise TypeError(f"custom_jvp {self.__name__}: call defjvp(rule) before using it")
-        args = _positional(self.fun, f"custom_jvp {self.__name__}", args, kwargs)
-        leaves, in_tree = tree.flatten(args)
-        trace = top_trace(leaves, f"custom_jvp {self.__name__}")
-        if isinstance(trace, JVPTrace):
-            return self._jvp(trace, leaves, in_tree)
-        if isinstance(trace, ReverseTrace):
-            return self._vjp(trace, leaves, in_tree)
-        return self.fun(*args)
+        name = f"custom_jvp {self.__name__}"
+        args = _positional(self.fun, name, args, kwargs)
+        staged = _Staged(list(args), name)
+        if not staged.tracers or id(self) in _RULES.ids:
+            return self.fun(*args)
+        top_trace(staged.tracers, name)
+        fun = trace_function(lambda ts: self.fun(*staged.rebuild(ts)), staged.avals)
+        n_out, n_in = len(fun.outvars), len(staged.tracers)
+        t_pos = [j for j, a in enumerate(staged.avals) if np.dtype(a.dtype).kind in "fc"]
 
-    def _jvp(self, trace, leaves, in_tree):
-        primals = [_lower(x, trace) for x in leaves]
-        tangents = [
-            x.tangent if type(x) is JVPTracer and x._trace is trace else full_like(p, fill_value=0, dtype=None)
-            for x, p in zip(leaves, primals)
-        ]
-        out, t_out = self.rule(
-            tuple(tree.unflatten(in_tree, primals)), tuple(tree.unflatten(in_tree, tangents))
+        def rule_flat(vals):
+            xs = vals[:n_in]
+            t_leaves = [full_like(x, fill_value=0, dtype=None) for x in staged.leaves]
+            for j, t in zip(t_pos, vals[n_in:]):
+                t_leaves[staged.pos[j]] = t
+            for j, x in enumerate(xs):
+                if j not in t_pos:  # a traced integer leaf: zero tangent of its own
+                    t_leaves[staged.pos[j]] = full_like(x, fill_value=0, dtype=None)
+            out, t_out = self.rule(
+                tuple(staged.rebuild(xs)), tuple(tree.unflatten(staged.in_tree, t_leaves))
+            )
+            out_leaves = tree.leaves(out)
+            if len(out_leaves) != n_out:
+                raise TypeError(
+                    f"{name}: the rule's primal output has {len(out_leaves)} leaves where the "
+                    f"function returns {n_out}; return (the function's output, its tangent)"
+                )
+            t_out_leaves = tree.leaves(t_out)
+            _check_like(f"{name}: the rule's tangent output", t_out_leaves, out_leaves)
+            return out_leaves + t_out_leaves
+
+        with _tracing_rule(self):
+            rule = trace_function(rule_flat, [*staged.avals, *[staged.avals[j] for j in t_pos]])
+        consts = _consts(fun, rule)
+        outs = custom_jvp_call(
+            *consts,
+            *staged.tracers,
+            fun=close(fun, consts, self.__name__),
+            rule=close(rule, consts, f"{self.__name__}_jvp"),
+            n_consts=len(consts),
+            name=self.__name__,
         )
-        out_leaves, out_tree = tree.flatten(out)
-        t_leaves = tree.leaves(t_out)
-        _check_like(f"custom_jvp {self.__name__}: the rule's tangent output", t_leaves, out_leaves)
-        wrapped = [
-            JVPTracer(trace, o, _fit_tangent(t, o)) if _is_inexact(o) else o
-            for o, t in zip(out_leaves, t_leaves)
-        ]
-        return tree.unflatten(out_tree, wrapped)
-
-    def _vjp(self, trace, leaves, in_tree):
-        primals = [_lower(x, trace) for x in leaves]
-        primal_args = tuple(tree.unflatten(in_tree, primals))
-        out_leaves, out_tree = tree.flatten(self.fun(*primal_args))
-
-        def leaf_cts(cts):
-            # The rule is linear in the tangents, so the VJP of t -> rule(primals, t) at
-            # t = 0 is its transpose: the reverse-mode derivative.
-            def linear(*ts):
-                return tree.leaves(self.rule(primal_args, tuple(tree.unflatten(in_tree, ts)))[1])
-
-            zeros = [full_like(p, fill_value=0, dtype=None) for p in primals]
-            return list(vjp(linear, *zeros)[1](cts))
-
-        return tree.unflatten(out_tree, _record(trace, self.__name__, leaves, out_leaves, leaf_cts))
+        return tree.unflatten(fun.out_tree, list(outs))
 
 
 def checkpoint(f: Callable) -> Callable:
@@ -289,15 +368,18 @@ def checkpoint(f: Callable) -> Callable:
         "Training deep nets with sublinear memory cost", 2016, arXiv:1604.06174.
     """
 
+    name = getattr(f, "__name__", "f")
+
     @functools.wraps(f)
     def checkpointed(*args: Any, **kwargs: Any) -> Any:
         leaves, in_tree = tree.flatten((args, kwargs))
-        # Arrays are differentiated; other leaves (strings, flags, None) ride along as given.
-        pos = [i for i, x in enumerate(leaves) if _is_array_leaf(x)]
-        arrays = [leaves[i] for i in pos]
-        trace = top_trace(arrays, f"checkpoint {getattr(f, '__name__', 'f')}")
-        if not isinstance(trace, ReverseTrace):
+        # Traced arrays are inputs of the node; other leaves (strings, flags, None, plain
+        # arrays) are fixed in the traced function as given.
+        pos = [i for i, x in enumerate(leaves) if isinstance(x, Tracer)]
+        if not pos:
             return f(*args, **kwargs)
+        tracers = [leaves[i] for i in pos]
+        top_trace(tracers, f"checkpoint {name}")
 
         def call(xs):
             full = list(leaves)
@@ -306,19 +388,9 @@ def checkpoint(f: Callable) -> Callable:
             a, k = tree.unflatten(in_tree, full)
             return f(*a, **k)
 
-        primals = [_lower(x, trace) for x in arrays]
-        out_leaves, out_tree = tree.flatten(call(primals))
-
-        def leaf_cts(cts):
-            # Under jit the recomputation must stay a recomputation: a barrier keeps CSE
-            # from merging it back into the forward pass.
-            fresh = [
-                optimization_barrier(p) if isinstance(p, Tracer) and _is_inexact(p) else p
-                for p in primals
-            ]
-            return list(vjp(lambda *xs: tree.leaves(call(xs)), *fresh)[1](cts))
-
-        name = f"checkpoint({getattr(f, '__name__', 'f')})"
-        return tree.unflatten(out_tree, _record(trace, name, arrays, out_leaves, leaf_cts))
+        fun = trace_function(call, [x.aval for x in tracers])
+        consts = _consts(fun)
+        outs = checkpoint_call(*consts, *tracers, fun=close(fun, consts, name), name=name)
+        return tree.unflatten(fun.out_tree, list(outs))
 
     return checkpointed

@@ -31,7 +31,7 @@ from fgrad.core.trace import Tracer, new_trace
 from fgrad.errors import ConcretizationError, TracerLeakError
 from fgrad.tensor import Donated, ShapeDtype, Tensor, WeakShapeDtype, _wrap
 from fgrad.transforms.argnums import as_names, as_positions
-from fgrad.transforms.passes import exact_key, optimize
+from fgrad.transforms.passes import exact_key, inline_rules, optimize
 from fgrad.transforms.program import Program
 from fgrad.transforms.retrace import RetraceMonitor
 
@@ -245,7 +245,7 @@ def jit(
         donated = _donated_inputs(dyn_args, dyn_kwargs, nums, donate_nums, donate_names)
         program = None
         if xp is not None:
-            run_graph = graph
+            run_graph = inline_rules(graph)
             if xp is not np:  # on cupy, chains of elementwise nodes run as one kernel each
                 from fgrad.transforms.fusion import fuse_for  # its tables: only when needed
 

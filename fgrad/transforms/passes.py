@@ -16,7 +16,15 @@ from fgrad.core.graph import Graph, Node, Var
 from fgrad.core.trace import Tracer
 from fgrad.tensor import ShapeDtype, Tensor, _wrap
 
-__all__ = ["concat_scatters", "cse", "dce", "fold_constants", "optimize", "simplify"]
+__all__ = [
+    "concat_scatters",
+    "cse",
+    "dce",
+    "fold_constants",
+    "inline_rules",
+    "optimize",
+    "simplify",
+]
 
 # Ops whose result is the same, bit for bit, with their two inputs swapped (IEEE addition
 # and multiplication commute; maximum/minimum do not for signed zeros and NaN payloads).
@@ -419,6 +427,38 @@ def concat_scatters(graph: Graph) -> Graph:
                         Node(ops.REGISTRY["concatenate"], rows, {"axis": 0}, [out], node.source)
                     )
     return dce(_rebuild(graph, nodes, env))
+
+
+def inline_rules(graph: Graph) -> Graph:
+    """Replace each node of a custom rule (custom_vjp, custom_jvp, checkpoint) by the nodes
+    of the function it calls, and optimise the result.
+
+    For the program ``jit`` runs, once no transform will differentiate it: the rule is no
+    longer needed, and the function's nodes fuse and share buffers with their neighbours.
+    (The graph replayed under an outer transform keeps the rule nodes.) A checkpoint's
+    recomputation in a backward pass reads its inputs through ``optimization_barrier``, so
+    inlining does not merge it back into the forward pass.
+    """
+    from fgrad.transforms._rule_ops import RULE_OPS
+
+    if not any(node.op in RULE_OPS for node in graph.nodes):
+        return graph
+    env: dict[int, Any] = {}
+    nodes: list[Node] = []
+    for node in graph.nodes:
+        node = _renamed(node, env)
+        if node.op not in RULE_OPS:
+            nodes.append(node)
+            continue
+        fun = node.params["fun"].graph
+        inner = {id(v): x for v, x in zip(fun.invars, node.inputs)}
+        for n in fun.nodes:
+            outputs = [Var(v.aval) for v in n.outputs]
+            nodes.append(Node(n.op, [_sub(v, inner) for v in n.inputs], n.params, outputs, n.source))
+            inner.update((id(v), w) for v, w in zip(n.outputs, outputs))
+        for v, o in zip(node.outputs, fun.outvars):
+            env[id(v)] = _sub(o, inner)
+    return inline_rules(optimize(_rebuild(graph, nodes, env)))  # rules inside rules too
 
 
 def optimize(graph: Graph) -> Graph:

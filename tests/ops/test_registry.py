@@ -74,11 +74,12 @@ def test_op(name, shapes, params):
         f,
         [args[i] for i in diff],
         order=op.check.order,
-        modes=("rev", "fwd"),
+        modes=op.check.modes,
         atol=tol,
         rtol=tol,
     )
-    _check_transpose(f, [args[i] for i in diff])
+    if "fwd" in op.check.modes:
+        _check_transpose(f, [args[i] for i in diff])
 
 
 def _check_transpose(f, primals):

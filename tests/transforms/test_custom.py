@@ -6,6 +6,7 @@ import pytest
 import fgrad
 import fgrad.numpy as fnp
 from fgrad.test_util import check_grads
+from fgrad.transforms.passes import inline_rules
 
 
 def _f(x):
@@ -62,8 +63,10 @@ def test_custom_vjp_uses_the_rule_and_nests():
     f.defvjp(fwd, bwd)
     x, y = fnp.array([0.4, 1.3]), fnp.array([2.0, -1.0])
     check_grads(f, (x, y), order=2, modes=("rev",))
-    # jvp falls back to differentiating f as written
-    check_grads(f, (x, y), order=1, modes=("fwd",))
+    # Forward mode has no rule to apply: it raises, as JAX does (it used to differentiate
+    # f as written, silently ignoring the rule).
+    with pytest.raises(TypeError, match="custom_vjp f: forward-mode"):
+        fgrad.jvp(f, (x, y), (x, y))
 
 
 def test_custom_vjp_rule_is_really_used():
@@ -134,6 +137,18 @@ def test_issue_3_rules_returning_wrong_shapes_are_named():
         fgrad.jvp(g, (fnp.ones(3),), (fnp.ones(3),))
 
 
+def _count(graph, name):
+    """Nodes of op ``name`` in ``graph`` and in the sub-graphs its nodes hold."""
+    total = 0
+    for node in graph.nodes:
+        total += node.op.name == name
+        for value in node.params.values():
+            for sub in value if isinstance(value, tuple) else (value,):
+                if hasattr(sub, "graph") and hasattr(sub, "in_avals"):
+                    total += _count(sub.graph, name)
+    return total
+
+
 def test_checkpoint_recomputes_under_jit():
     """CSE must not merge the backward recomputation into the forward pass (barrier)."""
     w = fnp.asarray(np.random.default_rng(0).standard_normal((16, 16)) * 0.2)
@@ -150,10 +165,13 @@ def test_checkpoint_recomputes_under_jit():
     x = fnp.ones((4, 16))
     g_plain = fgrad.jit(fgrad.grad(make(plain)))
     g_ckpt = fgrad.jit(fgrad.grad(make(fgrad.checkpoint(plain))))
-    n_tanh = lambda g: sum(n.op.name == "tanh" for n in g.graph(x).nodes)  # noqa: E731
     # Plain: 6 forward tanh. Checkpointed: each layer again on the way back (6), and the
-    # forward pass keeps 5 (the last layer's forward output feeds only the unreturned loss).
-    assert n_tanh(g_plain) == 6 and n_tanh(g_ckpt) == 11
+    # forward pass keeps 5 checkpoint nodes of one tanh each (the last layer's forward
+    # output feeds only the unreturned loss), in the graph and in the program jit runs.
+    graph = g_ckpt.graph(x)
+    assert _count(g_plain.graph(x), "tanh") == 6 and _count(graph, "tanh") == 11
+    assert _count(graph, "checkpoint") == 5
+    assert _count(inline_rules(graph), "tanh") == 11 and _count(inline_rules(graph), "checkpoint") == 0
     np.testing.assert_allclose(np.asarray(g_ckpt(x)), np.asarray(g_plain(x)), rtol=1e-12)
 
 

@@ -32,12 +32,12 @@ from typing import Any
 import numpy as np
 
 from fgrad.core.op import Check, defop
-from fgrad.core.trace import Tracer
+from fgrad.core.trace import Tracer, active_traces
 from fgrad.ops._batch import batch_size
 from fgrad.ops.control import SubGraph, _example_graph, _match, _vmapped
 from fgrad.ops.elementwise import add, cos, full_like, multiply, optimization_barrier, sin, tanh
 from fgrad.tensor import ShapeDtype
-from fgrad.transforms.ad import jvp, vjp
+from fgrad.transforms.ad import JVPTrace, ReverseTrace, jvp, vjp
 
 __all__ = ["RULE_OPS", "checkpoint_call", "custom_jvp_call", "custom_vjp_call"]
 
@@ -92,12 +92,31 @@ def _vjp_call_forward(*args, fun, fwd, bwd, n_consts, name):
     return tuple(outs[:n_out]), tuple(outs[n_out:])
 
 
+def _under_reverse() -> bool:
+    """Whether a reverse-mode trace runs inside the innermost forward-mode one.
+
+    Then forward mode is differentiating what reverse mode computes (hessian's
+    forward-over-reverse, ``jvp(grad(f))``), and it differentiates ``fwd`` as written, as
+    JAX does; applied to the call itself, forward mode has no rule to use.
+    """
+    for trace in reversed(active_traces()):
+        if isinstance(trace, ReverseTrace):
+            return True
+        if isinstance(trace, JVPTrace):
+            return False
+    return False
+
+
 def _vjp_call_jvp(tangents, out, *args, fun, fwd, bwd, n_consts, name):
-    raise TypeError(
-        f"custom_vjp {name}: forward-mode differentiation (jvp, jacfwd, linearize) of a "
-        "function with a custom VJP is not defined, as in JAX; use reverse mode (grad, vjp, "
-        "jacrev), or give the function a custom_jvp rule instead"
-    )
+    if not _under_reverse():
+        raise TypeError(
+            f"custom_vjp {name}: forward-mode differentiation (jvp, jacfwd, linearize) of a "
+            "function with a custom VJP is not defined, as in JAX; use reverse mode (grad, "
+            "vjp, jacrev), or give the function a custom_jvp rule instead"
+        )
+    pos = [k for k, t in enumerate(tangents) if t is not None]
+    t_outs = jvp(_at(fwd, args, pos), [args[k] for k in pos], [tangents[k] for k in pos])[1]
+    return tuple(t_outs[: len(fun.out_avals)])
 
 
 def _vjp_call_vjp(ct, out, *args, fun, fwd, bwd, n_consts, name):
@@ -271,6 +290,13 @@ def _ckpt_aval(*args, fun, name):
     return _check_inputs(f"checkpoint {name}", args, fun)
 
 
+def _ckpt_forward(*args, fun, name):
+    # Reverse mode keeps only the inputs, so the forward computation may as well run op by
+    # op one level down: a forward-mode trace there then meets any custom_vjp inside as
+    # forward-over-reverse, as it would without the checkpoint.
+    return tuple(fun.call(list(args))), ()
+
+
 def _ckpt_jvp(tangents, out, *args, fun, name):
     pos = [k for k, t in enumerate(tangents) if t is not None]
     return tuple(jvp(_at(fun, args, pos), [args[k] for k in pos], [tangents[k] for k in pos])[1])
@@ -304,6 +330,7 @@ checkpoint_call = defop(
     jvp=_ckpt_jvp,
     vjp=_ckpt_vjp,
     batch=_ckpt_batch,
+    reverse_forward=_ckpt_forward,
     multiple_results=True,
     check=Check(shapes=(((3,), (3,)),), params=({"fun": _LAYER, "name": "layer"},)),
     doc="""A call of a ``fgrad.checkpoint`` function on traced values, as one node.

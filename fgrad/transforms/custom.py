@@ -138,8 +138,13 @@ class custom_vjp:
     Decorate ``f``, then call ``f.defvjp(fwd, bwd)``: ``fwd(*args) -> (out, residuals)``
     and ``bwd(*nondiff_args, residuals, cotangent_out) -> tuple`` with one cotangent per
     differentiable argument (``None`` for zero). ``bwd`` written with fgrad ops is itself
-    differentiable, so higher-order reverse mode works. Under forward mode (``jvp``) and
-    ``make_graph`` the function is differentiated or traced as written.
+    differentiable, so higher-order reverse mode works. The rule holds under every
+    transform and composition (``grad(jit(f))``, ``grad(vmap(f))``, inside ``lax`` loops):
+    on traced values the call is one ``custom_vjp_call`` node. Forward mode (``jvp``,
+    ``jacfwd``) applied to the function raises, as in JAX; forward over reverse
+    (``hessian``, ``jvp(grad(f))``) differentiates ``fwd`` and ``bwd`` as written. A value
+    the function closes over gets no derivative from the rule: differentiating through
+    one raises (pass it as an argument).
 
     Args:
         fun: the function.
@@ -147,8 +152,8 @@ class custom_vjp:
             to ``bwd`` first.
 
     Raises:
-        TypeError: the function is called before ``defvjp``, or ``bwd`` returns the wrong
-            number of cotangents.
+        TypeError: the function is called before ``defvjp``, forward mode is applied to
+            it, or ``bwd`` returns the wrong number of cotangents.
 
     Example:
         >>> @fgrad.custom_vjp
@@ -350,7 +355,9 @@ def checkpoint(f: Callable) -> Callable:
 
     Under ``grad``/``vjp`` the intermediates of ``f`` are not stored for the backward pass;
     ``f`` runs again when its cotangents are needed. Saves memory on deep chains at the cost
-    of one more forward pass of ``f``. Elsewhere ``f`` runs as written.
+    of one more forward pass of ``f``. On traced values the call is one ``checkpoint``
+    node, so this holds under ``jit``, ``vmap`` and in loops too; forward mode
+    differentiates ``f`` as written.
 
     Args:
         f: a pure function of pytrees of Tensors.

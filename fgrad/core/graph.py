@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -155,14 +156,15 @@ class Graph:
         def read(v):
             return env[id(v)] if isinstance(v, Var) else v
 
+        sources = _SOURCES.stack
         for node in self.nodes:
             if node.source:  # ops replayed under another transform keep their traced line
-                _SOURCE_STACK.append(node.source)
+                sources.append(node.source)
             try:
                 out = node.op(*[read(v) for v in node.inputs], **node.params)
             finally:
                 if node.source:
-                    _SOURCE_STACK.pop()
+                    sources.pop()
             outs = out if node.op.multiple_results else (out,)
             for v, o in zip(node.outputs, outs):
                 env[id(v)] = o
@@ -241,13 +243,24 @@ def _names():
 # While reverse mode applies a VJP rule, the line of the forward op it differentiates
 # (with a note saying so), and while a graph is replayed, each node's traced line: the ops
 # run then name that line, not the line that called grad or the jitted function.
-_SOURCE_STACK: list[str] = []
+class _ThreadSources(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[str] = []
+
+
+_SOURCES = _ThreadSources()  # per thread, as the trace stack
+
+
+def source_stack() -> list[str]:
+    """This thread's stack of source lines that ops run now should name."""
+    return _SOURCES.stack
 
 
 def _user_source() -> str:
     """``file:line`` of the innermost frame outside fgrad: where the user called the op."""
-    if _SOURCE_STACK:
-        return _SOURCE_STACK[-1]
+    stack = _SOURCES.stack
+    if stack:
+        return stack[-1]
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_FGRAD_DIR):
         frame = frame.f_back

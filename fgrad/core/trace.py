@@ -10,6 +10,7 @@ Reference: the interpreter design of JAX's ``core.py``, in the plain form of
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from fgrad import backend
@@ -18,7 +19,20 @@ from fgrad.tensor import ShapeDtype, Tensor
 
 __all__ = ["Trace", "Tracer", "bind", "top_trace", "new_trace", "concrete_value", "current_level", "active_traces"]
 
-_STACK: list[Trace] = []
+
+class _ThreadTraces(threading.local):
+    """The running traces of one thread, outermost first.
+
+    Per thread, as in JAX: a transform running in one thread never sees (or pops) another
+    thread's traces. (One module-level stack once let two threads nesting grad with
+    closures pop each other's traces and return wrong gradients.)
+    """
+
+    def __init__(self) -> None:
+        self.stack: list[Trace] = []
+
+
+_THREAD = _ThreadTraces()
 
 
 class Trace:
@@ -36,13 +50,13 @@ class Trace:
 
 
 def active_traces() -> tuple[Trace, ...]:
-    """The running traces, outermost first."""
-    return tuple(_STACK)
+    """This thread's running traces, outermost first."""
+    return tuple(_THREAD.stack)
 
 
 def current_level() -> int:
-    """The level of the innermost running trace (0 when none runs)."""
-    return len(_STACK)
+    """The level of this thread's innermost running trace (0 when none runs)."""
+    return len(_THREAD.stack)
 
 
 class new_trace:
@@ -59,12 +73,17 @@ class new_trace:
 
     def __enter__(self) -> Trace:
         trace = self.trace
-        trace.level = len(_STACK) + 1
-        _STACK.append(trace)
+        stack = _THREAD.stack
+        trace.level = len(stack) + 1
+        stack.append(trace)
         return trace
 
     def __exit__(self, *exc: object) -> None:
-        _STACK.pop()
+        stack = _THREAD.stack
+        if stack and stack[-1] is self.trace:
+            stack.pop()
+        else:  # exits out of order (a generator left suspended inside a transform)
+            stack.remove(self.trace)
         self.trace.alive = False
 
 

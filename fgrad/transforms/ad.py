@@ -22,7 +22,7 @@ import numpy as np
 
 from fgrad import dtypes, tree
 from fgrad._config import config
-from fgrad.core.graph import _SOURCE_STACK, _user_source
+from fgrad.core.graph import _user_source, source_stack
 from fgrad.core.op import LINEAR
 from fgrad.core.trace import Trace, Tracer, new_trace
 from fgrad.errors import ConcretizationError, ShapeError
@@ -184,7 +184,7 @@ def _backward(seeds: list[tuple[_Node, Any, Any]]) -> dict:
                 for c, o in zip(ct, node.out)
             )
         if node.source:
-            _SOURCE_STACK.append(f"{node.source} (in the gradient of {op.name!r})")
+            source_stack().append(f"{node.source} (in the gradient of {op.name!r})")
         try:
             if callable(op.vjp):
                 all_cts = op.vjp(ct, node.out, *node.primals, **node.params)
@@ -197,7 +197,7 @@ def _backward(seeds: list[tuple[_Node, Any, Any]]) -> dict:
                 ]
         finally:
             if node.source:
-                _SOURCE_STACK.pop()
+                source_stack().pop()
         for i, parent, k, value in in_cts:
             if value is None:
                 continue

@@ -13,6 +13,10 @@ from typing import Any
 import numpy as np
 
 from fgrad.core.graph import Graph, Node, Var
+from fgrad.ops.elementwise import add, astype, divide, full_like, multiply, subtract
+from fgrad.ops.indexing import scatter_set
+from fgrad.ops.shape import broadcast_to, concatenate, permute_dims, reshape
+from fgrad.ops.traits import BROADCASTING, COMMUTATIVE, VIEWS
 from fgrad.core.trace import Tracer
 from fgrad.tensor import ShapeDtype, Tensor, _wrap
 
@@ -26,45 +30,6 @@ __all__ = [
     "simplify",
 ]
 
-# Ops whose result is the same, bit for bit, with their two inputs swapped (IEEE addition
-# and multiplication commute; maximum/minimum do not for signed zeros and NaN payloads).
-_COMMUTATIVE = frozenset(
-    {
-        "add",
-        "multiply",
-        "equal",
-        "not_equal",
-        "logical_and",
-        "logical_or",
-        "logical_xor",
-        "bitwise_and",
-        "bitwise_or",
-        "bitwise_xor",
-    }
-)
-# Elementwise ops whose inputs broadcast against each other (numpy rules): the commutative
-# ones and these.
-_BROADCASTING = _COMMUTATIVE | frozenset(
-    {
-        "subtract",
-        "divide",
-        "maximum",
-        "minimum",
-        "pow",
-        "where",
-        "hypot",
-        "logaddexp",
-        "remainder",
-        "floor_divide",
-        "atan2",
-        "copysign",
-        "nextafter",
-        "less",
-        "less_equal",
-        "greater",
-        "greater_equal",
-    }
-)
 _SCALAR_TYPES = (bool, int, float, complex)
 
 
@@ -138,7 +103,7 @@ def cse(graph: Graph) -> Graph:
         inputs = [_sub(v, env) for v in node.inputs]
         try:
             in_keys = tuple(_const_key(v) for v in inputs)
-            if node.op.name in _COMMUTATIVE and len(in_keys) == 2:
+            if node.op in COMMUTATIVE and len(in_keys) == 2:
                 in_keys = tuple(sorted(in_keys, key=repr))
             params = tuple(sorted((k, exact_key(v)) for k, v in node.params.items()))
             key = (node.op.name, in_keys, params)
@@ -196,23 +161,23 @@ def simplify(graph: Graph) -> Graph:
             continue
         for v in node.outputs:
             producer[id(v)] = node
-        if node.op.name == "reshape" and isinstance(node.inputs[0], Var):
+        if node.op is reshape and isinstance(node.inputs[0], Var):
             reshaped.setdefault(id(node.inputs[0]), node.outputs[0])
         nodes.append(node)
     return dce(_rebuild(graph, nodes, env))
 
 
 def _fuse(node: Node, producer: dict, readers: dict) -> Node:
-    name = node.op.name
-    if name not in ("permute_dims", "reshape") or len(node.inputs) != 1:
+    op = node.op
+    if op not in (permute_dims, reshape) or len(node.inputs) != 1:
         return node
     prev = producer.get(id(node.inputs[0]))
-    if prev is None or prev.op.name != name:
+    if prev is None or prev.op is not op:
         return node
-    if name == "reshape" and readers.get(id(node.inputs[0]), 0) > 1:
+    if op is reshape and readers.get(id(node.inputs[0]), 0) > 1:
         return node  # the inner reshape stays (it may copy): read it rather than copy twice
     params = node.params
-    if name == "permute_dims":
+    if op is permute_dims:
         inner, outer = prev.params["axes"], node.params["axes"]
         params = {"axes": tuple(inner[a] for a in outer)}
     return Node(node.op, [prev.inputs[0]], params, node.outputs, node.source)
@@ -221,7 +186,7 @@ def _fuse(node: Node, producer: dict, readers: dict) -> Node:
 def _share_reshape(node: Node, reshaped: dict) -> Node:
     """A second reshape of the same value reads the first reshape's result: reshaping a
     non-contiguous array copies it, and the copy can then be reshaped for free."""
-    if node.op.name != "reshape" or len(node.inputs) != 1 or not isinstance(node.inputs[0], Var):
+    if node.op is not reshape or len(node.inputs) != 1 or not isinstance(node.inputs[0], Var):
         return node
     first = reshaped.get(id(node.inputs[0]))
     if first is None:
@@ -230,13 +195,13 @@ def _share_reshape(node: Node, reshaped: dict) -> Node:
 
 
 def _skip_broadcasts(node: Node, producer: dict) -> Node:
-    if node.op.name not in _BROADCASTING or node.op.multiple_results:
+    if node.op not in BROADCASTING or node.op.multiple_results:
         return node
     inputs = list(node.inputs)
     changed = False
     for i, v in enumerate(inputs):
         prev = producer.get(id(v)) if isinstance(v, Var) else None
-        if prev is None or prev.op.name != "broadcast_to" or len(prev.inputs) != 1:
+        if prev is None or prev.op is not broadcast_to or len(prev.inputs) != 1:
             continue
         if isinstance(prev.inputs[0], Var) and prev.inputs[0].aval.weak:
             continue  # the broadcast made it a strong array: reading it would promote weakly
@@ -285,14 +250,14 @@ def _all_equal(x: Any, value: float, negative_zero: bool = False) -> bool:
 
 def _identity_input(node: Node) -> Any:
     """The input ``node`` passes through unchanged, or None."""
-    name, out = node.op.name, node.outputs[0]
+    op, out = node.op, node.outputs[0]
     if node.op.multiple_results:
         return None
     if len(node.inputs) == 1 and isinstance(node.inputs[0], Var):
         x = node.inputs[0]
-        if name in ("reshape", "broadcast_to", "astype") and x.aval == out.aval:
+        if op in (reshape, broadcast_to, astype) and x.aval == out.aval:
             return x
-        if name == "permute_dims" and tuple(node.params["axes"]) == tuple(
+        if op is permute_dims and tuple(node.params["axes"]) == tuple(
             range(len(node.params["axes"]))
         ) and x.aval == out.aval:  # not a weak scalar for the array made of it
             return x
@@ -301,13 +266,13 @@ def _identity_input(node: Node) -> Any:
         return None
     a, b = node.inputs
     candidates = []
-    if name == "multiply":
+    if op is multiply:
         candidates = [(a, b, 1.0, False), (b, a, 1.0, False)]
-    elif name == "divide":
+    elif op is divide:
         candidates = [(a, b, 1.0, False)]
-    elif name == "subtract":
+    elif op is subtract:
         candidates = [(a, b, 0.0, False)]
-    elif name == "add":
+    elif op is add:
         candidates = [(a, b, 0.0, True), (b, a, 0.0, True)]
     for x, c, value, neg in candidates:
         if isinstance(x, Var) and x.aval == out.aval and _all_equal(c, value, neg):
@@ -318,7 +283,6 @@ def _identity_input(node: Node) -> Any:
 # ------------------------------------------------------------------------ constant folding
 
 _FOLD_LIMIT = 1 << 16  # elements: larger results stay nodes (memory held by the graph)
-_VIEW_OPS = frozenset({"reshape", "broadcast_to", "permute_dims", "expand_dims", "squeeze"})
 
 
 def fold_constants(graph: Graph) -> Graph:
@@ -347,15 +311,15 @@ def fold_constants(graph: Graph) -> Graph:
 
 def _fold(node: Node) -> Any:
     out = node.outputs[0].aval
-    name = node.op.name
-    if name == "full_like" and isinstance(out, ShapeDtype):
+    op = node.op
+    if op is full_like and isinstance(out, ShapeDtype):
         fill = np.asarray(node.params["fill_value"], dtype=out.dtype)
         view = np.broadcast_to(fill, out.shape)
         return _wrap(view)
     if any(isinstance(v, Var) for v in node.inputs):
         return None
     size = math.prod(out.shape)
-    if size > _FOLD_LIMIT and name not in _VIEW_OPS:
+    if size > _FOLD_LIMIT and node.op not in VIEWS:
         return None
     try:
         with np.errstate(all="ignore"):
@@ -381,16 +345,14 @@ def concat_scatters(graph: Graph) -> Graph:
     pair, one pass writes the result. Exact up to the sign of zero (``-0.0 + 0`` is
     ``+0.0``, and a concatenation keeps ``-0.0``).
     """
-    from fgrad import ops
-
     pieces: dict[int, tuple] = {}  # var -> (aval, {index: value})
     env: dict[int, Any] = {}
     nodes = []
     for node in graph.nodes:
         node = _renamed(node, env)
         nodes.append(node)
-        name, out = node.op.name, node.outputs[0]
-        if name == "scatter_set" and len(node.inputs) == 2 and _all_equal(node.inputs[0], 0.0):
+        op, out = node.op, node.outputs[0]
+        if op is scatter_set and len(node.inputs) == 2 and _all_equal(node.inputs[0], 0.0):
             index = node.params.get("index")
             v = node.inputs[1]
             if (
@@ -402,7 +364,7 @@ def concat_scatters(graph: Graph) -> Graph:
                 and v.aval == ShapeDtype(tuple(out.aval.shape[1:]), out.aval.dtype)
             ):
                 pieces[id(out)] = (out.aval, {index[0]: v})
-        elif name == "add" and len(node.inputs) == 2:
+        elif op is add and len(node.inputs) == 2:
             a, b = (pieces.get(id(x)) if isinstance(x, Var) else None for x in node.inputs)
             if a and b and a[0] == b[0] == out.aval and not (a[1].keys() & b[1].keys()):
                 merged = {**a[1], **b[1]}
@@ -415,7 +377,7 @@ def concat_scatters(graph: Graph) -> Graph:
                         row = Var(ShapeDtype((1, *v.aval.shape), v.aval.dtype))
                         nodes.append(
                             Node(
-                                ops.REGISTRY["reshape"],
+                                reshape,
                                 [v],
                                 {"shape": row.aval.shape},
                                 [row],
@@ -424,7 +386,7 @@ def concat_scatters(graph: Graph) -> Graph:
                         )
                         rows.append(row)
                     nodes.append(
-                        Node(ops.REGISTRY["concatenate"], rows, {"axis": 0}, [out], node.source)
+                        Node(concatenate, rows, {"axis": 0}, [out], node.source)
                     )
     return dce(_rebuild(graph, nodes, env))
 

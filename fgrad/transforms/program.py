@@ -21,6 +21,11 @@ import numpy as np
 from fgrad.core.graph import Graph, Node, Var
 from fgrad.core.op import array_result
 from fgrad.core.weak import needs_array_result
+from fgrad.ops.elementwise import where
+from fgrad.ops.linalg import matmul
+from fgrad.ops.nn import softmax
+from fgrad.ops.shape import concatenate, permute_dims, reshape
+from fgrad.ops.traits import FRESH
 from fgrad.tensor import ShapeDtype, Tensor
 
 __all__ = ["Program"]
@@ -49,30 +54,6 @@ _SCALARS = (bool, int, float, complex)
 _ALIGN = 64  # bytes: each buffer starts on a cache line
 _MIN_BUFFER = 2048  # bytes: smaller intermediates are cheap for numpy's own allocator
 
-# Ops whose kernels always return a new array, never a view of an input.
-_FRESH = frozenset(
-    {
-        "where",
-        "softmax",
-        "log_softmax",
-        "matmul",
-        "sum",
-        "max",
-        "min",
-        "full_like",
-        "scatter_add",
-        "scatter_set",
-        "concatenate",
-        "logsumexp",
-        # fgrad/ops/nn.py's fused ops
-        "softmax_jvp",
-        "gelu_tanh_gate",
-        "standardize",
-        "standardize_grad",
-        "scale_shift",
-        "sum_rows",
-    }
-)
 _INT_OF = {4: np.dtype(np.int32), 8: np.dtype(np.int64)}
 
 
@@ -171,7 +152,7 @@ def _where_zero(cond: Any, x: Any, out: Any = None, keep: bool = True) -> Any:
 def _where_zero_form(node: Node) -> bool | None:
     """``keep`` for :func:`_where_zero` when ``node`` is ``where(c, x, 0)`` or ``where(c, 0,
     x)`` with ``c`` bool and ``x`` float32/64, both of the output's shape; else None."""
-    if node.op.name != "where" or len(node.inputs) != 3 or node.params:
+    if node.op is not where or len(node.inputs) != 3 or node.params:
         return None
     cond, a, b = node.inputs
     out = node.outputs[0].aval
@@ -296,7 +277,7 @@ def _feeds_small_batched_matmul(node: Node, consumers: list) -> bool:
         return False
     v = node.outputs[0]
     return all(
-        c.op.name == "matmul"
+        c.op is matmul
         and len(c.inputs) == 2
         and c.inputs[1] is v
         and c.inputs[0] is not v
@@ -323,7 +304,7 @@ def _step_forms(graph: Graph, xp: Any) -> list[tuple]:
         form: tuple = ("kernel",)
         if xp is np and not node.op.multiple_results:
             out = node.outputs[0].aval
-            name = node.op.name
+            op = node.op
             ins = node.inputs
             keep = _where_zero_form(node)
             uf = None if keep is not None else _ufunc_form(node.op, node.params, len(ins))
@@ -340,22 +321,22 @@ def _step_forms(graph: Graph, xp: Any) -> list[tuple]:
                     form = ("ufunc", *uf)
             elif uf is not None:
                 form = ("ufunc", *uf)
-            elif name == "softmax" and isinstance(ins[0], Var) and ins[0].aval == out:
+            elif op is softmax and isinstance(ins[0], Var) and ins[0].aval == out:
                 # The softmax kernel takes out= (it writes its temporaries into it).
                 form = ("into", functools.partial(node.op.kernel, np), {"axes": node.params["axes"]})
-            elif name == "concatenate" and all(
+            elif op is concatenate and all(
                 isinstance(v, Var) and v.aval.dtype == out.dtype for v in ins
             ):
                 form = ("into", _concat_into, {"axis": node.params["axis"]})
             elif (
-                name == "reshape"
+                op is reshape
                 and isinstance(ins[0], Var)
                 and getattr(producer.get(id(ins[0])), "op", None) is not None
-                and producer[id(ins[0])].op.name == "permute_dims"
+                and producer[id(ins[0])].op is permute_dims
                 and _drop_ones(ins[0].aval.shape) != _drop_ones(out.shape)
             ):  # a reshape of a permuted view that copies (not just adding unit axes)
                 form = ("into", _reshape_copy, {})
-            elif name == "permute_dims" and _feeds_small_batched_matmul(
+            elif op is permute_dims and _feeds_small_batched_matmul(
                 node, consumers.get(id(node.outputs[0]), [])
             ):
                 form = ("into", _transpose_copy, {"axes": node.params["axes"]})
@@ -389,7 +370,7 @@ def _donation_plan(graph: Graph, forms: list[tuple], donated: tuple[int, ...]) -
         )
         for i in seen:
             read_until[i] = k
-        fresh = node.op.name in _FRESH or form[0] in ("ufunc", "matmul_rows", "where0")
+        fresh = node.op in FRESH or form[0] in ("ufunc", "matmul_rows", "where0")
         if seen and not fresh:
             for v in node.outputs:
                 alias[id(v)] = seen
@@ -493,7 +474,7 @@ class Program:
                     roots[o] |= frozenset().union(
                         *(roots.get(id(v), ()) for v in node.inputs if isinstance(v, Var))
                     )
-            elif node.op.name in _FRESH:
+            elif node.op in FRESH:
                 for v in node.outputs:
                     roots[id(v)] = frozenset()
             else:

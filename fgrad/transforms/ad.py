@@ -29,6 +29,7 @@ from fgrad.errors import ConcretizationError, ShapeError
 from fgrad.ops.elementwise import add, astype, full_like, real
 from fgrad.ops.shape import broadcast_to, sum_to_shape
 from fgrad.tensor import ShapeDtype, Tensor, asarray
+from fgrad.transforms.argnums import as_positions, is_single
 
 __all__ = ["vjp", "grad", "value_and_grad", "jvp"]
 
@@ -357,7 +358,7 @@ def _lower_tree(x: Any, trace: Trace) -> Any:
 
 
 def _normalize_argnums(argnums: int | Sequence[int], nargs: int, name: str) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    nums = as_positions(argnums, name, "argnums", None)
     for n in nums:
         if not -nargs <= n < nargs:
             raise ValueError(
@@ -471,7 +472,7 @@ def value_and_grad(
         if type(traced) is ReverseTracer and traced._trace is rec.trace:
             seeds.append((traced.node, traced.index, _one_like(out)))
         grads = rec.pull(seeds)
-        grads = grads[0] if isinstance(argnums, int) else grads
+        grads = grads[0] if is_single(argnums) else grads
         return ((out, rec.aux), grads) if has_aux else (out, grads)
 
     value_and_grad_f.__name__ = f"value_and_grad({getattr(f, '__name__', 'f')})"

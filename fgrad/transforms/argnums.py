@@ -1,4 +1,5 @@
-"""Normalising ``*_argnums`` / ``*_argnames`` arguments of the transforms (jit, make_graph).
+"""Normalising ``*_argnums`` / ``*_argnames`` arguments of every transform (grad, jacrev,
+jit, make_graph, ...): one normaliser, so they accept and refuse the same values.
 
 As JAX: one position or name, or a sequence of them; positions may be any integer type
 (``operator.index``: numpy integers too) but not bools; None means none. A wrong type
@@ -11,7 +12,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-__all__ = ["as_names", "as_positions"]
+__all__ = ["as_names", "as_positions", "is_single"]
 
 
 def as_positions(value: Any, where: str, what: str, other: str | None) -> tuple[int, ...]:
@@ -75,9 +76,19 @@ def as_names(value: Any, where: str, what: str, other: str) -> tuple[str, ...]:
     return tuple(items)
 
 
+def is_single(value: Any) -> bool:
+    """Whether ``value`` is one position or name (the transform then returns one result,
+    not a tuple of them), as opposed to a sequence.
+
+    Example:
+        >>> from fgrad.transforms.argnums import is_single
+        >>> is_single(np.int64(1)), is_single((0, 1))
+        (True, False)
+    """
+    return isinstance(value, (str, bytes)) or not hasattr(value, "__iter__")
+
+
 def _items(value: Any) -> tuple:
     if value is None:
         return ()
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-        return (value,)
-    return tuple(value)
+    return (value,) if is_single(value) else tuple(value)

@@ -24,6 +24,7 @@ from fgrad.ops.control import Traced, close, trace_function
 from fgrad.ops.elementwise import full_like
 from fgrad.tensor import Tensor, _wrap
 from fgrad.transforms._rule_ops import checkpoint_call, custom_jvp_call, custom_vjp_call
+from fgrad.transforms.argnums import as_positions
 
 __all__ = ["custom_vjp", "custom_jvp", "checkpoint"]
 
@@ -171,7 +172,9 @@ class custom_vjp:
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = as_positions(
+            nondiff_argnums, f"custom_vjp {self.__name__}", "nondiff_argnums", None
+        )
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
 

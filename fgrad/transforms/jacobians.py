@@ -16,6 +16,7 @@ from fgrad import tree
 from fgrad.ops import shape as _shape_ops
 from fgrad.ops.elementwise import full_like
 from fgrad.tensor import Tensor, asarray
+from fgrad.transforms.argnums import is_single
 from fgrad.transforms.ad import (
     _as_input,
     _check_diff_inputs,
@@ -117,7 +118,7 @@ def jacrev(
                 for r, x in zip(rows, in_leaves)
             ]
             block = tree.unflatten(in_tree, per_input)
-            blocks.append(block[0] if isinstance(argnums, int) else block)
+            blocks.append(block[0] if is_single(argnums) else block)
         jac = tree.unflatten(out_tree, blocks)
         return (jac, res[2]) if has_aux else jac
 
@@ -183,7 +184,7 @@ def jacfwd(
                 for cols, x in zip(per_input_cols, in_leaves)
             ]
             block = tree.unflatten(in_tree, per_input)
-            blocks.append(block[0] if isinstance(argnums, int) else block)
+            blocks.append(block[0] if is_single(argnums) else block)
         jac = tree.unflatten(out_tree, blocks)
         return (jac, aux) if has_aux else jac
 

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 # type(array) -> namespace; filled lazily for cupy and Array API namespaces. A dict lookup
-# keeps the eager hot path cheap (see DESIGN.md, "The hot path").
+# keeps the eager hot path cheap (docs/internals.md, "Traces and levels": about 1 us an untraced op).
 _XP_BY_TYPE: dict[type, Any] = {np.ndarray: np}
 for _t in set(np.sctypeDict.values()):
     _XP_BY_TYPE[_t] = np

@@ -1,5 +1,5 @@
 """Smoke test of benchmarks/run.py: every section runs, on tiny sizes, and its variants
-agree with the numpy floor. No timing is asserted (DESIGN.md: speed is a benchmark)."""
+agree with the numpy floor. No timing is asserted (speed is a benchmark, never a unit test)."""
 
 import importlib.util
 import pathlib

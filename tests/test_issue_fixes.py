@@ -125,11 +125,23 @@ def test_issue_2_operator_helpers_are_private_but_operators_work():
 
 
 def test_issue_5_benchmark_docs_stand_alone():
-    # DESIGN.md and the issue numbers live outside the repository.
+    # The issue numbers live outside the repository.
     for path in ("benchmarks/README.md", "benchmarks/run.py", "benchmarks/op_overhead.py"):
         text = (ROOT / path).read_text()
-        assert "DESIGN.md" not in text, path
         assert not re.search(r"\bissues? \d", text), path
+
+
+def test_issue_11_nothing_cites_documents_outside_the_repository():
+    """The design and style guides the team reads are not part of the repository, so no
+    file may send a reader to them."""
+    outside = re.compile("(" + "|".join(["STYLE", "DESIGN"]) + r")\.md|\.\./shared")
+    found = []
+    for path in sorted(ROOT.rglob("*")):
+        if ".git" in path.parts or path.suffix not in (".py", ".md", ".toml", ".txt", ""):
+            continue
+        if path.is_file() and outside.search(path.read_text(errors="ignore")):
+            found.append(str(path.relative_to(ROOT)))
+    assert not found, found
 
 
 def test_issue_2_readme_first_look_runs_top_to_bottom():

@@ -1,4 +1,4 @@
-"""Each module imports only from its own layer or layers before it (DESIGN.md, "Layering")."""
+"""Each module imports only from its own layer or layers before it (docs/internals.md, "The map")."""
 
 import ast
 import pathlib

@@ -9,6 +9,7 @@ The contract is in :func:`defop`'s docstring and ``docs/internals.md``.
 from __future__ import annotations
 
 from collections.abc import Callable
+import inspect
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -105,6 +106,16 @@ class Op:
     @property
     def __doc__(self) -> str | None:  # type: ignore[override]
         return self.doc
+
+    @property
+    def __signature__(self) -> inspect.Signature | None:
+        """The call's signature: the kernel's, without ``xp`` (so ``inspect.signature``
+        and help() show ``tanh(x)``, ``add(x, y)``)."""
+        try:
+            sig = inspect.signature(self.kernel)
+        except (TypeError, ValueError):
+            return None
+        return sig.replace(parameters=list(sig.parameters.values())[1:])
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
@@ -209,7 +220,7 @@ def _wrap(data: Any) -> Tensor:
 
 
 # ------------------------------------------------------------------------ the eager fast path
-# DESIGN.md budgets 1 us for an eager op on small arrays, where numpy itself takes ~0.3 us,
+# fgrad budgets 1 us for an eager op on small arrays, where numpy itself takes ~0.3 us,
 # so every Python frame and argument packing counts (each costs 0.05-0.25 us). The general
 # ``Op.__call__`` packs ``*args``/``**params`` and finds ``xp`` per call. Ops of one or two
 # inputs without params (most elementwise ops) instead get closures that take their inputs
@@ -288,8 +299,12 @@ def _specialise(op: Op) -> None:
             op._kernels[typ] = np_kernel
     if op._fast:
         call = op._fast["unary" if arity == 1 else "binary"]
+        # A class of its own only so that this op's __call__ can be the closure; named
+        # after the op, so tracebacks and type() say which.
         op.__class__ = type(
-            "Op", (Op,), {"__slots__": (), "__call__": staticmethod(call), "__doc__": _DOC}
+            f"Op[{op.name}]",
+            (Op,),
+            {"__slots__": (), "__call__": staticmethod(call), "__doc__": _DOC},
         )
 
 

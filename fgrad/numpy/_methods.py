@@ -93,7 +93,7 @@ def _entry(fn, kind: str):
 
     An op of one or two inputs provides closures made for this (fgrad.core.op._specialise),
     and a plain Python function can itself be the method, since ``x.method(*a)`` calls it as
-    ``fn(x, *a)``; either way ``x + y`` costs no extra Python frame (DESIGN.md, hot path).
+    ``fn(x, *a)``; either way ``x + y`` costs no extra Python frame (the eager hot path, docs/internals.md).
     """
     fast = getattr(fn, "_fast", None)
     if fast:

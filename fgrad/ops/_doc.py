@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 
-def unary_doc(summary: str, example: str, *, domain: str = "", extra: str = "") -> str:
-    """Docstring of an elementwise op with one input."""
+_PROMOTES = """Integer and bool inputs are
+            promoted to the smallest float that holds them, as in numpy: bool and 8-bit
+            integers give float16, 16-bit integers float32, wider integers float64."""
+
+
+def unary_doc(
+    summary: str, example: str, *, domain: str = "", extra: str = "", keeps_dtype: bool = False
+) -> str:
+    """Docstring of an elementwise op with one input (``keeps_dtype``: the result has the
+    input's dtype, integers included, instead of a floating one)."""
     dom = f" Defined on {domain}; outside it the result is NaN, as in numpy." if domain else ""
+    promotes = "Any dtype." if keeps_dtype else _PROMOTES
+    result = "the dtype of ``x``" if keeps_dtype else "floating dtype of ``x``"
     return f"""{summary}
 
     Elementwise.{dom}{(' ' + extra) if extra else ''}
 
     Args:
-        x: Tensor, array or Python scalar of any shape. Integer and bool inputs are
-            promoted to float64, as in numpy.
+        x: Tensor, array or Python scalar of any shape. {promotes}
 
     Returns:
-        Tensor of ``x.shape``, floating dtype of ``x``.
+        Tensor of ``x.shape``, {result}.
 
     Raises:
         DTypeError: ``x`` has a dtype the op does not accept.

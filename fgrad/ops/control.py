@@ -1097,6 +1097,3 @@ scan = defop(
         ``jax.lax.scan`` (https://docs.jax.dev/en/latest/_autosummary/jax.lax.scan.html).
     """,
 )
-
-# doctest collects only functions and classes; run the op docstrings' examples too.
-__test__ = {op.name: op.doc for op in (cond, while_loop, scan)}

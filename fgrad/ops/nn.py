@@ -846,21 +846,3 @@ bias_add = defop(
                 [2., 3., 4.]], dtype=float64)
     """,
 )
-
-
-# doctest collects only functions and classes; run the op docstrings' examples too.
-__test__ = {
-    op.name: op.doc
-    for op in (
-        relu,
-        softmax,
-        softmax_jvp,
-        log_softmax,
-        gelu_tanh_gate,
-        standardize,
-        standardize_grad,
-        scale_shift,
-        sum_rows,
-        bias_add,
-    )
-}

@@ -971,10 +971,3 @@ random_truncated_normal = defop(
         5(2), 121-125, 1995.
     """,
 )
-
-# Op objects are not functions, so doctest does not find their docstrings by itself.
-__test__ = {
-    name: op.doc
-    for name, op in globals().copy().items()
-    if name.startswith("random_") and getattr(op, "doc", None)
-}

@@ -838,25 +838,3 @@ linear_recurrence = defop(
 )
 
 from fgrad.ops.shape import broadcast_to, permute_dims, reshape
-
-# doctest collects only functions and classes; run the op docstrings' examples too.
-__test__ = {
-    op.name: op.doc
-    for op in (
-        sum,
-        prod,
-        tie_weights,
-        max,
-        min,
-        logsumexp,
-        logsumexp_weights,
-        argmax,
-        argmin,
-        all,
-        any,
-        cumsum,
-        cumprod,
-        shift,
-        linear_recurrence,
-    )
-}

@@ -276,7 +276,7 @@ custom_jvp_call = defop(
         >>> @fgrad.custom_jvp
         ... def g(x):
         ...     return fnp.sin(x)
-        >>> g.defjvp(lambda p, t: (fnp.sin(p[0]), fnp.cos(p[0]) * t[0]))
+        >>> _ = g.defjvp(lambda p, t: (fnp.sin(p[0]), fnp.cos(p[0]) * t[0]))
         >>> [n.op.name for n in fgrad.make_graph(g)(fnp.ones(2)).nodes]
         ['custom_jvp_call']
     """,

@@ -320,12 +320,15 @@ class custom_jvp:
 
         def rule_flat(vals):
             xs = vals[:n_in]
-            t_leaves = [full_like(x, fill_value=0, dtype=None) for x in staged.leaves]
-            for j, t in zip(t_pos, vals[n_in:]):
-                t_leaves[staged.pos[j]] = t
+            tangents = dict(zip(t_pos, vals[n_in:]))
+            # Leaves that are not traced, and traced integer leaves, have zero tangents.
+            t_leaves = [
+                full_like(x, fill_value=0, dtype=None) if not isinstance(x, Tracer) else None
+                for x in staged.leaves
+            ]
             for j, x in enumerate(xs):
-                if j not in t_pos:  # a traced integer leaf: zero tangent of its own
-                    t_leaves[staged.pos[j]] = full_like(x, fill_value=0, dtype=None)
+                t = tangents.get(j)
+                t_leaves[staged.pos[j]] = full_like(x, fill_value=0, dtype=None) if t is None else t
             out, t_out = self.rule(
                 tuple(staged.rebuild(xs)), tuple(tree.unflatten(staged.in_tree, t_leaves))
             )

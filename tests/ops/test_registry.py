@@ -1,4 +1,4 @@
-"""One sweep over every op in the registry (STYLE.md 2.5).
+"""One sweep over every op in the registry (docs/internals.md, "Tests").
 
 For each op and each sampled case from its ``Check``: the shape rule agrees with the kernel;
 VJP and JVP agree with float64 central finite differences at first and (for smooth ops)

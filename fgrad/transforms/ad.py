@@ -358,7 +358,8 @@ def _lower_tree(x: Any, trace: Trace) -> Any:
 
 
 def _normalize_argnums(argnums: int | Sequence[int], nargs: int, name: str) -> tuple[int, ...]:
-    nums = as_positions(argnums, name, "argnums", None)
+    # A plain int (the common call) skips the general normaliser.
+    nums = (argnums,) if type(argnums) is int else as_positions(argnums, name, "argnums", None)
     for n in nums:
         if not -nargs <= n < nargs:
             raise ValueError(
@@ -472,7 +473,7 @@ def value_and_grad(
         if type(traced) is ReverseTracer and traced._trace is rec.trace:
             seeds.append((traced.node, traced.index, _one_like(out)))
         grads = rec.pull(seeds)
-        grads = grads[0] if is_single(argnums) else grads
+        grads = grads[0] if type(argnums) is int or is_single(argnums) else grads
         return ((out, rec.aux), grads) if has_aux else (out, grads)
 
     value_and_grad_f.__name__ = f"value_and_grad({getattr(f, '__name__', 'f')})"

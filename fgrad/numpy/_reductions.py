@@ -3,6 +3,15 @@
 ``axis`` is an int, a tuple of ints or None (all axes); the wrappers turn it into the ops'
 canonical ``axes`` (sorted non-negative ints). ``mean``, ``var``, ``std`` and
 ``count_nonzero`` are compositions of ops, so their derivatives come for free.
+
+float16 input is computed in float32 and the result rounded to float16 once (``mean``,
+``var``, ``std``, ``nanmean``, weighted ``logsumexp``; the ``sum`` op accumulates in
+float32 itself). In float16 the sum of 100,000 ones overflows (65504 is the largest
+float16), squares of values past 256 do too, and ``1 / 100000`` is a subnormal whose
+rounding is then amplified: numpy's ``mean`` accumulates float16 in float32 for the same
+reason, JAX and PyTorch do so for every reduction. The gradients go through the same
+float32 computation (the casts' derivatives are casts), so ``grad(mean)`` over 100,000
+float16 entries is ``float16(1e-5)``, not 0.
 """
 
 from __future__ import annotations
@@ -45,6 +54,18 @@ __all__ = [
 
 def _cast(x: Any, dtype: Any) -> Any:
     return x if dtype is None else _e.astype(x, dtype=np.dtype(dtype))
+
+
+def _widened(x: Any) -> tuple[Any, Any]:
+    """``(x as float32, float16)`` for float16 ``x``, else ``(x, None)``: the value to compute
+    with and the dtype to round the result to."""
+    if getattr(x, "dtype", None) == dtypes.float16:
+        return _e.astype(x, dtype=dtypes.float32), dtypes.float16
+    return x, None
+
+
+def _rounded(y: Any, dtype: Any) -> Any:
+    return y if dtype is None else _e.astype(y, dtype=dtype)
 
 
 def _count(x: Any, axes: tuple) -> int:
@@ -121,7 +142,9 @@ def mean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False)
 
     Returns:
         Tensor of the reduced shape; floating dtype of ``x`` (ints and bools give float64).
-        The mean of zero elements is NaN, as numpy.
+        The mean of zero elements is NaN, as numpy. float16 is summed and divided in
+        float32 and rounded once, as numpy does (JAX too, also for ``dtype=float16``,
+        where numpy accumulates in float16); so is its derivative.
 
     Raises:
         ShapeError: an axis is out of range or repeated.
@@ -129,14 +152,16 @@ def mean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False)
     Example:
         >>> fnp.mean(fnp.array([[1.0, 2.0], [3.0, 5.0]]), axis=0)
         Tensor([2. , 3.5], dtype=float64)
+        >>> fnp.mean(fnp.ones(100_000, dtype=fnp.float16))
+        Tensor(1., dtype=float16)
     """
-    x = _cast(x, dtype)
+    x, rounded = _widened(_cast(x, dtype))
     axes = norm_axes("mean", axis, ndim_of(x))
     total = _r.sum(x, axes=axes, keepdims=keepdims)
     n = _count(x, axes)
     if n == 0:
-        return _e.divide(total, float("nan"))
-    return _e.divide(total, n)
+        return _rounded(_e.divide(total, float("nan")), rounded)
+    return _rounded(_e.divide(total, n), rounded)
 
 
 def _extremum(name: str, op: Any, x: Any, axis: Any, keepdims: bool) -> Any:
@@ -224,7 +249,9 @@ def var(
 
     Returns:
         Tensor of the reduced shape; real floating dtype of ``x`` (ints give float64).
-        When ``count - ddof <= 0`` the result is inf or NaN, as numpy.
+        When ``count - ddof <= 0`` the result is inf or NaN, as numpy. float16 is computed
+        in float32 and rounded once, as in JAX (numpy sums float16 squares in float16, so
+        its variance of values near 1000 is inf).
 
     Raises:
         ShapeError: an axis is out of range or repeated.
@@ -236,12 +263,22 @@ def var(
         >>> fnp.var(fnp.array([1.0, 2.0, 3.0, 4.0]), ddof=1)
         Tensor(1.66666667, dtype=float64)
     """
+    value, rounded = _variance("var", x, axis, dtype, ddof, keepdims, correction)
+    return _rounded(value, rounded)
+
+
+def _variance(
+    name: str, x: Any, axis: Any, dtype: Any, ddof: float, keepdims: bool, correction: Any
+) -> tuple[Any, Any]:
+    """``var`` before its last rounding: ``(value, dtype to round it to or None)``, so that
+    ``std`` of float16 takes the square root in float32 (a variance past 65504 is inf in
+    float16, its square root is not)."""
     if correction is not None:
         if ddof != 0:
-            raise ValueError("var: give ddof or correction, not both")
+            raise ValueError(f"{name}: give ddof or correction, not both")
         ddof = correction
-    x = _cast(x, dtype)
-    axes = norm_axes("var", axis, ndim_of(x))
+    x, rounded = _widened(_cast(x, dtype))
+    axes = norm_axes(name, axis, ndim_of(x))
     if not dtypes.is_inexact(dtypes.result_type(x)):
         x = _e.astype(x, dtype=dtypes.float64)
     centred = _e.subtract(x, mean(x, axes, keepdims=True))
@@ -253,8 +290,8 @@ def var(
     dof = _count(x, axes) - ddof
     if dof <= 0:  # numpy warns and returns inf (or NaN for 0/0); so does the division here
         with np.errstate(divide="ignore", invalid="ignore"):
-            return _e.divide(total, float(dof))
-    return _e.divide(total, dof)
+            return _e.divide(total, float(dof)), rounded
+    return _e.divide(total, dof), rounded
 
 
 def std(
@@ -283,6 +320,7 @@ def std(
 
     Returns:
         Tensor of the reduced shape; real floating dtype of ``x`` (ints give float64).
+        float16 is computed in float32, square root included, and rounded once.
 
     Raises:
         ShapeError: an axis is out of range or repeated.
@@ -291,8 +329,11 @@ def std(
     Example:
         >>> fnp.std(fnp.array([[1.0, 3.0], [2.0, 2.0]]), axis=1)
         Tensor([1., 0.], dtype=float64)
+        >>> fnp.std(fnp.array([-1000.0, 1000.0], dtype=fnp.float16))
+        Tensor(1000., dtype=float16)
     """
-    return _e.sqrt(var(x, axis, dtype, ddof=ddof, keepdims=keepdims, correction=correction))
+    value, rounded = _variance("std", x, axis, dtype, ddof, keepdims, correction)
+    return _rounded(_e.sqrt(value), rounded)
 
 
 def logsumexp(
@@ -319,8 +360,9 @@ def logsumexp(
             ``log|sum(b * exp(x))|``. Without it, a negative sum gives NaN.
 
     Returns:
-        Tensor of the reduced shape; floating dtype of ``x`` (ints give float64); with
-        ``return_sign``, a pair ``(result, sign)``.
+        Tensor of the reduced shape; floating dtype of ``x`` (ints give float64; float16
+        is computed in float32 and rounded once); with ``return_sign``, a pair
+        ``(result, sign)``.
 
     Raises:
         ShapeError: an axis is out of range or repeated, or ``b`` does not broadcast.
@@ -344,7 +386,10 @@ def logsumexp(
     if shape != shape_of(x):
         x = _s.broadcast_to(x, shape=shape)
     dtype = np.dtype(dtypes.result_type(x, b))
-    if not dtypes.is_inexact(dtype):
+    rounded = None
+    if dtype == dtypes.float16:  # the weighted sum in float32, rounded once
+        x, rounded = _e.astype(x, dtype=dtypes.float32), dtype
+    elif not dtypes.is_inexact(dtype):
         x = _e.astype(x, dtype=dtypes.float64)
     axes = norm_axes("logsumexp", axis, ndim_of(x))
     # Shift by the largest x with a non-zero weight (a constant: the result does not
@@ -359,8 +404,8 @@ def logsumexp(
     # not 0 * inf = NaN: log a safe stand-in and select -inf.
     empty = _e.equal(total, 0)
     magnitude = _e.where(empty, 1.0, total if not return_sign else _e.abs(total))
-    out = _e.where(empty, -np.inf, _e.add(_e.log(magnitude), shift))
-    return (out, _e.sign(total)) if return_sign else out
+    out = _rounded(_e.where(empty, -np.inf, _e.add(_e.log(magnitude), shift)), rounded)
+    return (out, _rounded(_e.sign(total), rounded)) if return_sign else out
 
 
 def _one_axis(name: str, axis: Any, ndim: int) -> int | None:
@@ -531,7 +576,8 @@ def nanmean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = Fal
         keepdims: keep reduced axes with size 1.
 
     Returns:
-        Tensor of the reduced shape, as :func:`mean`; NaN for a slice that is all NaN.
+        Tensor of the reduced shape, as :func:`mean` (float16 computed in float32); NaN
+        for a slice that is all NaN.
 
     Raises:
         ShapeError: an axis is out of range or repeated.
@@ -540,15 +586,15 @@ def nanmean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = Fal
         >>> fnp.nanmean(fnp.array([[1.0, fnp.nan], [2.0, 4.0]]), axis=1)
         Tensor([1., 3.], dtype=float64)
     """
-    x = _cast(x, dtype)
+    x, rounded = _widened(_cast(x, dtype))  # float16: counts past 2048 are not exact
     clean, nan = _without_nans(x)
     if nan is None:
-        return mean(x, axis, keepdims=keepdims)
+        return _rounded(mean(x, axis, keepdims=keepdims), rounded)
     axes = norm_axes("nanmean", axis, ndim_of(x))
     total = _r.sum(clean, axes=axes, keepdims=keepdims)
     count = _r.sum(_e.logical_not(nan), axes=axes, keepdims=keepdims)
     with np.errstate(invalid="ignore"):  # an all-NaN slice: 0 / 0 = NaN, as numpy
-        return _e.divide(total, _e.astype(count, dtype=total.dtype))
+        return _rounded(_e.divide(total, _e.astype(count, dtype=total.dtype)), rounded)
 
 
 def _scan(name: str, op: Any, x: Any, axis: Any, dtype: Any) -> Any:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 import fgrad.numpy as fnp
-from fgrad import random
+from fgrad import dtypes, random
 from fgrad.errors import ConcretizationError, DTypeError, ShapeError
 from fgrad.nn._activations import relu
 from fgrad.nn.initializers import Initializer, glorot_uniform, normal, ones, zeros
@@ -317,6 +317,17 @@ def _fused_norm(x: Any, axis: Any, *params: Any) -> bool:
     )
 
 
+def _widened(x: Any, *params: Any) -> tuple[Any, Any]:
+    """``(x to compute with, dtype to round the result to or None)``: a float16 ``x`` is
+    normalised in float32, since its squares overflow past 256 and its row sums past 65504
+    (PyTorch's and JAX's norms widen too). The result is rounded to float16 only when
+    the parameters would not have promoted it anyway."""
+    if getattr(x, "dtype", None) != fnp.float16:
+        return x, None
+    result = dtypes.result_type(x, *(p for p in params if p is not None))
+    return fnp.astype(x, fnp.float32), (result if result == fnp.float16 else None)
+
+
 def layer_norm(
     x: Any, scale: Any = None, bias: Any = None, *, eps: float = 1e-5, axis: int = -1
 ) -> Tensor:
@@ -336,7 +347,8 @@ def layer_norm(
         axis: the normalised axis.
 
     Returns:
-        Tensor of ``x.shape``.
+        Tensor of ``x.shape`` and the promoted dtype of ``x`` and the parameters. float16 is
+        normalised in float32 and rounded once (the fused op does the same inside).
 
     Example:
         >>> layer_norm(fnp.array([1.0, 2.0, 3.0]), eps=0.0)
@@ -350,6 +362,7 @@ def layer_norm(
         if scale is None and bias is None:
             return xhat
         return _nn.scale_shift(xhat, 1.0 if scale is None else scale, 0.0 if bias is None else bias)
+    x, rounded = _widened(x, scale, bias)
     mean = fnp.mean(x, axis=axis, keepdims=True)
     centred = x - mean
     var = fnp.mean(centred * centred, axis=axis, keepdims=True)
@@ -358,7 +371,7 @@ def layer_norm(
         y = y * scale
     if bias is not None:
         y = y + bias
-    return y
+    return y if rounded is None else fnp.astype(y, rounded)
 
 
 def rms_norm(x: Any, scale: Any = None, *, eps: float = 1e-6, axis: int = -1) -> Tensor:
@@ -373,7 +386,8 @@ def rms_norm(x: Any, scale: Any = None, *, eps: float = 1e-6, axis: int = -1) ->
         axis: the normalised axis.
 
     Returns:
-        Tensor of ``x.shape``.
+        Tensor of ``x.shape`` and the promoted dtype of ``x`` and ``scale``. float16 is
+        normalised in float32 (its squares overflow past 256) and rounded once.
 
     Example:
         >>> rms_norm(fnp.array([3.0, 4.0]), eps=0.0)
@@ -383,9 +397,11 @@ def rms_norm(x: Any, scale: Any = None, *, eps: float = 1e-6, axis: int = -1) ->
         Zhang and Sennrich, "Root Mean Square Layer Normalization", NeurIPS 2019,
         arXiv:1910.07467, eq. 4.
     """
+    x, rounded = _widened(x, scale)
     ms = fnp.mean(x * x, axis=axis, keepdims=True)
     y = x / fnp.sqrt(ms + eps)
-    return y if scale is None else y * scale
+    y = y if scale is None else y * scale
+    return y if rounded is None else fnp.astype(y, rounded)
 
 
 # ------------------------------------------------------------------------ layers

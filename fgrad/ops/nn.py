@@ -19,9 +19,9 @@ from fgrad import dtypes
 from fgrad.core.op import LINEAR, Check, defop
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops._batch import axes_batch, batch_size, elementwise_batch, with_batch
-from fgrad.ops._rules import binary, floating, ndim_of, same, shape_of, unary
+from fgrad.ops._rules import binary, floating, ndim_of, refuses_complex, same, shape_of, unary
 from fgrad.ops.elementwise import add, divide, exp, greater, multiply, subtract, where
-from fgrad.ops.reduction import broadcasting_axes_batch
+from fgrad.ops.reduction import broadcasting_axes_batch, narrow, widen
 from fgrad.ops.reduction import sum as _sum
 from fgrad.ops.shape import broadcast_to, reshape
 from fgrad.tensor import ShapeDtype
@@ -60,6 +60,27 @@ def _column(xp, v):
     return xp.reshape(v, (-1, 1))
 
 
+# float16 inputs of the kernels that sum (softmax and its derivative, log_softmax,
+# standardize and its gradient) compute in float32 and round their results once, as the
+# reductions do (see fgrad.ops.reduction): a float16 row sum stops growing at 2048 and a
+# float16 mean of values near 200 is off by up to 0.06, which layer normalisation then
+# divides by the row's standard deviation.
+_HALF = dtypes.float16
+
+
+def _all_half(*arrays: Any) -> bool:
+    """Every array input is float16 (Python scalars are weak): the result is float16."""
+    seen = False
+    for a in arrays:
+        dtype = getattr(a, "dtype", None)
+        if dtype is None:
+            continue
+        if dtype is not _HALF:
+            return False
+        seen = True
+    return seen
+
+
 def _is_scalar(value: Any, number: float) -> bool:
     return type(value) in (int, float) and value == number
 
@@ -88,7 +109,7 @@ def _relu_args(rng, shapes):
 relu = defop(
     "relu",
     kernel=lambda xp, x: xp.maximum(x, 0),
-    aval=unary(same),
+    aval=unary(same, name="relu", real_only=True),  # as its docstring says (PyTorch too)
     # where(x > 0, ., 0) and not maximum's rule: relu'(0) = 0 (JAX, PyTorch), not 0.5.
     batch=elementwise_batch,
     jvp=(lambda t, out, x: where(greater(x, 0), t, 0),),
@@ -138,6 +159,12 @@ _SHIFT_MIN_SIZE = 4096  # smaller arrays: the extra calls cost more than the row
 def _softmax_kernel(xp, x, *, axes, out=None):
     """``out``: optional array of ``x``'s shape and dtype to write the result into (jit's
     buffers)."""
+    if x.dtype is _HALF:
+        y = _softmax_kernel(xp, widen(xp, x), axes=axes)
+        if out is None:
+            return narrow(xp, y, _HALF)
+        out[...] = y  # jit's buffers are numpy arrays
+        return out
     shape = tuple(x.shape)
     n = shape[-1] if shape else 0
     span = _SHIFT_SPAN.get(getattr(x.dtype, "char", None))
@@ -208,6 +235,8 @@ softmax = defop(
 
 
 def _softmax_jvp_kernel(xp, t, s, *, axes):
+    if _all_half(t, s):
+        return narrow(xp, _softmax_jvp_kernel(xp, widen(xp, t), widen(xp, s), axes=axes), _HALF)
     shape = tuple(t.shape)
     n = shape[-1] if shape else 0
     if axes == (len(shape) - 1,) and n > 1 and tuple(s.shape) == shape:
@@ -280,6 +309,8 @@ softmax_jvp = defop(
 
 
 def _log_softmax_kernel(xp, x, *, axes):
+    if x.dtype is _HALF:
+        return narrow(xp, _log_softmax_kernel(xp, widen(xp, x), axes=axes), _HALF)
     shifted = x - xp.max(x, axis=axes, keepdims=True)
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axes, keepdims=True))
 
@@ -364,7 +395,7 @@ def _gelu_tanh_gate_derivative(out, x):
 gelu_tanh_gate = defop(
     "gelu_tanh_gate",
     kernel=_gelu_tanh_gate_kernel,
-    aval=lambda x: ShapeDtype(shape_of(x), _real_floating("gelu_tanh_gate", x)),
+    aval=refuses_complex(lambda x: ShapeDtype(shape_of(x), _real_floating("gelu_tanh_gate", x))),
     batch=elementwise_batch,
     jvp=(lambda t, out, x: multiply(t, _gelu_tanh_gate_derivative(out, x)),),
     vjp=(lambda ct, out, x: multiply(ct, _gelu_tanh_gate_derivative(out, x)),),
@@ -415,6 +446,9 @@ def _standardize(xp, x, eps):
 
 
 def _standardize_kernel(xp, x, *, eps):
+    if x.dtype is _HALF:
+        xhat, rstd = _standardize_kernel(xp, widen(xp, x), eps=eps)
+        return narrow(xp, xhat, _HALF), narrow(xp, rstd, _HALF)
     xhat, s = _standardize(xp, x, eps)
     shape = tuple(x.shape)
     return xp.reshape(xhat, shape), xp.reshape(1.0 / s, shape[:-1] + (1,))
@@ -422,6 +456,9 @@ def _standardize_kernel(xp, x, *, eps):
 
 def _standardize_grad_kernel(xp, g, ct_rstd, xhat, rstd):
     # a (g - mean(g) - xhat (mean(g xhat) + ct_rstd a / n)) with a = rstd, per row.
+    if _all_half(g, ct_rstd, xhat, rstd):
+        wide = (widen(xp, v) for v in (g, ct_rstd, xhat, rstd))
+        return narrow(xp, _standardize_grad_kernel(xp, *wide), _HALF)
     n = xhat.shape[-1]
     g2 = xp.reshape(g, (-1, n))
     x2 = xp.reshape(xhat, (-1, n))

@@ -89,6 +89,9 @@ def sum(
 
     Returns:
         Tensor of the reduced shape; bools and small ints sum into the default int.
+        float16 accumulates in float32 and is rounded to float16 once, as in JAX and
+        PyTorch (numpy widens only along a contiguous last axis: its float16 sum down
+        columns stops growing at 2048).
 
     Raises:
         ShapeError: an axis is out of range or repeated.
@@ -330,7 +333,7 @@ def std(
         >>> fnp.std(fnp.array([[1.0, 3.0], [2.0, 2.0]]), axis=1)
         Tensor([1., 0.], dtype=float64)
         >>> fnp.std(fnp.array([-1000.0, 1000.0], dtype=fnp.float16))
-        Tensor(1000., dtype=float16)
+        Tensor(1.e+03, dtype=float16)
     """
     value, rounded = _variance("std", x, axis, dtype, ddof, keepdims, correction)
     return _rounded(_e.sqrt(value), rounded)

@@ -149,8 +149,11 @@ class Graph:
             raise ValueError(f"Graph.evaluate: arguments {in_tree} differ from {self.in_tree}")
         return tree.unflatten(self.out_tree, self.evaluate_flat(leaves))
 
-    def evaluate_flat(self, leaves: list) -> list:
-        """Run the graph on one value per input Var; returns one value per output."""
+    def evaluate_flat(self, leaves: list, before: Callable | None = None) -> list:
+        """Run the graph on one value per input Var; returns one value per output.
+
+        ``before(node)``, when given, is called before each node runs (jit uses it to say
+        which op failed)."""
         env = {id(v): x for v, x in zip(self.invars, leaves)}
 
         def read(v):
@@ -158,6 +161,8 @@ class Graph:
 
         sources = _SOURCES.stack
         for node in self.nodes:
+            if before is not None:
+                before(node)
             if node.source:  # ops replayed under another transform keep their traced line
                 sources.append(node.source)
             try:

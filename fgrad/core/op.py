@@ -129,12 +129,14 @@ class Op:
         datas = []
         kernel = None
         foreign = False  # a raw (caller-owned, mutable) array among the inputs
+        complex_in = False
         for a in args:
             t = type(a)
             if t is Tensor:
                 a = a._data
             elif t in _SCALARS:
                 datas.append(a)
+                complex_in = complex_in or t is complex
                 continue
             elif isinstance(a, Tracer):
                 return bind(self, args, params)
@@ -144,7 +146,12 @@ class Op:
                 foreign = True
             if kernel is None:
                 kernel = self._kernels.get(type(a)) or _bind_kernel(self, a)
+            complex_in = complex_in or getattr(getattr(a, "dtype", None), "kind", None) == "c"
             datas.append(a)
+        if complex_in and self.aval_rule is not None:
+            # An op without a complex path refuses complex input here as its shape rule
+            # does under jit; numpy's kernel might return something plausible and wrong.
+            self.aval_rule(*[a.aval if isinstance(a, Tensor) else a for a in args], **params)
         try:
             out = (kernel or self._kernels[np.ndarray])(*datas, **params)
         except Exception as err:  # try is free until it raises (CPython 3.11)
@@ -270,12 +277,36 @@ def _bind_kernel(op: Op, array: Any) -> Callable:
     """The op's kernel bound to ``array``'s namespace, cached by the array's type."""
     xp = backend.namespace_of(array)
     kernel = None
-    if op._fast:  # no params can reach the kernel, so the namespace function may stand in
+    real_only = getattr(op.aval_rule, "real_only", False)
+    if op._fast and not real_only:  # no params reach the kernel: the namespace function may stand in
         kernel = _direct_kernel(op.kernel, xp)
     if kernel is None:
         kernel = partial(op.kernel, xp)
+    if real_only:
+        kernel = _refusing_complex(op, kernel)
     op._kernels[type(array)] = kernel
     return kernel
+
+
+def _refusing_complex(op: Op, kernel: Callable) -> Callable:
+    """``kernel``, raising the shape rule's DTypeError on complex input, as jit does.
+
+    Eagerly the kernel's output is the truth for shapes and the rule does not run; an op
+    defined on real input only must still refuse complex input, or numpy's kernel returns
+    something plausible and wrong (erf of a complex array gave erf of its modulus).
+    """
+
+    def real_kernel(*arrays: Any, **params: Any) -> Any:
+        for a in arrays:
+            if getattr(getattr(a, "dtype", None), "kind", None) == "c" or type(a) is complex:
+                avals = [
+                    a if type(a) in _SCALARS else ShapeDtype(tuple(a.shape), np.dtype(a.dtype))
+                    for a in arrays
+                ]
+                op.aval_rule(*avals, **params)  # raises its DTypeError
+        return kernel(*arrays, **params)
+
+    return real_kernel
 
 
 # A new class's ``__doc__`` would shadow Op's property (type() sets it to None): keep it.

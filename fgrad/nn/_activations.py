@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from fgrad.errors import DTypeError
 from fgrad.ops import nn as _nn
 from fgrad.ops._rules import ndim_of, norm_axes
 from fgrad.ops.elementwise import add, erfc, logaddexp, multiply, sigmoid, tanh
@@ -134,6 +135,7 @@ def gelu(x: Any, approximate: bool | str = False) -> Any:
 
     Raises:
         ValueError: an unknown ``approximate``.
+        DTypeError: complex input with the exact form.
 
     Example:
         >>> from fgrad.nn import gelu
@@ -147,6 +149,12 @@ def gelu(x: Any, approximate: bool | str = False) -> Any:
         arXiv:1606.08415 (both forms).
     """
     if approximate in (False, "none"):
+        if getattr(getattr(x, "dtype", None), "kind", None) == "c" or isinstance(x, complex):
+            raise DTypeError(
+                f"gelu: the exact form uses erf, which is defined for real input only, got "
+                f"complex {getattr(x, 'aval', x)}; pass approximate='tanh' for the "
+                "holomorphic tanh form, or apply gelu to the real and imaginary parts"
+            )
         return multiply(multiply(x, 0.5), erfc(multiply(x, -_SQRT_HALF)))
     if approximate in (True, "tanh"):
         if getattr(getattr(x, "dtype", None), "kind", None) == "f":

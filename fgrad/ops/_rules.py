@@ -24,6 +24,7 @@ __all__ = [
     "to_bool",
     "norm_axes",
     "PerInput",
+    "refuses_complex",
 ]
 
 
@@ -85,19 +86,41 @@ def unary(dtype_rule=same, *, name: str = "", real_only: bool = False):
     def rule(x, **params):
         dtype = np.dtype(dtypes.result_type(x))
         if real_only and dtypes.is_complex(dtype):
-            raise DTypeError(f"{name}: not defined for complex input {ShapeDtype(shape_of(x), dtype)}")
+            raise DTypeError(
+                f"{name}: not defined for complex input {ShapeDtype(shape_of(x), dtype)}; "
+                "apply it to the real and imaginary parts (fnp.real, fnp.imag) if that is meant"
+            )
         return ShapeDtype(shape_of(x), np.dtype(dtype_rule(dtype)))
 
+    # Read by defop: the eager kernel refuses complex input too (core/op.py, _bind_kernel).
+    rule.real_only = real_only
     return rule
 
 
-def binary(name: str, dtype_rule=same):
+def binary(name: str, dtype_rule=same, *, real_only: bool = False):
     """aval rule of a broadcasting elementwise op with two or more inputs."""
 
     def rule(*xs, **params):
         shape = broadcast_shapes(name, *xs)
-        return ShapeDtype(shape, np.dtype(dtype_rule(dtypes.result_type(*xs))))
+        dtype = np.dtype(dtypes.result_type(*xs))
+        if real_only and dtypes.is_complex(dtype):
+            described = ", ".join(
+                str(ShapeDtype(shape_of(x), np.dtype(dtypes.result_type(x)))) for x in xs
+            )
+            raise DTypeError(
+                f"{name}: not defined for complex input ({described}); apply it to real "
+                "values (fnp.real, fnp.abs) if that is meant"
+            )
+        return ShapeDtype(shape, np.dtype(dtype_rule(dtype)))
 
+    rule.real_only = real_only  # read by defop, as unary's
+    return rule
+
+
+def refuses_complex(rule: Callable) -> Callable:
+    """Mark an aval ``rule`` that raises DTypeError for complex input, so the op's eager
+    kernel refuses complex input as well (``unary``/``binary`` rules mark themselves)."""
+    rule.real_only = True
     return rule
 
 

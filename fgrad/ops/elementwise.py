@@ -47,6 +47,13 @@ def _real_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.real(np.zeros((), dtype)).dtype)
 
 
+def _is_integral(xp, x) -> bool:
+    isdtype = getattr(xp, "isdtype", None)
+    if isdtype is not None:
+        return bool(isdtype(x.dtype, ("integral", "bool")))
+    return x.dtype.kind in "biu"
+
+
 def _is_complex(xp, x) -> bool:
     if isinstance(x, (bool, int, float)):
         return False
@@ -463,7 +470,7 @@ logaddexp = defop(
     "logaddexp",
     batch=elementwise_batch,
     kernel=lambda xp, x, y: xp.logaddexp(x, y),
-    aval=binary("logaddexp", floating),
+    aval=binary("logaddexp", floating, real_only=True),
     jvp=(
         lambda t, out, x, y: multiply(t, _logaddexp_weight(x, y)),
         lambda t, out, x, y: multiply(t, _logaddexp_weight(y, x)),
@@ -968,6 +975,13 @@ erfc = defop(
 
 
 def _sigmoid_kernel(xp, x):
+    if isinstance(x, (bool, int)):
+        x = float(x)
+    elif _is_integral(xp, x):  # numpy's promotion for transcendental functions
+        x = xp.astype(x, getattr(xp, floating(np.dtype(x.dtype)).name))
+    if _is_complex(xp, x):  # holomorphic: the formula itself (its poles are the maths')
+        with np.errstate(over="ignore"):  # exp(-z) -> inf gives the limit 0
+            return 1.0 / (1.0 + xp.exp(-x))
     # exp(-|x|) never overflows: 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0.
     e = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
@@ -977,25 +991,24 @@ sigmoid = defop(
     "sigmoid",
     batch=elementwise_batch,
     kernel=_sigmoid_kernel,
-    aval=unary(floating, name="sigmoid", real_only=True),
+    aval=unary(floating, name="sigmoid"),
     jvp=(lambda t, out, x: multiply(t, multiply(out, subtract(1, out))),),
     vjp=(lambda ct, out, x: multiply(ct, multiply(out, subtract(1, out))),),
     check=Check(domain=(-4.0, 4.0)),
     doc="""The logistic sigmoid ``1 / (1 + exp(-x))`` (scipy's ``expit``).
 
-    Elementwise, real input. Never overflows: ``sigmoid(-1000) = 0`` and
+    Elementwise. Never overflows on real input: ``sigmoid(-1000) = 0`` and
     ``sigmoid(1000) = 1`` with derivative 0, no NaN or warning. The derivative is
-    ``out * (1 - out)``, as in JAX and PyTorch.
+    ``out * (1 - out)``, as in JAX and PyTorch. Complex input gives the holomorphic
+    function ``1 / (1 + exp(-z))`` (as JAX's and PyTorch's sigmoid), with poles at
+    ``z = i pi (2k + 1)``.
 
     Args:
-        x: Tensor, array or Python scalar of any shape, real dtype. Integer and bool
-            inputs are promoted to float64.
+        x: Tensor, array or Python scalar of any shape. Integer and bool inputs are
+            promoted to the smallest float that holds them, as in numpy.
 
     Returns:
-        Tensor of ``x.shape``, floating dtype of ``x``, values in ``[0, 1]``.
-
-    Raises:
-        DTypeError: complex input.
+        Tensor of ``x.shape``, floating dtype of ``x``; real values in ``[0, 1]``.
 
     Example:
         >>> from fgrad.nn import sigmoid

@@ -28,7 +28,7 @@ from fgrad._config import config
 from fgrad.core.debug import check_program
 from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Var
 from fgrad.core.trace import Tracer, new_trace
-from fgrad.errors import ConcretizationError, TracerLeakError
+from fgrad.errors import ConcretizationError, FgradError, TracerLeakError
 from fgrad.tensor import Donated, ShapeDtype, Tensor, WeakShapeDtype, _wrap
 from fgrad.transforms.argnums import as_names, as_positions
 from fgrad.transforms.passes import exact_key, inline_rules, optimize
@@ -278,7 +278,7 @@ def jit(
             if entry is not None:
                 stats["hits"] += 1
                 program = entry[0]
-                outs = _checked_run(program, datas) if config.debug_nans else program.run(datas)
+                outs = _checked_run(program, datas) if config.debug_nans else _run(program, datas)
                 out = entry[1](outs)
                 if donating:
                     _consume(args, {}, donate_nums, donate_names, f)
@@ -311,7 +311,7 @@ def jit(
         build_out = _output_builder(graph.out_tree)
         if fast_key is not None:
             fast[fast_key] = (program, build_out)
-        out = build_out(_checked_run(program, datas) if config.debug_nans else program.run(datas))
+        out = build_out(_checked_run(program, datas) if config.debug_nans else _run(program, datas))
         if donating:
             _consume(args, kwargs, donate_nums, donate_names, f)
         return out
@@ -520,6 +520,37 @@ def _namespace(leaves: list) -> Any:
             continue
         xp = backend.namespace_of(x._data if isinstance(x, Tensor) else x)
     return xp
+
+
+def _run(program: Program, datas: list) -> list:
+    """``program.run(datas)``; a kernel's error is raised as eager evaluation names it."""
+    try:
+        return program.run(datas)
+    except Exception as err:
+        raise _named(program.traced, datas, err) from None
+
+
+def _named(graph: Graph, datas: list, err: Exception) -> Exception:
+    """The error of the op that failed, naming it and its inputs' avals and the line that
+    traced it: a compiled program's error comes from a bare kernel call (numpy's
+    ``LinAlgError`` or ``TypeError``, no op), so the graph runs again op by op to say which
+    op it was. Only after a failure, so the program itself pays nothing."""
+    if isinstance(err, FgradError):
+        return err
+    failing: list = []
+
+    def note(node: Any) -> None:
+        failing[:] = [node]
+
+    try:
+        with np.errstate(all="ignore"):
+            graph.evaluate_flat([_wrap(d) if hasattr(d, "shape") else d for d in datas], note)
+    except Exception as named:  # noqa: BLE001  (whatever the op raised, now with its name)
+        node = failing[0] if failing else None
+        if node is not None and node.source and named.args and isinstance(named.args[0], str):
+            named.args = (f"{named.args[0]} (traced at {node.source})", *named.args[1:])
+        return named
+    return err
 
 
 def _replay(graph: Graph, arrays: list) -> Any:

@@ -455,7 +455,8 @@ def _logsumexp_weights_kernel(xp, x, y, *, axes):
     # otherwise reach the weights. A -inf shift belongs to an all -inf slice: shift by 0, and
     # 0 / 0 becomes 0.
     if x.dtype is _HALF and y.dtype is _HALF:  # the normalising sum in float32
-        return narrow(xp, _logsumexp_weights_kernel(xp, widen(xp, x), widen(xp, y), axes=axes), _HALF)
+        w = _logsumexp_weights_kernel(xp, widen(xp, x), widen(xp, y), axes=axes)
+        return narrow(xp, w, _HALF)
     y = xp.where(y == -np.inf, xp.zeros_like(y), y)
     e = xp.exp(x - y)
     s = xp.sum(e, axis=axes, keepdims=True)

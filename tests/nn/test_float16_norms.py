@@ -75,7 +75,8 @@ def test_issue_12_layer_norm_of_float16_with_float16_parameters():
     # Float32 parameters promote, as before: the result is float32, computed in float32.
     y32 = nn.layer_norm(fnp.array(WIDE), fnp.array(scale.astype(np.float32)))
     assert y32.dtype == np.float32
-    np.testing.assert_allclose(np.asarray(y32), _layer_norm_ref(WIDE) * scale, rtol=1e-5, atol=1e-5)
+    want = _layer_norm_ref(WIDE) * scale
+    np.testing.assert_allclose(np.asarray(y32), want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -83,8 +84,8 @@ def test_issue_12_standardize_of_float16_returns_float16_rstd(mode):
     def rstd(v):
         return nn_ops.standardize(v, eps=1e-5)[1]
 
-    x64 = WIDE.astype(np.float64)
-    _assert_within_an_ulp(_run(mode, rstd, fnp.array(WIDE)), 1 / np.sqrt(x64.var(-1, keepdims=True) + 1e-5))
+    want = 1 / np.sqrt(WIDE.astype(np.float64).var(-1, keepdims=True) + 1e-5)
+    _assert_within_an_ulp(_run(mode, rstd, fnp.array(WIDE)), want)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -102,7 +103,8 @@ def test_issue_12_grad_layer_norm_of_float16(mode, axis):
     x64, w64 = x.astype(np.float64), w.astype(np.float64)
     xhat = _layer_norm_ref(x64, axis)
     rstd = 1 / np.sqrt(x64.var(axis, keepdims=True) + 1e-5)
-    ref = rstd * (w64 - w64.mean(axis, keepdims=True) - xhat * (w64 * xhat).mean(axis, keepdims=True))
+    mean_wx = (w64 * xhat).mean(axis, keepdims=True)
+    ref = rstd * (w64 - w64.mean(axis, keepdims=True) - xhat * mean_wx)
     assert g.dtype == F16
     # The float16 products w * layer_norm(x) and the rounded xhat that the backward pass
     # reads cost a few units of 2^-11 of rstd * |w|; before, the gradient was 0 or NaN.

@@ -1,0 +1,109 @@
+"""Optimisers as pure ``init`` / ``update`` pairs, in the style of optax.
+
+An optimiser is a :class:`GradientTransformation`: ``state = opt.init(params)`` builds its
+state from the parameter pytree, and ``updates, state = opt.update(grads, state, params)``
+turns gradients into *updates* that :func:`apply_updates` adds to the parameters. Nothing is
+mutated; states are NamedTuples of pytrees shaped like ``params`` plus a step ``count``, a
+0-d int32 Tensor. The updates already carry the minus sign of descent: ``params + updates``.
+
+Optimisers are built from small transformations, as in optax: :func:`scale_by_adam`,
+:func:`scale_by_rms`, :func:`trace` (momentum), :func:`add_decayed_weights`,
+:func:`clip_by_global_norm`, :func:`scale` and :func:`scale_by_learning_rate` (last: it
+multiplies by ``-lr_t``), composed left to right by :func:`chain`. The named optimisers
+(:func:`sgd`, :func:`adam`, :func:`adamw`, :func:`rmsprop`) are such chains; their states
+stay the flat NamedTuples (:class:`AdamState`, ...) they have always been, so checkpoints
+saved as a state's leaves load unchanged. A chain built by hand has the tuple of its
+blocks' states.
+
+Complex parameters are supported as in optax: second moments and norms use
+``|g|**2 = g * conj(g)``, which is real. ``fgrad.grad`` of a real loss of a complex ``z``
+returns ``df/dx - i df/dy`` (JAX's convention), so descend along its conjugate: pass
+``tree.map(fnp.conj, grads)`` to ``update``. Float16 parameters keep Adam's and RMSProp's
+moments in float32 (``eps = 1e-8`` and small squared gradients vanish in float16), and
+norms are summed in float32; updates come back in float16.
+
+Learning rates are a Python float or a *schedule*, a function ``step -> float`` of the
+number of updates applied so far (0 for the first update), such as
+:func:`cosine_decay_schedule`. Optimisers call it with their ``count`` Tensor, so a schedule
+of your own should use fgrad ops (``fnp.minimum``, ``fnp.where`` ...) rather than Python
+``if``, ``min`` or ``float()``, which need a concrete step and fail under ``jit``; the
+built-in schedules do, and return a Tensor for a Tensor step.
+
+Hyper-parameters enter the arithmetic as Python floats, which are weak scalars, so float32
+parameters get float32 state and float32 updates; factors that depend on the step (a
+scheduled learning rate, Adam's bias corrections) are 0-d float64 Tensors, cast to each
+leaf's dtype before they meet it (rounded once, as a Python float would be).
+
+Everything that depends on the step is computed with fgrad ops on ``count``, never in
+Python, so a whole training step (loss, gradients, ``update`` and :func:`apply_updates`)
+can run under :func:`fgrad.jit` and is traced once: the count is an ordinary input, not a
+static Python number that would change the signature at every call.
+
+Example:
+    >>> params = {"w": fnp.array([1.0, -2.0])}
+    >>> loss = lambda p: fnp.sum(p["w"] * p["w"])
+    >>> opt = adam(0.1)
+    >>> state = opt.init(params)
+    >>> for _ in range(3):
+    ...     grads = fgrad.grad(loss)(params)
+    ...     updates, state = opt.update(grads, state, params)
+    ...     params = apply_updates(params, updates)
+    >>> params["w"]
+    Tensor([ 0.7, -1.7], dtype=float64)
+"""
+
+from fgrad.optim._base import EmptyState, GradientTransformation, Schedule
+from fgrad.optim._optimisers import AdamState, RmsPropState, SgdState, adam, adamw, rmsprop, sgd
+from fgrad.optim._schedules import (
+    constant_schedule,
+    cosine_decay_schedule,
+    linear_warmup,
+    warmup_cosine_decay_schedule,
+)
+from fgrad.optim._transforms import (
+    ScaleByAdamState,
+    ScaleByLearningRateState,
+    ScaleByRmsState,
+    TraceState,
+    add_decayed_weights,
+    apply_updates,
+    chain,
+    clip_by_global_norm,
+    global_norm,
+    scale,
+    scale_by_adam,
+    scale_by_learning_rate,
+    scale_by_rms,
+    trace,
+)
+
+__all__ = [
+    "AdamState",
+    "EmptyState",
+    "GradientTransformation",
+    "RmsPropState",
+    "ScaleByAdamState",
+    "ScaleByLearningRateState",
+    "ScaleByRmsState",
+    "Schedule",
+    "SgdState",
+    "TraceState",
+    "adam",
+    "adamw",
+    "add_decayed_weights",
+    "apply_updates",
+    "chain",
+    "clip_by_global_norm",
+    "constant_schedule",
+    "cosine_decay_schedule",
+    "global_norm",
+    "linear_warmup",
+    "rmsprop",
+    "scale",
+    "scale_by_adam",
+    "scale_by_learning_rate",
+    "scale_by_rms",
+    "sgd",
+    "trace",
+    "warmup_cosine_decay_schedule",
+]

@@ -309,7 +309,7 @@ softmax_jvp = defop(
 
 
 def _log_softmax_kernel(xp, x, *, axes):
-    if x.dtype is _HALF:
+    if getattr(x, "dtype", None) is _HALF:
         return narrow(xp, _log_softmax_kernel(xp, widen(xp, x), axes=axes), _HALF)
     shifted = x - xp.max(x, axis=axes, keepdims=True)
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axes, keepdims=True))

@@ -977,7 +977,7 @@ erfc = defop(
 def _sigmoid_kernel(xp, x):
     if isinstance(x, (bool, int)):
         x = float(x)
-    elif _is_integral(xp, x):  # numpy's promotion for transcendental functions
+    elif not isinstance(x, (float, complex)) and _is_integral(xp, x):  # numpy's promotion for transcendental functions
         x = xp.astype(x, getattr(xp, floating(np.dtype(x.dtype)).name))
     if _is_complex(xp, x):  # holomorphic: the formula itself (its poles are the maths')
         with np.errstate(over="ignore"):  # exp(-z) -> inf gives the limit 0

@@ -225,6 +225,8 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
 
     Raises:
         ShapeError: ``vjp_fn`` got cotangents of a different structure or shape.
+        TypeError: ``vjp_fn`` got an integer cotangent, or a complex one for a real
+            output (a Python number is taken in the output's dtype).
 
     Example:
         >>> y, f_vjp = fgrad.vjp(fnp.sin, fnp.array([0.0, 1.0]))
@@ -242,7 +244,8 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
                 f"vjp_fn: cotangent structure {ct_tree} differs from the output's {out_tree}"
             )
         seeds = []
-        for o, ct in zip(out_leaves, ct_leaves):
+        for k, (o, ct) in enumerate(zip(out_leaves, ct_leaves)):
+            weak = type(ct) in (int, float, complex)
             ct = asarray(ct) if not isinstance(ct, Tensor) else ct
             aval = _aval(_lower(o, trace))
             if tuple(ct.shape) != aval.shape:
@@ -250,11 +253,26 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
                     f"vjp_fn: cotangent {ct.aval} does not match the output {aval}; pass one "
                     "cotangent of the output's shape for each output"
                 )
+            if dtypes.is_inexact(aval.dtype) and not weak and not _cotangent_fits(ct, aval):
+                raise TypeError(
+                    f"vjp_fn: cotangent leaf {k} is {ct.aval} for the output {aval}; a "
+                    "cotangent of a real output is real and of a floating output floating "
+                    f"(nothing is dropped or cast silently): pass .astype({str(aval.dtype)!r})"
+                )
             if type(o) is ReverseTracer and o._trace is trace:
                 seeds.append((o.node, o.index, _fit(ct, aval)))
         return rec.pull(seeds)
 
     return (primals_out, vjp_fn, rec.aux) if has_aux else (primals_out, vjp_fn)
+
+
+def _cotangent_fits(ct: Tensor, aval: ShapeDtype) -> bool:
+    """A cotangent may differ from its output in precision, not in kind: a complex one
+    for a real output (its imaginary part would be dropped) or an integer one is refused,
+    as JAX refuses them."""
+    if not dtypes.is_inexact(ct.dtype):
+        return False
+    return dtypes.is_complex(ct.dtype) <= dtypes.is_complex(aval.dtype)
 
 
 _LEAF_TREE = tree.structure(0)
@@ -600,6 +618,21 @@ def _fit_tangent(t: Any, out: Any) -> Any:
     return t
 
 
+def _check_tangent(k: int, p: Tensor, t: Tensor, weak: bool) -> None:
+    """A tangent has its primal's dtype, as in JAX: nothing is cast silently."""
+    if not _is_inexact(p):
+        raise TypeError(
+            f"jvp: primal leaf {k} is {p.aval}, an integer or bool value, which has no "
+            "tangent; pass it as a float (x.astype('float32')) to differentiate it, or close "
+            "over it (functools.partial) to hold it fixed"
+        )
+    if t.dtype != p.dtype and not weak:
+        raise TypeError(
+            f"jvp: tangent leaf {k} is {t.aval} where the primal is {p.aval}; a tangent has "
+            f"its primal's dtype: cast it with .astype({str(p.dtype)!r})"
+        )
+
+
 def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
     """Evaluate ``f`` and its Jacobian-vector product at ``primals`` along ``tangents``.
 
@@ -614,7 +647,9 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: b
         output; outputs that do not depend on the inputs get zero tangents.
 
     Raises:
-        TypeError: ``primals`` or ``tangents`` is not a tuple or list.
+        TypeError: ``primals`` or ``tangents`` is not a tuple or list; a primal leaf is an
+            integer or bool (it has no tangent: close over it); a tangent's dtype differs
+            from its primal's (a Python number tangent takes the primal's dtype).
         ShapeError: a tangent's structure or shape differs from its primal's.
 
     Example:
@@ -629,11 +664,13 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: b
         raise ShapeError(f"jvp: tangents structure {t_tree} differs from primals {p_tree}")
     with new_trace(JVPTrace()) as trace:
         inputs = []
-        for p, t in zip(p_leaves, t_leaves):
+        for k, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+            weak_t = type(t) in (float, complex, int)  # a Python number takes p's dtype
             p = _as_input(p, "jvp")
             t = _as_input(t, "jvp")
             if tuple(t.shape) != tuple(p.shape):
                 raise ShapeError(f"jvp: tangent {t.aval} does not match primal {p.aval}")
+            _check_tangent(k, p, t, weak_t)
             inputs.append(JVPTracer(trace, p, _fit_tangent(t, p)) if _is_inexact(p) else p)
         result = f(*tree.unflatten(p_tree, inputs))
         if has_aux:

@@ -19,8 +19,10 @@ from fgrad.ops import linalg as _la
 from fgrad.ops._rules import shape_of
 from fgrad.ops.elementwise import abs as _abs
 from fgrad.ops.elementwise import astype as _astype
+from fgrad.ops.elementwise import conj as _conj
 from fgrad.ops.elementwise import greater as _gt
 from fgrad.ops.elementwise import multiply as _mul
+from fgrad.ops.elementwise import real as _real
 from fgrad.ops.elementwise import subtract as _sub
 from fgrad.ops.linalg import det, inv, solve, svdvals
 from fgrad.ops.linalg import eigvalsh as _eigvalsh
@@ -105,10 +107,14 @@ def slogdet(a: Any) -> SlogdetResult:
     """Sign and natural log of ``|det a|`` of each square matrix (see ``slogdet`` op).
 
     Args:
-        a: ``(..., n, n)`` floating Tensor.
+        a: ``(..., n, n)`` floating or complex Tensor.
 
     Returns:
-        ``SlogdetResult(sign, logabsdet)``, each of shape ``(...)``.
+        ``SlogdetResult(sign, logabsdet)``, each of shape ``(...)``; ``sign`` has the
+        input's dtype (``e^{i phi}`` for complex input), ``logabsdet`` the real one. A
+        singular matrix gives ``sign = 0`` and ``logabsdet = -inf``, where the gradient of
+        ``logabsdet`` is NaN (it does not exist; JAX's is not finite either). ``det``'s
+        gradient exists there.
 
     Raises:
         ShapeError: the matrices are not square.
@@ -127,9 +133,11 @@ def cholesky(a: Any, /, *, upper: bool = False) -> Any:
     """Cholesky factor of each symmetric positive-definite matrix (see ``cholesky`` op).
 
     Args:
-        a: ``(..., n, n)`` floating Tensor; symmetrised as ``(a + a^T) / 2`` (JAX's
-            convention), so gradients are symmetric.
-        upper: return the upper factor ``U = L^T`` (``a = U^T U``) instead.
+        a: ``(..., n, n)`` floating or complex Tensor, Hermitian positive definite; made
+            Hermitian as ``(a + a^H) / 2`` (JAX's convention; ``(a + a^T) / 2`` for real
+            input), so gradients are Hermitian. numpy reads the lower triangle; the two
+            agree on Hermitian input.
+        upper: return the upper factor ``U = L^H`` (``a = U^H U``) instead.
 
     Returns:
         ``(..., n, n)`` triangular Tensor.
@@ -144,14 +152,17 @@ def cholesky(a: Any, /, *, upper: bool = False) -> Any:
                 [0., 1.]], dtype=float64)
     """
     low = _la.cholesky(_arr(a))
-    return matrix_transpose(low) if upper else low
+    if not upper:
+        return low
+    up = matrix_transpose(low)
+    return _conj(up) if np.dtype(up.dtype).kind == "c" else up
 
 
 def qr(a: Any, mode: str = "reduced") -> Any:
     """QR decomposition of each matrix (see the ``qr`` op for derivatives).
 
     Args:
-        a: ``(..., m, n)`` floating Tensor.
+        a: ``(..., m, n)`` floating or complex Tensor.
         mode: ``"reduced"`` (default), ``"complete"`` or ``"r"`` (only ``R``).
 
     Returns:
@@ -173,15 +184,16 @@ def qr(a: Any, mode: str = "reduced") -> Any:
 
 
 def eigh(a: Any, UPLO: str = "L") -> EighResult:
-    """Eigenvalues and eigenvectors of each symmetric matrix (see the ``eigh`` op).
+    """Eigenvalues and eigenvectors of each Hermitian matrix (see the ``eigh`` op).
 
     Args:
-        a: ``(..., n, n)`` floating Tensor; symmetrised as ``(a + a^T) / 2`` (JAX's
-            convention), so ``UPLO`` does not change the result for symmetric input.
+        a: ``(..., n, n)`` floating or complex Tensor, Hermitian (real symmetric); made
+            Hermitian as ``(a + a^H) / 2`` (JAX's convention), so ``UPLO`` does not change
+            the result for Hermitian input.
         UPLO: ``"L"`` or ``"U"``, accepted for numpy compatibility.
 
     Returns:
-        ``EighResult(eigenvalues, eigenvectors)``: ascending ``(..., n)`` and the
+        ``EighResult(eigenvalues, eigenvectors)``: real, ascending ``(..., n)`` and the
         eigenvectors in the columns of ``(..., n, n)``.
 
     Raises:
@@ -199,10 +211,10 @@ def eigh(a: Any, UPLO: str = "L") -> EighResult:
 
 
 def eigvalsh(a: Any, UPLO: str = "L") -> Any:
-    """Eigenvalues (ascending) of each symmetric matrix; finite gradients even when repeated.
+    """Eigenvalues (ascending) of each Hermitian matrix; finite gradients even when repeated.
 
     Args:
-        a: ``(..., n, n)`` floating Tensor, symmetrised as in :func:`eigh`.
+        a: ``(..., n, n)`` floating or complex Tensor, made Hermitian as in :func:`eigh`.
         UPLO: ``"L"`` or ``"U"``, accepted for numpy compatibility.
 
     Returns:
@@ -213,6 +225,8 @@ def eigvalsh(a: Any, UPLO: str = "L") -> Any:
 
     Example:
         >>> fnp.linalg.eigvalsh(fnp.array([[2.0, 1.0], [1.0, 2.0]]))
+        Tensor([1., 3.], dtype=float64)
+        >>> fnp.linalg.eigvalsh(fnp.array([[2, 1j], [-1j, 2]]))
         Tensor([1., 3.], dtype=float64)
     """
     _check_uplo("eigvalsh", UPLO)
@@ -226,7 +240,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: 
     input need ``full_matrices=False``.
 
     Args:
-        a: ``(..., m, n)`` floating Tensor.
+        a: ``(..., m, n)`` floating or complex Tensor.
         full_matrices: square ``U`` and ``Vh`` (True) or the reduced ``(m, k)`` and
             ``(k, n)`` factors, ``k = min(m, n)``.
         compute_uv: False returns only the singular values (as ``svdvals``).
@@ -252,7 +266,7 @@ def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None
     """Moore-Penrose pseudo-inverse of each matrix (see the ``pinv`` op).
 
     Args:
-        a: ``(..., m, n)`` floating Tensor.
+        a: ``(..., m, n)`` floating or complex Tensor.
         rcond: numpy's older name of ``rtol``.
         hermitian: accepted for numpy compatibility.
         rtol: singular values below ``rtol`` times the largest count as zero; None is
@@ -507,7 +521,7 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> Ls
     rank does not change nearby).
 
     Args:
-        a: ``(M, N)`` real floating Tensor.
+        a: ``(M, N)`` floating or complex Tensor.
         b: ``(M,)`` or ``(M, K)`` Tensor.
         rcond: singular values below ``rcond`` times the largest count as zero; None is
             ``max(M, N) * eps``, numpy's default.
@@ -517,7 +531,8 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> Ls
 
     Returns:
         ``LstsqResult(x, residuals, rank, s)``: ``x`` of shape ``(N,)`` or ``(N, K)``;
-        the sums of squared residuals, ``(1,)`` or ``(K,)``; the rank (0-d int64, no
+        the sums of squared residuals ``|b - a x|^2``, ``(1,)`` or ``(K,)``, real; the rank
+        (0-d int64, no
         derivative); the singular values of ``a``, ``(min(M, N),)``.
 
     Raises:
@@ -543,7 +558,10 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> Ls
     cut = _mul(rel, _max(s, axes=(0,), keepdims=False)) if min(m, n) else 0
     rank = _sum(_astype(_gt(s, cut), dtype=np.dtype(np.int64)), axes=(0,), keepdims=False)
     r = _sub(b, matmul(a, x))
-    resid = _sum(_mul(r, r), axes=(0,), keepdims=False)
+    # |r|^2, real (numpy's residuals are real for complex input too); r * r would be a
+    # complex number unrelated to the residual.
+    sq = _real(_mul(_conj(r), r)) if np.dtype(r.dtype).kind == "c" else _mul(r, r)
+    resid = _sum(sq, axes=(0,), keepdims=False)
     if len(sb) == 1:
         resid = _reshape(resid, shape=(1,))
     if numpy_resid:

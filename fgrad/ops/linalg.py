@@ -2,8 +2,12 @@
 
 Matrix ops act on the last two axes and broadcast over the leading (batch) axes, as numpy's
 ``linalg`` does. Derivative rules are written with fgrad ops (matmul, solve, tril, ...), so
-they are differentiable again. Decompositions (cholesky, qr, eigh, svd) have derivatives
-for real inputs. The rules follow
+they are differentiable again. Every op takes complex input and computes numpy's complex
+result; derivatives of complex input follow JAX's convention, a VJP is the transpose of
+the JVP under ``Re(sum(ct * t))`` with no conjugation, so holomorphic ops (matmul, inv,
+solve, det) transpose their JVP and the others (eigh, cholesky, svd, qr, pinv, slogdet,
+norms) conjugate the usual Hermitian adjoint ``Re(tr(X^H Y))`` on the way in and out.
+The rules follow
 
 * M. B. Giles, "An extended collection of matrix derivative results for forward and
   reverse mode algorithmic differentiation", 2008 (products, inverse, solve, det, eigh);
@@ -33,6 +37,7 @@ from fgrad.ops.elementwise import (
     divide,
     equal,
     full_like,
+    imag,
     multiply,
     negative,
     power,
@@ -41,8 +46,8 @@ from fgrad.ops.elementwise import (
     subtract,
     where,
 )
-from fgrad.ops.reduction import sum as _sum
 from fgrad.ops.reduction import tie_weights
+from fgrad.ops.reduction import sum as _sum
 from fgrad.ops.shape import permute_dims, reshape
 from fgrad.tensor import ShapeDtype
 
@@ -118,8 +123,27 @@ def _mT(x):
     return permute_dims(x, axes=tuple(range(n - 2)) + (n - 1, n - 2))
 
 
-def _sym(x):
-    return multiply(add(x, _mT(x)), 0.5)
+def _is_cx(x) -> bool:
+    return dtypes.is_complex(_dtype(x))
+
+
+def _H(x):
+    """Conjugate transpose of each matrix (the transpose for real ``x``: no conj op)."""
+    return conj(_mT(x)) if _is_cx(x) else _mT(x)
+
+
+def _cj(x):
+    """Complex conjugate, or ``x`` itself when it is real (no op recorded)."""
+    return conj(x) if _is_cx(x) else x
+
+
+def _re(x):
+    return real(x) if _is_cx(x) else x
+
+
+def _herm(x):
+    """Hermitian part ``(x + x^H) / 2`` (the symmetric part for real ``x``)."""
+    return multiply(add(x, _H(x)), 0.5)
 
 
 def _expand(x, axis: int):
@@ -160,17 +184,20 @@ def _trace_last2(x):
     return _sum(diagonal(x, offset=0), axes=(ndim_of(x) - 2,), keepdims=False)
 
 
-def _real_only(name: str, x) -> None:
-    if dtypes.is_complex(_dtype(x)):
-        raise NotImplementedError(
-            f"{name}: derivatives for complex input {_describe(x)} are not implemented; "
-            "differentiate a real formulation (split real and imaginary parts)"
-        )
+def _complex_array(xp, x) -> bool:
+    isdtype = getattr(xp, "isdtype", None)
+    if isdtype is not None:
+        return bool(isdtype(x.dtype, "complex floating"))
+    return x.dtype.kind == "c"
 
 
-def _sym_kernel(xp, x):
-    """``(x + x^T) / 2`` on arrays (``.mT`` is numpy 2's and the Array API's spelling)."""
+def _herm_kernel(xp, x):
+    """``(x + x^H) / 2`` on arrays: the Hermitian part (``.mT`` is numpy 2's and the
+    Array API's spelling). The transpose alone would keep the antisymmetric imaginary part
+    of a Hermitian matrix out and compute on its real part only."""
     xt = x.mT if hasattr(x, "mT") else xp.swapaxes(x, -1, -2)
+    if _complex_array(xp, x):
+        xt = xp.conj(xt)
     return (x + xt) / 2
 
 
@@ -731,7 +758,7 @@ inv = defop(
     doc="""Inverse of each square matrix over the last two axes.
 
     Args:
-        x: ``(..., n, n)`` floating Tensor (integers become float64).
+        x: ``(..., n, n)`` floating or complex Tensor (integers become float64).
 
     Returns:
         ``(..., n, n)`` Tensor ``x^-1``.
@@ -838,7 +865,7 @@ solve = defop(
     pass ``b[..., None]``.
 
     Args:
-        a: ``(..., n, n)`` floating Tensor.
+        a: ``(..., n, n)`` floating or complex Tensor.
         b: ``(n,)`` or ``(..., n, k)`` Tensor.
 
     Returns:
@@ -912,14 +939,39 @@ def _slogdet_aval(x):
     return ShapeDtype(s[:-2], dtype), ShapeDtype(s[:-2], _real_dtype(dtype))
 
 
+def _unit_where_singular(x, singular):
+    """``x`` with its singular matrices (``singular``, shape ``(...)``) replaced by the
+    identity, so that ``inv`` and ``solve`` never raise; the caller overwrites their
+    results there."""
+    return where(_expand(_expand(singular, -1), -1), _eye_like(diagonal(x, offset=0)), x)
+
+
 def _slogdet_jvp(t, out, x):
-    _real_only("slogdet", x)
-    return None, _trace_last2(solve(x, t))
+    # d log|det x| = Re tr(x^-1 dx); d sign = sign * i Im tr(x^-1 dx) (zero for real x).
+    # Undefined (NaN, as JAX's inf/nan from a singular solve) where x is singular.
+    sign = out[0]
+    singular = equal(sign, 0)
+    tau = _trace_last2(solve(_unit_where_singular(x, singular), t))
+    tau = where(singular, float("nan"), tau)
+    if not _is_cx(x):
+        return None, tau
+    return multiply(sign, subtract(tau, real(tau))), real(tau)
 
 
 def _slogdet_vjp(ct, out, x):
-    _real_only("slogdet", x)
-    return multiply(_expand(_expand(ct[1], -1), -1), _mT(inv(x)))
+    # The transpose of the JVP under JAX's pairing Re(sum(ct * t)):
+    # x_bar = (logabsdet_bar + i Im(sign_bar * sign)) x^-T.
+    sign = out[0]
+    ct_sign, ct_log = ct
+    singular = equal(sign, 0)
+    g = ct_log
+    if _is_cx(x):
+        g = add(ct_log, multiply(imag(multiply(ct_sign, sign)), 1j))
+    grad = multiply(_expand(_expand(g, -1), -1), _mT(inv(_unit_where_singular(x, singular))))
+    # At a singular matrix the gradient is undefined (NaN), unless logabsdet and the phase
+    # are unused (a zero cotangent gives 0, as the sign's own zero gradient).
+    undefined = where(equal(g, 0), 0, float("nan"))
+    return where(_expand(_expand(singular, -1), -1), _expand(_expand(undefined, -1), -1), grad)
 
 
 slogdet = defop(
@@ -933,11 +985,18 @@ slogdet = defop(
     check=Check(shapes=(((3, 3),), ((2, 3, 3),)), make_args=_matrices),
     doc="""Sign and natural log of the absolute determinant of each square matrix.
 
-    Stable where ``det`` over- or underflows. The sign is piecewise constant, so its
-    derivative is zero; ``logabsdet`` has derivative ``x^-T``. Derivatives for real input.
+    Stable where ``det`` over- or underflows. ``logabsdet`` has derivative ``x^-T`` (the
+    real part of ``tr(x^-1 dx)`` for complex ``x``). The sign of a real matrix is piecewise
+    constant, so its derivative is zero; the sign of a complex matrix is ``e^{i phi}`` and
+    changes by ``i Im tr(x^-1 dx)`` times itself.
+
+    At a singular matrix (``sign = 0``, ``logabsdet = -inf``) the derivative does not exist:
+    the gradient and the tangent are NaN, with no error (JAX's come out inf or NaN from a
+    singular solve). A zero cotangent still gives zero, so a function of the sign alone has
+    gradient 0 there. Use :func:`det` for a derivative that exists at singular matrices.
 
     Args:
-        x: ``(..., n, n)`` floating Tensor.
+        x: ``(..., n, n)`` floating or complex Tensor.
 
     Returns:
         ``(sign, logabsdet)``, each ``(...)``; ``fnp.linalg.slogdet`` returns them as a
@@ -945,7 +1004,6 @@ slogdet = defop(
 
     Raises:
         ShapeError: the matrices are not square.
-        NotImplementedError: a derivative of complex input.
 
     Example:
         >>> sign, logabsdet = fnp.linalg.slogdet(fnp.array([[-2.0, 0.0], [0.0, 3.0]]))
@@ -970,22 +1028,24 @@ def _cholesky_aval(x):
 
 
 def _cholesky_kernel(xp, x):
-    return xp.linalg.cholesky(_sym_kernel(xp, x))
+    return xp.linalg.cholesky(_herm_kernel(xp, x))
 
 
 def _cholesky_jvp(t, out, x):
-    _real_only("cholesky", x)
-    # dL = L Phi(L^-1 dA L^-T), with dA the symmetric part of the tangent.
-    inner = solve(out, _mT(solve(out, _sym(t))))
+    # dL = L Phi(L^-1 dA L^-H), with dA the Hermitian part of the tangent (L^-1 dA L^-H
+    # is Hermitian, so dL keeps L's diagonal real).
+    inner = solve(out, _H(solve(out, _herm(t))))
     return matmul(out, _phi(inner))
 
 
 def _cholesky_vjp(ct, out, x):
-    _real_only("cholesky", x)
-    # A_bar = sym(L^-T Phi(L^T L_bar) L^-1); L^-1 by (general) solves, not an inverse.
-    lt = _mT(out)
-    y = solve(lt, _phi(matmul(lt, ct)))
-    return _sym(_mT(solve(lt, _mT(y))))
+    # A_bar = herm(L^-H Phi(L^H L_bar) L^-1) is the adjoint under Re tr(X^H Y); JAX's
+    # pairing Re sum(ct * t) (no conjugation) conjugates the cotangent on the way in and
+    # out. For real input both conjugations vanish. L^-1 by (general) solves, not an inverse.
+    ct = _cj(ct)
+    lh = _H(out)
+    y = solve(lh, _phi(matmul(lh, ct)))
+    return _cj(_herm(_H(solve(lh, _H(y)))))
 
 
 def _spd(rng, shapes):
@@ -1004,15 +1064,17 @@ cholesky = defop(
     batch=_stack_batch,
     vjp=(_cholesky_vjp,),
     check=Check(shapes=(((3, 3),), ((2, 3, 3),)), make_args=_spd),
-    doc="""Lower Cholesky factor ``L`` of each symmetric positive-definite matrix: ``x = L L^T``.
+    doc="""Lower Cholesky factor ``L`` of each Hermitian positive-definite matrix: ``x = L L^H``.
 
-    The input is symmetrised first, ``(x + x^T) / 2`` (JAX's ``symmetrize_input=True``), so
-    the function is defined and differentiable for every square input near an SPD matrix
-    and its gradient is symmetric. numpy reads only the lower triangle instead; the two
-    agree on symmetric input. Derivatives for real input.
+    The input is made Hermitian first, ``(x + x^H) / 2`` (JAX's ``symmetrize_input=True``;
+    ``(x + x^T) / 2`` for real input), so the function is defined and differentiable for
+    every square input near a positive-definite matrix and its gradient is Hermitian.
+    numpy reads only the lower triangle instead; the two agree on Hermitian input. ``L``
+    has a real positive diagonal, for complex input too.
 
     Args:
-        x: ``(..., n, n)`` floating Tensor, symmetric positive definite.
+        x: ``(..., n, n)`` floating or complex Tensor, Hermitian (symmetric) positive
+            definite.
 
     Returns:
         ``(..., n, n)`` lower-triangular Tensor.
@@ -1020,17 +1082,21 @@ cholesky = defop(
     Raises:
         ShapeError: the matrices are not square.
         numpy.linalg.LinAlgError: a matrix is not positive definite.
-        NotImplementedError: a derivative of complex input.
 
     Example:
         >>> fnp.linalg.cholesky(fnp.array([[4.0, 2.0], [2.0, 2.0]]))
         Tensor([[2., 0.],
                 [1., 1.]], dtype=float64)
+        >>> fnp.linalg.cholesky(fnp.array([[4.0, 2j], [-2j, 2.0]]))
+        Tensor([[2.+0.j, 0.+0.j],
+                [0.-1.j, 1.+0.j]], dtype=complex128)
 
     References:
         I. Murray, "Differentiation of the Cholesky decomposition", 2016, arXiv:1602.07527,
         eq. 8-10: ``dL = L Phi(L^-1 dA L^-T)``, ``A_bar = L^-T Phi(L^T L_bar) L^-1``
-        (symmetrised), ``Phi`` the lower triangle with halved diagonal.
+        (symmetrised), ``Phi`` the lower triangle with halved diagonal; for complex
+        input the same with ``^H`` (``L^-1 dA L^-H`` is Hermitian, so ``dL`` keeps a real
+        diagonal).
     """,
 )
 
@@ -1044,7 +1110,6 @@ def _qr_aval(x, *, mode):
 
 
 def _qr_check_diff(x, mode):
-    _real_only("qr", x)
     m, n = shape_of(x)[-2:]
     if m < n or (mode == "complete" and m != n):
         raise NotImplementedError(
@@ -1059,13 +1124,23 @@ def _right_solve(x, r):
     return _mT(solve(_mT(r), _mT(x)))
 
 
+def _imag_diagonal(c):
+    """The matrices with ``i Im(diag(c))`` on the diagonal and zeros elsewhere."""
+    n = shape_of(c)[-1]
+    return diag_embed(multiply(imag(diagonal(c, offset=0)), 1j), offset=0, n=n, m=n)
+
+
 def _qr_jvp(t, out, x, *, mode):
     _qr_check_diff(x, mode)
     q, r = out
     dx_rinv = _right_solve(t, r)
-    c = matmul(_mT(q), dx_rinv)
+    c = matmul(_H(q), dx_rinv)  # = Q^H dQ (skew-Hermitian) + dR R^-1 (upper)
     low = tril(c, k=-1)
-    omega = subtract(low, _mT(low))  # skew-symmetric
+    omega = subtract(low, _H(low))
+    if _is_cx(x):
+        # LAPACK's R has a real diagonal, so dR R^-1 has one too: the imaginary part of
+        # diag(c) belongs to Q^H dQ.
+        omega = add(omega, _imag_diagonal(c))
     dq = add(matmul(q, subtract(omega, c)), dx_rinv)
     dr = matmul(subtract(c, omega), r)
     return dq, dr
@@ -1074,11 +1149,15 @@ def _qr_jvp(t, out, x, *, mode):
 def _qr_vjp(ct, out, x, *, mode):
     _qr_check_diff(x, mode)
     q, r = out
-    ct_q, ct_r = ct
-    # M = R_bar R^T - Q^T Q_bar; G = triu(M) + tril(M^T, -1); A_bar = (Q_bar + Q G) R^-T.
-    m = subtract(matmul(ct_r, _mT(r)), matmul(_mT(q), ct_q))
-    g = add(subtract(m, tril(m, k=-1)), tril(_mT(m), k=-1))
-    return (_right_solve(add(ct_q, matmul(q, g)), _mT(r)),)
+    # The adjoint under Re tr(X^H Y), with the cotangents conjugated in and out for JAX's
+    # pairing (nothing for real input): M = R_bar R^H - Q^H Q_bar, G = the Hermitian
+    # matrix with M's strict upper triangle and real diagonal, A_bar = (Q_bar + Q G) R^-H.
+    ct_q, ct_r = _cj(ct[0]), _cj(ct[1])
+    m = subtract(matmul(ct_r, _H(r)), matmul(_H(q), ct_q))
+    g = add(subtract(m, tril(m, k=-1)), tril(_H(m), k=-1))
+    if _is_cx(x):
+        g = subtract(g, _imag_diagonal(m))
+    return (_cj(_right_solve(add(ct_q, matmul(q, g)), _H(r))),)
 
 
 qr = defop(
@@ -1096,11 +1175,13 @@ qr = defop(
     ),
     doc="""QR decomposition ``x = Q R`` of each matrix, ``Q`` orthonormal columns, ``R`` upper.
 
-    Derivatives for real input of shape ``(..., m, n)`` with ``m >= n`` and
-    ``mode="reduced"`` (as JAX); ``R`` must be non-singular (full column rank).
+    Derivatives for input of shape ``(..., m, n)`` with ``m >= n`` and ``mode="reduced"``
+    (as JAX); ``R`` must be non-singular (full column rank). For complex input ``Q`` is
+    unitary and ``R`` has a real diagonal (LAPACK's), which fixes the phase of each column
+    of ``Q``, so the derivative is unique.
 
     Args:
-        x: ``(..., m, n)`` floating Tensor.
+        x: ``(..., m, n)`` floating or complex Tensor.
         mode: ``"reduced"`` (``Q`` is ``m x k``, ``R`` is ``k x n``, ``k = min(m, n)``) or
             ``"complete"`` (``Q`` is ``m x m``).
 
@@ -1109,7 +1190,7 @@ qr = defop(
 
     Raises:
         ShapeError: ``x`` has fewer than two dimensions.
-        NotImplementedError: a derivative for ``m < n``, complete mode or complex input.
+        NotImplementedError: a derivative for ``m < n`` or complete mode.
 
     Example:
         >>> q, r = fnp.linalg.qr(fnp.array([[3.0, 1.0], [4.0, 2.0]]))
@@ -1120,7 +1201,8 @@ qr = defop(
     References:
         Seeger et al. 2017, section 3 and H.-J. Liao, J.-G. Liu, L. Wang and T. Xiang,
         "Differentiable programming tensor networks", 2019, arXiv:1903.09650, eq. 5:
-        ``A_bar = (Q_bar + Q copyltu(M)) R^-T``, ``M = R R_bar^T - Q_bar^T Q``.
+        ``A_bar = (Q_bar + Q copyltu(M)) R^-T``, ``M = R R_bar^T - Q_bar^T Q``; for complex
+        input ``^H`` for ``^T`` and the imaginary part of ``diag(Q^H dA R^-1)`` in ``Q^H dQ``.
     """,
 )
 
@@ -1132,7 +1214,7 @@ def _eigh_aval(x):
 
 
 def _eigh_kernel(xp, x):
-    return tuple(xp.linalg.eigh(_sym_kernel(xp, x)))
+    return tuple(xp.linalg.eigh(_herm_kernel(xp, x)))
 
 
 def _gap_divide(w, m):
@@ -1147,21 +1229,23 @@ def _gap_divide(w, m):
 
 
 def _eigh_jvp(t, out, x):
-    _real_only("eigh", x)
     w, v = out
-    m = matmul(_mT(v), matmul(_sym(t), v))
-    return diagonal(m, offset=0), matmul(v, _gap_divide(w, m))
+    m = matmul(_H(v), matmul(_herm(t), v))  # Hermitian: its diagonal is real
+    # For complex input each eigenvector's phase is free; F has a zero diagonal, so
+    # dV = V (F * M) picks the phase with Im(v_i^H dv_i) = 0 (as JAX).
+    return _re(diagonal(m, offset=0)), matmul(v, _gap_divide(w, m))
 
 
 def _eigh_vjp(ct, out, x):
-    _real_only("eigh", x)
+    # The adjoint herm(V (diag(w_bar) + F * (V^H V_bar)) V^H) under Re tr(X^H Y), with the
+    # cotangents conjugated in and out for JAX's pairing: conj(V) (...) V^T.
     w, v = out
     ct_w, ct_v = ct
     inner = add(
         diag_embed(ct_w, offset=0, n=shape_of(w)[-1], m=shape_of(w)[-1]),
         _gap_divide(w, matmul(_mT(v), ct_v)),
     )
-    return (_sym(matmul(v, matmul(inner, _mT(v)))),)
+    return (_herm(matmul(_cj(v), matmul(inner, _mT(v)))),)
 
 
 def _distinct_spectrum(rng, shapes):
@@ -1183,12 +1267,14 @@ eigh = defop(
     batch=_stack_batch,
     vjp=_eigh_vjp,
     check=Check(shapes=(((3, 3),), ((2, 3, 3),)), make_args=_distinct_spectrum),
-    doc="""Eigenvalues (ascending) and eigenvectors of each symmetric matrix.
+    doc="""Eigenvalues (ascending) and eigenvectors of each Hermitian (real symmetric) matrix.
 
-    The input is symmetrised first, ``(x + x^T) / 2``, as JAX's ``symmetrize_input=True``
-    (numpy reads one triangle; the two agree on symmetric input), so gradients are
-    symmetric. Eigenvectors are defined up to sign; use functions of them that do not
-    depend on it. Derivatives for real input.
+    The input is made Hermitian first, ``(x + x^H) / 2`` (``(x + x^T) / 2`` for real input),
+    as JAX's ``symmetrize_input=True`` (numpy reads the lower triangle; the two agree on
+    Hermitian input), so gradients are Hermitian. The eigenvalues are real. Eigenvectors
+    are defined up to sign, or a phase ``e^{i phi}`` for complex input; use functions of
+    them that do not depend on it (``V diag(f(w)) V^H``, ``|V|^2``). The derivative takes
+    ``Im(v_i^H dv_i) = 0`` (as JAX).
 
     Repeated eigenvalues: the eigenvector derivative divides by ``w[j] - w[i]``, which is
     zero for a repeated eigenvalue; gradients through the eigenvectors are then ``inf`` or
@@ -1197,25 +1283,27 @@ eigh = defop(
     repeated eigenvalues too.
 
     Args:
-        x: ``(..., n, n)`` floating Tensor, symmetric.
+        x: ``(..., n, n)`` floating or complex Tensor, Hermitian.
 
     Returns:
-        ``(w, v)``: ``(..., n)`` eigenvalues in ascending order and ``(..., n, n)``
+        ``(w, v)``: ``(..., n)`` real eigenvalues in ascending order and ``(..., n, n)``
         eigenvectors in the columns; ``fnp.linalg.eigh`` returns a named tuple.
 
     Raises:
         ShapeError: the matrices are not square.
-        NotImplementedError: a derivative of complex input.
 
     Example:
         >>> w, v = fnp.linalg.eigh(fnp.array([[2.0, 1.0], [1.0, 2.0]]))
         >>> w
         Tensor([1., 3.], dtype=float64)
+        >>> fnp.linalg.eigh(fnp.array([[2, 1j], [-1j, 2]])).eigenvalues
+        Tensor([1., 3.], dtype=float64)
 
     References:
         Giles 2008, section 3.1 (eigenvalues and eigenvectors): with ``M = V^T dA V``,
         ``dw = diag(M)``, ``dV = V (F * M)``, ``F[i, j] = 1 / (w[j] - w[i])``; reverse mode
-        ``A_bar = V (diag(w_bar) + F * (V^T V_bar)) V^T``. Seeger et al. 2017, section 3.
+        ``A_bar = V (diag(w_bar) + F * (V^T V_bar)) V^T``; ``^H`` for ``^T`` for complex
+        input. Seeger et al. 2017, section 3.
     """,
 )
 
@@ -1226,42 +1314,41 @@ def _eigvalsh_aval(x):
 
 
 def _eigvalsh_jvp(t, out, x):
-    _real_only("eigvalsh", x)
     v = eigh(x)[1]
-    return _sum(multiply(v, matmul(_sym(t), v)), axes=(ndim_of(x) - 2,), keepdims=False)
+    dw = _sum(multiply(_cj(v), matmul(_herm(t), v)), axes=(ndim_of(x) - 2,), keepdims=False)
+    return _re(dw)  # v_i^H dA v_i, real for Hermitian dA
 
 
 def _eigvalsh_vjp(ct, out, x):
-    _real_only("eigvalsh", x)
     v = eigh(x)[1]
-    return _sym(matmul(multiply(v, _expand(ct, -2)), _mT(v)))
+    return _herm(matmul(multiply(_cj(v), _expand(ct, -2)), _mT(v)))  # herm(conj(V) diag V^T)
 
 
 eigvalsh = defop(
     "eigvalsh",
-    kernel=lambda xp, x: xp.linalg.eigvalsh(_sym_kernel(xp, x)),
+    kernel=lambda xp, x: xp.linalg.eigvalsh(_herm_kernel(xp, x)),
     aval=_eigvalsh_aval,
     jvp=(_eigvalsh_jvp,),
     batch=_stack_batch,
     vjp=(_eigvalsh_vjp,),
     check=Check(shapes=(((3, 3),), ((2, 3, 3),)), make_args=_distinct_spectrum, order=1),
-    doc="""Eigenvalues (ascending) of each symmetric matrix, input symmetrised as in eigh.
+    doc="""Eigenvalues (ascending, real) of each Hermitian matrix, input made Hermitian as in eigh.
 
-    The gradient ``V diag(w_bar) V^T`` is finite for repeated eigenvalues too (a valid
+    The gradient ``V diag(w_bar) V^H`` is finite for repeated eigenvalues too (a valid
     derivative of any symmetric function of the eigenvalues). Its second derivative runs
     through the eigenvectors, so it needs distinct eigenvalues (checked to order 1 in the
     registry sweep for that reason; order 2 is tested with distinct eigenvalues in
-    tests/ops/test_linalg.py). Derivatives for real input.
+    tests/ops/test_linalg.py). For complex input the gradient is the conjugate,
+    ``conj(V) diag(w_bar) V^T`` (JAX's convention).
 
     Args:
-        x: ``(..., n, n)`` floating Tensor, symmetric.
+        x: ``(..., n, n)`` floating or complex Tensor, Hermitian.
 
     Returns:
-        ``(..., n)`` Tensor of eigenvalues in ascending order.
+        ``(..., n)`` real Tensor of eigenvalues in ascending order.
 
     Raises:
         ShapeError: the matrices are not square.
-        NotImplementedError: a derivative of complex input.
 
     Example:
         >>> fgrad.grad(lambda x: fnp.linalg.eigvalsh(x)[1])(fnp.eye(2))
@@ -1269,7 +1356,7 @@ eigvalsh = defop(
                 [0., 1.]], dtype=float64)
 
     References:
-        Giles 2008, section 3.1: ``dw = diag(V^T dA V)``.
+        Giles 2008, section 3.1: ``dw = diag(V^T dA V)`` (``Re diag(V^H dA V)``).
     """,
 )
 
@@ -1288,7 +1375,6 @@ def _svd_aval(x, *, full_matrices):
 
 
 def _svd_check_diff(x, full_matrices):
-    _real_only("svd", x)
     m, n = shape_of(x)[-2:]
     if full_matrices and m != n:
         raise NotImplementedError(
@@ -1297,53 +1383,71 @@ def _svd_check_diff(x, full_matrices):
         )
 
 
+def _phase_part(c, s):
+    """``i Im(diag(c)) / s``, shape ``(..., k)``: the rotation of each complex singular
+    vector pair's common phase (0/0 is 0, as in :func:`_safe_div`)."""
+    return _safe_div(multiply(imag(diagonal(c, offset=0)), 1j), s)
+
+
 def _svd_jvp(t, out, x, *, full_matrices):
     _svd_check_diff(x, full_matrices)
     u, s, vh = out
-    v = _mT(vh)
-    p = matmul(_mT(u), matmul(t, v))
+    v = _H(vh)
+    p = matmul(_H(u), matmul(t, v))
     s2 = multiply(s, s)  # F[i, j] = 1 / (s[j]^2 - s[i]^2) (Townsend 2016)
     s_row = _expand(s, -2)  # s[j] along columns
     ps = multiply(p, s_row)  # P S
     sp = multiply(_expand(s, -1), p)  # S P
-    du = matmul(u, _gap_divide(s2, add(ps, _mT(ps))))
-    dv = matmul(v, _gap_divide(s2, add(sp, _mT(sp))))
+    du = matmul(u, _gap_divide(s2, add(ps, _H(ps))))
+    dv = matmul(v, _gap_divide(s2, add(sp, _H(sp))))
+    if _is_cx(x):
+        # Im(P[i, i]) = s[i] Im(u_i^H du_i - v_i^H dv_i): only the difference of the pair's
+        # phases is fixed. V keeps its phase (Im(v_i^H dv_i) = 0, as JAX), U turns.
+        du = add(du, multiply(u, _expand(_phase_part(p, s), -2)))
     m, n = shape_of(x)[-2:]
     if m > n:  # the part of dA V outside span(U)
         dav = matmul(t, v)
-        du = add(du, _safe_div(subtract(dav, matmul(u, matmul(_mT(u), dav))), s_row))
+        du = add(du, _safe_div(subtract(dav, matmul(u, matmul(_H(u), dav))), s_row))
     if n > m:
-        dau = matmul(_mT(t), u)
+        dau = matmul(_H(t), u)
         dv = add(dv, _safe_div(subtract(dau, matmul(v, matmul(vh, dau))), s_row))
-    ds = where(equal(s, 0), 0, diagonal(p, offset=0))  # a zero singular value is a kink
-    return du, ds, _mT(dv)
+    ds = where(equal(s, 0), 0, _re(diagonal(p, offset=0)))  # a zero singular value is a kink
+    return du, ds, _H(dv)
 
 
 def _svd_vjp(ct, out, x, *, full_matrices):
+    # The adjoint of the JVP under Re tr(X^H Y); JAX's pairing Re(sum(ct * t)) conjugates
+    # the cotangents of U and the result (nothing happens for real input). Vh's cotangent
+    # conjugated and transposed is V's: ct_vh^T.
     _svd_check_diff(x, full_matrices)
     u, s, vh = out
     ct_u, ct_s, ct_vh = ct
+    ct_u = _cj(ct_u)
     ct_s = where(equal(s, 0), 0, ct_s)  # zero subgradient at a zero singular value (|x| at 0)
-    v = _mT(vh)
+    v = _H(vh)
     ct_v = _mT(ct_vh)
     s2 = multiply(s, s)
     s_row, s_col = _expand(s, -2), _expand(s, -1)
-    j = _gap_divide(s2, matmul(_mT(u), ct_u))
-    k = _gap_divide(s2, matmul(_mT(v), ct_v))
+    uh_ct_u = matmul(_H(u), ct_u)
+    j = _gap_divide(s2, uh_ct_u)
+    k = _gap_divide(s2, matmul(_H(v), ct_v))
     k_len = shape_of(s)[-1]
+    diag_part = ct_s
+    if _is_cx(x):
+        diag_part = add(diag_part, _phase_part(uh_ct_u, s))
     z = add(
-        diag_embed(ct_s, offset=0, n=k_len, m=k_len),
-        add(multiply(add(j, _mT(j)), s_row), multiply(s_col, add(k, _mT(k)))),
+        diag_embed(diag_part, offset=0, n=k_len, m=k_len),
+        add(multiply(add(j, _H(j)), s_row), multiply(s_col, add(k, _H(k)))),
     )
     ct_x = matmul(u, matmul(z, vh))
     m, n = shape_of(x)[-2:]
-    if m > n:  # (I - U U^T) U_bar S^-1 V^T
+    if m > n:  # (I - U U^H) U_bar S^-1 V^H
         y = _safe_div(ct_u, s_row)
-        ct_x = add(ct_x, matmul(subtract(y, matmul(u, matmul(_mT(u), y))), vh))
-    if n > m:  # U S^-1 V_bar^T (I - V V^T)
+        ct_x = add(ct_x, matmul(subtract(y, matmul(u, matmul(_H(u), y))), vh))
+    if n > m:  # U S^-1 V_bar^H (I - V V^H)
         y = _safe_div(ct_v, s_row)
-        ct_x = add(ct_x, matmul(u, _mT(subtract(y, matmul(v, matmul(vh, y))))))
-    return (ct_x,)
+        ct_x = add(ct_x, matmul(u, _H(subtract(y, matmul(v, matmul(vh, y))))))
+    return (_cj(ct_x),)
 
 
 def _distinct_singular(rng, shapes):
@@ -1374,9 +1478,10 @@ svd = defop(
     ),
     doc="""Singular value decomposition ``x = U diag(S) Vh`` of each matrix.
 
-    Singular vectors are defined up to a common sign per pair; use functions of them that
-    do not depend on it. Derivatives for real input with ``full_matrices=False`` (or square
-    input), as JAX.
+    Singular vectors are defined up to a common sign per pair (a common phase ``e^{i phi}``
+    for complex input); use functions of them that do not depend on it. Derivatives with
+    ``full_matrices=False`` (or square input), as JAX; for complex input the derivative
+    keeps the phase of each ``v_i`` (``Im(v_i^H dv_i) = 0``) and turns ``u_i``'s, as JAX.
 
     Repeated or zero singular values: the singular-vector derivative divides by
     ``S[j]^2 - S[i]^2`` and by ``S``, so gradients through ``U`` and ``Vh`` are ``inf`` or
@@ -1385,7 +1490,7 @@ svd = defop(
     value is a kink, as ``|x|`` at 0, and gets the zero subgradient (as ``svdvals``).
 
     Args:
-        x: ``(..., m, n)`` floating Tensor.
+        x: ``(..., m, n)`` floating or complex Tensor.
         full_matrices: ``U`` is ``m x m`` and ``Vh`` is ``n x n`` (True) or ``m x k`` and
             ``k x n`` with ``k = min(m, n)`` (False).
 
@@ -1395,8 +1500,7 @@ svd = defop(
 
     Raises:
         ShapeError: ``x`` has fewer than two dimensions.
-        NotImplementedError: a derivative with ``full_matrices=True`` and ``m != n``, or of
-            complex input.
+        NotImplementedError: a derivative with ``full_matrices=True`` and ``m != n``.
 
     Example:
         >>> u, s, vh = fnp.linalg.svd(fnp.array([[3.0, 0.0], [0.0, -2.0]]))
@@ -1407,7 +1511,9 @@ svd = defop(
         J. Townsend, "Differentiating the singular value decomposition", 2016, and
         Seeger et al. 2017, section 3: with ``P = U^T dA V`` and
         ``F[i, j] = 1 / (S[j]^2 - S[i]^2)``, ``dS = diag(P)``,
-        ``dU = U (F * (P S + S P^T)) + (I - U U^T) dA V S^-1``, and the same for ``V``.
+        ``dU = U (F * (P S + S P^T)) + (I - U U^T) dA V S^-1``, and the same for ``V``. For
+        complex input ``^H`` for ``^T``, ``dS = Re diag(P)``, and ``dU`` gains
+        ``U diag(i Im diag(P) / S)``.
     """,
 )
 
@@ -1423,17 +1529,17 @@ def _svdvals_kernel(xp, x):
 
 
 def _svdvals_jvp(t, out, x):
-    _real_only("svdvals", x)
     u, _, vh = svd(x, full_matrices=False)
-    ds = _sum(multiply(u, matmul(t, _mT(vh))), axes=(ndim_of(x) - 2,), keepdims=False)
-    return where(equal(out, 0), 0, ds)  # a zero singular value is a kink, like |x| at 0
+    # ds_i = Re(u_i^H dA v_i): invariant to the common phase of u_i and v_i.
+    ds = _sum(multiply(_cj(u), matmul(t, _H(vh))), axes=(ndim_of(x) - 2,), keepdims=False)
+    return where(equal(out, 0), 0, _re(ds))  # a zero singular value is a kink, like |x| at 0
 
 
 def _svdvals_vjp(ct, out, x):
-    _real_only("svdvals", x)
     u, _, vh = svd(x, full_matrices=False)
     ct = where(equal(out, 0), 0, ct)  # zero subgradient at a zero singular value
-    return matmul(multiply(u, _expand(ct, -2)), vh)
+    # U diag(s_bar) Vh, conjugated for JAX's pairing Re(sum(ct * t)) on complex input.
+    return _cj(matmul(multiply(u, _expand(ct, -2)), vh))
 
 
 svdvals = defop(
@@ -1449,26 +1555,26 @@ svdvals = defop(
     The gradient ``U diag(S_bar) Vh`` is finite for repeated singular values too. A zero
     singular value is a kink (as ``|x|`` at 0) and gets the zero subgradient, so the
     nuclear and spectral norms have gradient 0 at the zero matrix (PyTorch's convention
-    for norms at zero). The second derivative runs through the singular vectors and needs distinct singular values
-    (so the registry sweep checks order 1; order 2 is tested in tests/ops/test_linalg.py).
-    Derivatives for real input.
+    for norms at zero). The second derivative runs through the singular vectors and needs
+    distinct singular values (so the registry sweep checks order 1; order 2 is tested in
+    tests/ops/test_linalg.py). For complex input the gradient is ``conj(U diag(S_bar) Vh)``
+    (JAX's convention).
 
     Args:
-        x: ``(..., m, n)`` floating Tensor.
+        x: ``(..., m, n)`` floating or complex Tensor.
 
     Returns:
-        ``(..., min(m, n))`` Tensor.
+        ``(..., min(m, n))`` Tensor of the real dtype.
 
     Raises:
         ShapeError: ``x`` has fewer than two dimensions.
-        NotImplementedError: a derivative of complex input.
 
     Example:
         >>> fnp.linalg.svdvals(fnp.array([[0.0, 2.0], [1.0, 0.0]]))
         Tensor([2., 1.], dtype=float64)
 
     References:
-        Townsend 2016, eq. for ``dS``: ``dS = diag(U^T dA V)``.
+        Townsend 2016, eq. for ``dS``: ``dS = diag(U^T dA V)`` (``Re diag(U^H dA V)``).
     """,
 )
 
@@ -1486,27 +1592,28 @@ def _pinv_kernel(xp, x, *, rtol):
 
 
 def _pinv_jvp(t, y, x, *, rtol):
-    # dY = -Y dA Y + Y Y^T dA^T (I - A Y) + (I - Y A) dA^T Y^T Y  (Golub and Pereyra 1973),
+    # dY = -Y dA Y + Y Y^H dA^H (I - A Y) + (I - Y A) dA^H Y^H Y  (Golub and Pereyra 1973),
     # with the (I - ...) factors applied as differences, so no identity is formed.
-    _real_only("pinv", x)
-    tt = _mT(t)
+    th = _H(t)
     first = negative(matmul(y, matmul(t, y)))
-    second = matmul(matmul(y, _mT(y)), subtract(tt, matmul(matmul(tt, x), y)))
-    w = matmul(tt, matmul(_mT(y), y))
+    second = matmul(matmul(y, _H(y)), subtract(th, matmul(matmul(th, x), y)))
+    w = matmul(th, matmul(_H(y), y))
     third = subtract(w, matmul(y, matmul(x, w)))
     return add(first, add(second, third))
 
 
 def _pinv_vjp(ct, y, x, *, rtol):
-    # A_bar = -Y^T Yb Y^T + (I - A Y) Yb^T Y Y^T + Y^T Y Yb^T (I - Y A)
-    _real_only("pinv", x)
-    yt, ctt = _mT(y), _mT(ct)
-    first = negative(matmul(yt, matmul(ct, yt)))
-    w = matmul(ctt, matmul(y, yt))  # Yb^T Y Y^T, (m, n)
+    # A_bar = -Y^H Yb Y^H + (I - A Y) Yb^H Y Y^H + Y^H Y Yb^H (I - Y A), the adjoint under
+    # Re tr(X^H Y); for JAX's pairing (no conjugation) the cotangent is conjugated in and
+    # out (nothing happens for real input).
+    ct = _cj(ct)
+    yh, cth = _H(y), _H(ct)
+    first = negative(matmul(yh, matmul(ct, yh)))
+    w = matmul(cth, matmul(y, yh))  # Yb^H Y Y^H, (m, n)
     second = subtract(w, matmul(x, matmul(y, w)))
-    z = matmul(matmul(yt, y), ctt)  # Y^T Y Yb^T, (m, n)
+    z = matmul(matmul(yh, y), cth)  # Y^H Y Yb^H, (m, n)
     third = subtract(z, matmul(matmul(z, y), x))
-    return add(first, add(second, third))
+    return _cj(add(first, add(second, third)))
 
 
 pinv = defop(
@@ -1526,12 +1633,12 @@ pinv = defop(
 
     The derivative is that of the pseudo-inverse at constant rank (Golub and Pereyra);
     it does not go through an SVD, so it is finite for repeated singular values. Where
-    the rank changes the pseudo-inverse is discontinuous and has no derivative.
-    Derivatives for real input (the complex pseudo-inverse is not holomorphic; use
-    ``inv`` or ``solve`` for square complex matrices).
+    the rank changes the pseudo-inverse is discontinuous and has no derivative. The
+    complex pseudo-inverse is not holomorphic (its derivative involves ``dA^H``); its
+    derivatives follow JAX's convention.
 
     Args:
-        x: ``(..., m, n)`` floating Tensor.
+        x: ``(..., m, n)`` floating or complex Tensor.
         rtol: relative cutoff for small singular values; None is numpy's default
             ``max(m, n) * eps``.
 
@@ -1540,7 +1647,6 @@ pinv = defop(
 
     Raises:
         ShapeError: ``x`` has fewer than two dimensions.
-        NotImplementedError: a derivative of complex input.
 
     Example:
         >>> fnp.linalg.pinv(fnp.array([[1.0, 0.0], [0.0, 0.0]]))
@@ -1549,7 +1655,8 @@ pinv = defop(
 
     References:
         G. H. Golub and V. Pereyra, SIAM J. Numer. Anal. 10(2), 1973, eq. 4.12:
-        ``dA+ = -A+ dA A+ + A+ A+^T dA^T (I - A A+) + (I - A+ A) dA^T A+^T A+``.
+        ``dA+ = -A+ dA A+ + A+ A+^T dA^T (I - A A+) + (I - A+ A) dA^T A+^T A+`` (``^H`` for
+        complex input).
     """,
 )
 

@@ -29,7 +29,7 @@ from fgrad.errors import ConcretizationError, ShapeError
 from fgrad.ops.elementwise import add, astype, full_like, real
 from fgrad.ops.shape import broadcast_to, sum_to_shape
 from fgrad.tensor import ShapeDtype, Tensor, asarray
-from fgrad.transforms.argnums import as_positions, is_single
+from fgrad.transforms.argnums import as_positions, check_function, is_single
 
 __all__ = ["vjp", "grad", "value_and_grad", "jvp"]
 
@@ -233,6 +233,7 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
         >>> f_vjp(fnp.ones(2))
         (Tensor([1.        , 0.54030231], dtype=float64),)
     """
+    check_function(f, "vjp")
     rec = _Recording(f, primals, has_aux, "vjp")
     out_tree, out_leaves, trace = rec.out_tree, rec.out_leaves, rec.trace
     primals_out = tree.unflatten(out_tree, [_lower(o, trace) for o in out_leaves])
@@ -462,6 +463,7 @@ def value_and_grad(
         >>> value, g
         (Tensor(5., dtype=float64), Tensor([2., 4.], dtype=float64))
     """
+    check_function(f, "value_and_grad")
 
     def value_and_grad_f(*args: Any, **kwargs: Any):
         nums = _normalize_argnums(argnums, len(args), "grad")
@@ -482,10 +484,20 @@ def value_and_grad(
         ok_dtype = dtypes.is_inexact if holomorphic else dtypes.is_floating
         if aval is None or aval.shape != () or not ok_dtype(aval.dtype):
             got = aval if aval is not None else type(tree.unflatten(rec.out_tree, rec.out_leaves)).__name__
+            pair = (
+                not has_aux
+                and rec.out_tree.num_leaves >= 2
+                and isinstance(tree.unflatten(rec.out_tree, rec.out_leaves), (tuple, list))
+            )
+            hint = (
+                " If it returns (loss, aux), pass has_aux=True to grad / value_and_grad."
+                if pair
+                else ""
+            )
             raise TypeError(
                 f"grad requires a function with a scalar real floating output; it returned "
                 f"{got}. Use fgrad.vjp or fgrad.jacrev for non-scalar outputs, and take the real "
-                "part (or use holomorphic differentiation) for complex ones"
+                f"part (or use holomorphic differentiation) for complex ones.{hint}"
             )
         seeds = []
         if type(traced) is ReverseTracer and traced._trace is rec.trace:
@@ -529,6 +541,7 @@ def grad(
         >>> fgrad.grad(fgrad.grad(fnp.sin))(0.0)
         Tensor(-0., dtype=float64)
     """
+    check_function(f, "grad")
     vg = value_and_grad(f, argnums, has_aux, holomorphic, allow_int)
 
     def grad_f(*args: Any, **kwargs: Any):
@@ -656,6 +669,7 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: b
         >>> fgrad.jvp(fnp.sin, (fnp.array([0.0, 1.0]),), (fnp.array([1.0, 1.0]),))
         (Tensor([0.        , 0.84147098], dtype=float64), Tensor([1.        , 0.54030231], dtype=float64))
     """
+    check_function(f, "jvp")
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples or lists of arguments")
     p_leaves, p_tree = tree.flatten(tuple(primals))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-__all__ = ["as_names", "as_positions", "is_single"]
+__all__ = ["as_names", "as_positions", "is_single", "check_function"]
 
 
 def as_positions(value: Any, where: str, what: str, other: str | None) -> tuple[int, ...]:
@@ -74,6 +74,21 @@ def as_names(value: Any, where: str, what: str, other: str) -> tuple[str, ...]:
             f"{value!r}; {hint}"
         )
     return tuple(items)
+
+
+def check_function(f: Any, where: str) -> None:
+    """Raise a TypeError naming the transform ``where`` when ``f`` is not callable (as
+    JAX does when the transform is made, not when it is first called).
+
+    Example:
+        >>> from fgrad.transforms.argnums import check_function
+        >>> check_function(3, "grad")
+        Traceback (most recent call last):
+        ...
+        TypeError: grad: expected a function to transform, got int 3
+    """
+    if not callable(f):
+        raise TypeError(f"{where}: expected a function to transform, got {type(f).__name__} {f!r:.60}")
 
 
 def is_single(value: Any) -> bool:

@@ -26,6 +26,7 @@ from fgrad.ops._batch import moved_to_front, with_batch
 from fgrad.ops._rules import shape_of
 from fgrad.ops.shape import permute_dims
 from fgrad.tensor import ShapeDtype, Tensor, asarray
+from fgrad.transforms.argnums import check_function
 
 __all__ = ["vmap"]
 
@@ -158,6 +159,7 @@ def vmap(
         Tensor([[11., 22.],
                 [13., 24.]], dtype=float64)
     """
+    check_function(f, "vmap")
 
     @functools.wraps(f)
     def vmapped(*args: Any, **kwargs: Any) -> Any:

@@ -24,7 +24,7 @@ from fgrad.ops.control import Traced, close, trace_function
 from fgrad.ops.elementwise import full_like
 from fgrad.tensor import Tensor, _wrap
 from fgrad.transforms._rule_ops import checkpoint_call, custom_jvp_call, custom_vjp_call
-from fgrad.transforms.argnums import as_positions
+from fgrad.transforms.argnums import as_positions, check_function
 
 __all__ = ["custom_vjp", "custom_jvp", "checkpoint"]
 
@@ -170,6 +170,7 @@ class custom_vjp:
     """
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        check_function(fun, "custom_vjp")
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = as_positions(
@@ -296,6 +297,7 @@ class custom_jvp:
     """
 
     def __init__(self, fun: Callable):
+        check_function(fun, "custom_jvp")
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.rule: Callable | None = None
@@ -380,6 +382,7 @@ def checkpoint(f: Callable) -> Callable:
         Griewank and Walther, "Algorithm 799: revolve", ACM TOMS 2000; Chen et al.,
         "Training deep nets with sublinear memory cost", 2016, arXiv:1604.06174.
     """
+    check_function(f, "checkpoint")
 
     name = getattr(f, "__name__", "f")
 

@@ -10,7 +10,7 @@ import numpy as np
 from fgrad import tree
 from fgrad.core.graph import Graph, Var, trace_to_graph
 from fgrad.tensor import ShapeDtype, Tensor
-from fgrad.transforms.argnums import as_positions
+from fgrad.transforms.argnums import as_positions, check_function
 
 __all__ = ["make_graph", "eval_shape"]
 
@@ -54,6 +54,7 @@ def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callabl
           return d
         }
     """
+    check_function(f, "make_graph")
 
     nums = as_positions(static_argnums, "make_graph", "static_argnums", None)
 
@@ -128,6 +129,7 @@ def eval_shape(f: Callable, *args: Any, **kwargs: Any) -> Any:
         >>> fgrad.eval_shape(apply, fgrad.ShapeDtype((784, 10), np.float32), fnp.ones((32, 784), dtype="float32"))
         {'logits': ShapeDtype(shape=(32, 10), dtype=dtype('float32')), 'norm': ShapeDtype(shape=(), dtype=dtype('float32'))}
     """
+    check_function(f, "eval_shape")
     graph = _trace_as_jit(f, args, kwargs)
     return tree.unflatten(graph.out_tree, [_aval(v) for v in graph.outvars])
 

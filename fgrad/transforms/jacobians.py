@@ -16,7 +16,7 @@ from fgrad import tree
 from fgrad.ops import shape as _shape_ops
 from fgrad.ops.elementwise import full_like
 from fgrad.tensor import Tensor, asarray
-from fgrad.transforms.argnums import is_single
+from fgrad.transforms.argnums import check_function, is_single
 from fgrad.transforms.ad import (
     _as_input,
     _check_diff_inputs,
@@ -93,6 +93,7 @@ def jacrev(
         Tensor([[1., 0.],
                 [0., 2.]], dtype=float64)
     """
+    check_function(f, "jacrev")
 
     def jac_f(*args: Any, **kwargs: Any) -> Any:
         nums, diff_args, f_diff = _setup(f, argnums, args, kwargs, "jacrev", allow_int, holomorphic)
@@ -152,6 +153,7 @@ def jacfwd(
         Tensor([[1.        , 0.        ],
                 [0.        , 0.54030231]], dtype=float64)
     """
+    check_function(f, "jacfwd")
 
     def jac_f(*args: Any, **kwargs: Any) -> Any:
         nums, diff_args, f_diff = _setup(f, argnums, args, kwargs, "jacfwd", allow_int, holomorphic)
@@ -202,6 +204,7 @@ def hessian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
         Tensor([[ 6.,  0.],
                 [ 0., 12.]], dtype=float64)
     """
+    check_function(f, "hessian")
     return jacfwd(jacrev(f, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
 
 
@@ -225,6 +228,7 @@ def hvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
     References:
         Pearlmutter, "Fast exact multiplication by the Hessian", Neural Computation 1994.
     """
+    check_function(f, "hvp")
     nums = tuple(range(len(primals)))
     return jvp(grad(f, argnums=nums), tuple(primals), tuple(tangents))[1]
 
@@ -242,6 +246,7 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
         >>> f_jvp(fnp.array([2.0]))
         Tensor([2.], dtype=float64)
     """
+    check_function(f, "linearize")
     out = f(*primals)
 
     def f_jvp(*tangents: Any) -> Any:

@@ -41,3 +41,27 @@ def test_custom_vjp_nondiff_argnums_take_numpy_integers():
     f = fgrad.custom_vjp(lambda n, x: x * n, nondiff_argnums=np.int64(0))
     f.defvjp(lambda n, x: (x * n, None), lambda n, res, ct: (ct * n,))
     assert float(fgrad.grad(f, argnums=1)(3.0, 2.0)) == 3.0
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["grad", "value_and_grad", "vmap", "jacrev", "jacfwd", "hessian", "make_graph",
+     "checkpoint", "custom_vjp", "custom_jvp", "jit"],
+)
+def test_issue_12_transforms_of_non_callables_name_themselves(name):
+    with pytest.raises(TypeError, match=f"{name}: expected a function"):
+        getattr(fgrad, name)(3)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: fgrad.vjp(3, X), lambda: fgrad.jvp(3, (X,), (X,)), lambda: fgrad.eval_shape(3, X),
+    lambda: fgrad.linearize(3, X), lambda: fgrad.hvp(3, (X,), (X,)),
+])
+def test_issue_12_immediate_transforms_of_non_callables(call):
+    with pytest.raises(TypeError, match="expected a function"):
+        call()
+
+
+def test_issue_12_forgetting_has_aux_is_explained():
+    with pytest.raises(TypeError, match="has_aux=True"):
+        fgrad.grad(lambda x: (fnp.sum(x), {"n": 1}))(X)

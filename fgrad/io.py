@@ -1,12 +1,28 @@
 """Checkpoints: pytrees of Tensors saved to and loaded from safetensors files.
 
-The safetensors format is an 8-byte little-endian header length, a JSON header (dtype,
-shape and byte range of each tensor, plus string metadata) and the raw little-endian tensor
-bytes. It holds no code, so loading never runs anything (no pickle). fgrad names each
-tensor by its path in the pytree, as a JSON pointer (RFC 6901: ``/layers/0/w``), and stores
-the tree's structure as JSON in the metadata, so :func:`load` rebuilds the same nesting of
-dicts, lists, tuples and ``None``. Files are written atomically: a crash leaves either the
-old file or the new one, never a partial file.
+The safetensors format is an 8-byte little-endian header length, a JSON header (each
+tensor's dtype, shape and byte range, plus a ``__metadata__`` object of string metadata)
+and the tensors' raw little-endian bytes, one after the other with neither gaps nor
+overlaps. It holds no code, so loading never runs anything (no pickle). fgrad names each
+tensor by its path in the pytree, as a JSON pointer (RFC 6901: ``/layers/0/w``), and
+stores in the metadata:
+
+* ``fgrad.tree``: the tree's structure as JSON, so :func:`load` rebuilds the same nesting
+  of dicts, lists, tuples and ``None`` (at any depth: nothing recurses);
+* ``fgrad.crc32``: a CRC-32 of each tensor's bytes, so a changed byte is reported with the
+  tensor it belongs to, and ``fgrad.header_crc32``: a CRC-32 of the tree, the checksums and
+  every tensor's name, dtype and shape, so a damaged header is reported rather than loaded
+  with renamed keys or a flattened tree. (Checksums find accidental damage, from disks,
+  copies and downloads; they are not signatures: whoever can write the file can forge
+  them.)
+
+The files stay plain safetensors files that other tools (the ``safetensors`` package,
+PyTorch, JAX) read; fgrad reads theirs, as flat dicts from tensor name to Tensor. Files are
+written atomically: a crash leaves either the old file or the new one, never a partial
+file, and the temporaries of writers that were killed are removed by the next save of the
+same file. ``bfloat16`` tensors (``BF16``, the dtype of most published language-model
+checkpoints) are written from numpy arrays of the ``ml_dtypes`` package and load as
+float32 Tensors, exactly, since fgrad Tensors have no bfloat16 dtype.
 
 Example:
     >>> import os, tempfile
@@ -16,30 +32,31 @@ Example:
     >>> restored = load(path)
     >>> restored["w"].dtype, restored["w"].shape, restored["b"][1]
     (dtype('float32'), (2, 3), None)
-
-References:
-    The safetensors format: https://github.com/huggingface/safetensors (``README``,
-    "Format").
 """
 
 from __future__ import annotations
 
 import json
 import os
-import secrets
-from typing import Any
+import sys
+import zlib
+from typing import Any, BinaryIO
 
 import numpy as np
 
-from fgrad.tensor import Tensor, asarray
+from fgrad import _io_files, _io_tree, backend
+from fgrad.tensor import asarray
 
 __all__ = ["load", "save"]
 
-_TREE_KEY = "fgrad.tree"
 _FORMAT_KEY = "fgrad.format"
-_FORMAT_VERSION = "1"
+_TREE_KEY = "fgrad.tree"
+_CRC_KEY = "fgrad.crc32"
+_HEADER_CRC_KEY = "fgrad.header_crc32"
+_FORMAT_VERSION = "2"  # 2 added the checksums; files of format 1 (no checksums) still load
+_FGRAD_KEYS = {_FORMAT_KEY, _TREE_KEY, _CRC_KEY, _HEADER_CRC_KEY}
 
-# numpy dtypes safetensors can hold, and the header's name for each.
+# numpy dtype names safetensors can hold, and the header's name for each.
 _CODES = {
     "bool": "BOOL",
     "int8": "I8",
@@ -51,49 +68,56 @@ _CODES = {
     "int64": "I64",
     "uint64": "U64",
     "float16": "F16",
+    "bfloat16": "BF16",  # ml_dtypes' numpy dtype; stored bit for bit
     "float32": "F32",
     "float64": "F64",
     "complex64": "C64",
 }
-_DTYPES = {code: np.dtype(name) for name, code in _CODES.items()}
-_MAX_HEADER = 100_000_000  # the safetensors library's own limit on the header size
+# What each code is read into: BF16 as its 16 raw bits, widened to float32 after reading.
+_DTYPES = {code: np.dtype("uint16" if code == "BF16" else name) for name, code in _CODES.items()}
 
-
-def _safetensors_numpy():
-    """The safetensors numpy API, imported on first use so ``import fgrad`` does not need it."""
-    try:
-        import safetensors.numpy
-    except ImportError as e:
-        raise ImportError(
-            "fgrad.io needs the safetensors package: pip install safetensors "
-            "(or pip install 'fgrad[io]')"
-        ) from e
-    return safetensors.numpy
+# Limits on what a header may make load do, each far above any real checkpoint, so that
+# the memory and time spent on a file are bounded by its size.
+_MAX_HEADER = 100_000_000  # bytes; the safetensors library's own limit
+_MAX_TENSORS = 2**18  # 262 144; each costs ~15 us to load, and the largest models hold ~100 000
+_MAX_NDIM = 64  # numpy's limit
+_MAX_BYTES = 2**62  # elements x itemsize, zero dimensions left out: more than numpy can hold
+_TOO_MANY = f"more than {_MAX_TENSORS} tensors, far more than a checkpoint holds"
+_SLACK = 65_536  # bytes a header may claim beyond twice the data before parsing stops
+_CHUNK = 16 * 2**20  # bytes read or written, and checksummed, at a time
 
 
 # --------------------------------------------------------------------------- save
 
 
 def save(path: str | os.PathLike, params: Any) -> None:
-    """Save a pytree of Tensors to a safetensors file, atomically.
+    """Save a pytree of Tensors to a safetensors file, atomically, with checksums.
 
     The data go to a temporary file in the same directory, which is flushed, fsynced and
     then renamed over ``path`` (``os.replace``), so readers see the old file or the complete
-    new one. The pytree's structure is stored as JSON in the file's metadata.
+    new one. Temporaries left in that directory by earlier saves of ``path`` whose process
+    was killed are removed first. Tensors are written one at a time (a CUDA Tensor is copied
+    to the host just before it is written), so saving needs no second copy of the
+    checkpoint in memory. The pytree's structure and a CRC-32 of every tensor are stored in
+    the file's metadata (see the module's description).
 
     Args:
         path: file to write (``str`` or path-like); replaced if it exists. The suffix
             ``.safetensors`` is customary but not required.
         params: a pytree whose nodes are dicts with ``str`` keys, lists, tuples and ``None``,
-            and whose leaves are Tensors or numpy arrays of any shape with dtype bool,
-            (u)int8/16/32/64, float16/32/64 or complex64. CUDA Tensors are copied to the host.
+            nested to any depth, and whose leaves are Tensors or numpy arrays of any shape
+            with dtype bool, (u)int8/16/32/64, float16/32/64, complex64 or bfloat16 (numpy
+            arrays of ``ml_dtypes.bfloat16``: to store float32 parameters as bfloat16, pass
+            ``fgrad.tree.map(lambda x: np.asarray(x).astype(ml_dtypes.bfloat16), params)``).
 
     Raises:
         TypeError: a node or leaf of an unsupported type (a namedtuple, a dataclass, a
-            Python scalar, a dict with a non-``str`` key) or an unsupported dtype (complex128,
-            or bfloat16 and other ``ml_dtypes`` types); the message names the leaf's path.
-        OSError: the directory is missing or not writable (no partial file is left).
-        ImportError: the ``safetensors`` package is not installed.
+            Python scalar, a dict with a non-``str`` key) or an unsupported dtype
+            (complex128, float8); the message names the leaf's path.
+        ValueError: the checkpoint would break a limit that :func:`load` enforces: more than
+            262 144 leaves, or a header (names and tree) over 100 MB.
+        OSError: the directory is missing or not writable, or the disk is full (no partial
+            file is left, and an existing ``path`` is unchanged).
 
     Example:
         >>> import os, tempfile
@@ -102,120 +126,140 @@ def save(path: str | os.PathLike, params: Any) -> None:
         >>> load(path)
         {'w': Tensor([1., 2.], dtype=float64), 'step': Tensor(7, dtype=int64)}
     """
-    tensors: dict[str, np.ndarray] = {}
-    structure = _encode(params, "", tensors)
-    metadata = {_FORMAT_KEY: _FORMAT_VERSION, _TREE_KEY: json.dumps(structure)}
-    try:
-        data = _safetensors_numpy().save(tensors, metadata=metadata)
-    except Exception as e:  # the library raises its own SafetensorError for bad input
-        raise TypeError(f"fgrad.io.save: safetensors could not serialise the tensors: {e}") from e
-    _write_atomic(os.fspath(path), data)
+    path = os.fspath(path)
+    codes: dict[str, str] = {}
 
+    def check_leaf(name: str, leaf: Any) -> None:
+        codes[name] = _code_of(leaf, name)
 
-def _encode(node: Any, where: str, tensors: dict[str, np.ndarray]) -> Any:
-    """The JSON description of ``node``; leaves go into ``tensors`` under their path.
-
-    JSON form: a leaf is its tensor's name (a string), ``None`` is ``null``, and containers
-    are ``{"dict": {key: child}}``, ``{"list": [children]}``, ``{"tuple": [children]}``.
-    """
-    cls = type(node)
-    if node is None:
-        return None
-    if cls is dict:
-        out = {}
-        for key, child in node.items():
-            if type(key) is not str:
-                raise TypeError(
-                    f"fgrad.io.save: dict at {_show(where)} has key {key!r} of type "
-                    f"{type(key).__name__}; checkpoint dicts need str keys"
-                )
-            out[key] = _encode(child, f"{where}/{_escape(key)}", tensors)
-        return {"dict": out}
-    if cls is list or cls is tuple:
-        children = [_encode(c, f"{where}/{i}", tensors) for i, c in enumerate(node)]
-        return {cls.__name__: children}
-    if isinstance(node, (Tensor, np.ndarray)):
-        tensors[where] = _host_array(node, where)
-        return where
-    hint = ""
-    if isinstance(node, tuple) and hasattr(node, "_fields"):
-        hint = "; convert a namedtuple with ._asdict() (or tuple(x)) first"
-    elif isinstance(node, (bool, int, float, complex, np.generic)):
-        hint = "; wrap Python and numpy scalars with fnp.array(x)"
-    elif isinstance(node, dict):
-        hint = "; convert it with dict(x) first"
-    raise TypeError(
-        f"fgrad.io.save: unsupported pytree node {cls.__qualname__} at {_show(where)}; "
-        f"checkpoints hold dicts with str keys, lists, tuples, None and Tensor leaves{hint}"
+    tree_text, leaves = _io_tree.encode(params, check_leaf)
+    # Widest items first, as the safetensors library orders them, so that every tensor
+    # starts at a multiple of its item size (the header is padded to 8 bytes).
+    layout = sorted(
+        ((name, codes[name], tuple(leaf.shape), leaf) for name, leaf in leaves),
+        key=lambda t: (-_DTYPES[t[1]].itemsize, t[0]),
     )
-
-
-def _host_array(leaf: Any, where: str) -> np.ndarray:
-    arr = np.asarray(leaf)
-    name = arr.dtype.name
-    if name not in _CODES:
-        hint = " (use complex64, or store real and imaginary parts)" if name == "complex128" else ""
-        if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2") or arr.dtype.kind == "V":
-            hint = " (numpy has no such dtype; cast to float32 before saving)"
-        raise TypeError(
-            f"fgrad.io.save: leaf {_show(where)} has dtype {name}, which the safetensors numpy "
-            f"API cannot store; supported: {', '.join(_CODES)}{hint}"
+    if len(layout) > _MAX_TENSORS:
+        raise ValueError(
+            f"fgrad.io.save: the pytree for {path!r} has {len(layout)} leaves, more than the "
+            f"{_MAX_TENSORS} tensors that load accepts in one file; stack small leaves into "
+            "larger arrays, or save the pytree in several files"
         )
-    # The library reads raw memory from the array's data pointer, so it must be C-contiguous.
+    spans, offset = [], 0
+    for name, code, shape, _ in layout:
+        nbytes = _DTYPES[code].itemsize * _product(shape)
+        spans.append((offset, offset + nbytes))
+        offset += nbytes
+
+    def header(crcs: list[int]) -> bytes:
+        crc_text = json.dumps(
+            {name: f"{crc:08x}" for (name, *_), crc in zip(layout, crcs)},
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        metadata = {_FORMAT_KEY: _FORMAT_VERSION, _TREE_KEY: tree_text, _CRC_KEY: crc_text}
+        metadata[_HEADER_CRC_KEY] = _header_digest(metadata, ((n, c, s) for n, c, s, _ in layout))
+        entries: dict[str, Any] = {"__metadata__": metadata}
+        for (name, code, shape, _), span in zip(layout, spans):
+            entries[name] = {"dtype": code, "shape": list(shape), "data_offsets": list(span)}
+        raw = json.dumps(entries, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        raw += b" " * (-len(raw) % 8)  # pad with spaces, as the format allows: data 8-aligned
+        if len(raw) > _MAX_HEADER:
+            raise ValueError(
+                f"fgrad.io.save: the header of {path!r} (tensor names and the tree) would take "
+                f"{len(raw)} bytes, over the format's limit of {_MAX_HEADER}; save the "
+                "pytree in several files"
+            )
+        return len(raw).to_bytes(8, "little") + raw
+
+    placeholder = header([0] * len(layout))  # checksums have a fixed width: same length
+
+    def write(f: BinaryIO) -> None:
+        f.write(placeholder)
+        crcs = [_write_tensor(f, t[3], end - begin) for t, (begin, end) in zip(layout, spans)]
+        final = header(crcs)
+        assert len(final) == len(placeholder)
+        f.seek(0)
+        f.write(final)
+
+    _io_files.write_atomic(path, write)
+
+
+def _code_of(leaf: Any, name: str) -> str:
+    """The header's dtype code for ``leaf``; TypeError naming the leaf for other dtypes."""
+    dtype = np.dtype(leaf.dtype)
+    code = _CODES.get(dtype.name)
+    if code is None:
+        hint = ""
+        if dtype.name == "complex128":
+            hint = " (use complex64, or store real and imaginary parts)"
+        elif dtype.name.startswith("float8") or dtype.kind == "V":
+            hint = " (fgrad.io stores no such dtype; cast to float32 or bfloat16 first)"
+        raise TypeError(
+            f"fgrad.io.save: leaf {_io_tree.show(name)} has dtype {dtype.name}, which fgrad "
+            f"checkpoints cannot store; supported: {', '.join(_CODES)}{hint}"
+        )
+    return code
+
+
+def _write_tensor(f: BinaryIO, leaf: Any, nbytes: int) -> int:
+    """Write one leaf's bytes (little-endian, C order); return their CRC-32."""
+    if nbytes == 0:
+        return 0
+    arr = np.asarray(leaf)  # a CUDA Tensor is copied to the host here, one at a time
+    order = arr.dtype.byteorder
+    if order == ">" or (order == "=" and sys.byteorder == "big"):
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    # The bytes are read in C order, so the array must be C-contiguous.
     # (np.ascontiguousarray would turn 0-d arrays into 1-d ones.)
-    return arr if arr.flags.c_contiguous else arr.copy(order="C")
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")
+    data = memoryview(arr.reshape(-1).view(np.uint8))
+    if len(data) != nbytes:  # a numpy leaf resized by another thread since the header
+        raise RuntimeError(f"fgrad.io.save: a leaf changed size while it was being saved")
+    crc = 0
+    for start in range(0, nbytes, _CHUNK):
+        chunk = data[start : start + _CHUNK]
+        crc = zlib.crc32(chunk, crc)
+        f.write(chunk)
+    return crc
 
 
-def _write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a fsynced temporary file and an atomic rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(8)}.tmp")
-    # 0o666 and O_EXCL: the umask applies as for an ordinary file, and no existing file is
-    # ever reused as the temporary.
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(tmp, flags, 0o666)
-    except OSError as e:  # name the path asked for, not the hidden temporary file
-        if not os.path.isdir(directory):
-            reason = f"its directory {directory!r} does not exist (create it first)"
-        else:
-            reason = e.strerror or str(e)
-        raise type(e)(e.errno, f"fgrad.io.save: cannot write {path!r}: {reason}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    if os.name == "posix":  # make the rename itself durable
-        try:
-            dir_fd = os.open(directory, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            os.fsync(dir_fd)
-        except OSError:  # some file systems cannot fsync a directory; the data are synced
-            pass
-        finally:
-            os.close(dir_fd)
+def _product(shape: Any) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _header_digest(metadata: dict[str, str], tensors: Any) -> str:
+    """CRC-32 (8 hex digits) of fgrad's metadata and each tensor's name, dtype and shape.
+
+    Byte offsets are left out: a damaged offset breaks the layout checks or a tensor's own
+    checksum, and a tool that rewrites the file with another layout keeps it valid.
+    """
+    fgrad_keys = sorted(
+        (k, v) for k, v in metadata.items() if k.startswith("fgrad.") and k != _HEADER_CRC_KEY
+    )
+    described = sorted([name, code, list(shape)] for name, code, shape in tensors)
+    canonical = json.dumps([fgrad_keys, described], separators=(",", ":"))  # ASCII
+    return f"{zlib.crc32(canonical.encode('ascii')):08x}"
 
 
 # --------------------------------------------------------------------------- load
 
 
 def load(path: str | os.PathLike, *, device: Any = None) -> Any:
-    """Load a pytree of Tensors saved by :func:`save`.
+    """Load a pytree of Tensors saved by :func:`save`, or the tensors of any safetensors file.
 
-    The file is checked before any tensor is read: header length against file size, the
-    header's JSON, every tensor's dtype and byte range, then the library's own checks. Nothing
-    is unpickled or executed. A safetensors file written by another tool (no fgrad tree in
-    its metadata) loads as a flat ``dict`` from tensor name to Tensor.
+    The whole header is checked before any tensor is read: its length against the file's
+    size, its JSON, every tensor's dtype, shape and byte range (the ranges must tile the
+    data section, with no gap and no overlap), fgrad's metadata and, in files fgrad wrote,
+    the header's checksum. Then the tensors are read one at a time into fresh arrays (peak
+    memory about one checkpoint), each checked against its checksum. Nothing is unpickled or
+    executed. A safetensors file written by another tool (no fgrad tree in its metadata)
+    loads as a flat ``dict`` from tensor name to Tensor, sorted by name; files of fgrad's
+    format 1 (which had no checksums) load unchecked.
 
     Args:
         path: the file to read (``str`` or path-like).
@@ -223,15 +267,19 @@ def load(path: str | os.PathLike, *, device: Any = None) -> Any:
 
     Returns:
         The pytree with the saved structure (dicts, lists, tuples, ``None``) whose leaves are
-        Tensors with the saved shapes and dtypes.
+        Tensors with the saved shapes and dtypes; ``BF16`` tensors become float32 Tensors
+        (exactly: every bfloat16 value is a float32 value).
 
     Raises:
-        ValueError: the file is not a valid safetensors file: too short, truncated (header
-            or data shorter than declared), a header that is not JSON, a tensor with an
-            invalid byte range, a dtype numpy cannot hold (bfloat16, float8), or an fgrad
-            tree description that does not match the tensors. The message names ``path``.
+        ValueError: the file is not a valid safetensors file, or is damaged: too short,
+            truncated (header or data shorter than declared), a header that is not UTF-8
+            JSON or breaks a limit (over 100 MB, more than 262 144 tensors, more than 64
+            dimensions), a tensor with an invalid shape, dtype (float8) or byte
+            range (past the data, overlapping another, a gap, bytes after the last), a
+            header or tensor that does not match fgrad's checksum (the message names the
+            tensor), or an fgrad tree that does not match the tensors. The message names
+            ``path`` and says what to do.
         OSError: the file cannot be read (for example ``FileNotFoundError``).
-        ImportError: the ``safetensors`` package is not installed.
 
     Example:
         >>> import os, tempfile
@@ -241,43 +289,71 @@ def load(path: str | os.PathLike, *, device: Any = None) -> Any:
         ([Tensor([1, 2], dtype=int32)], {'scale': Tensor(0.5, dtype=float64)})
     """
     path = os.fspath(path)
-    st = _safetensors_numpy()
-    with open(path, "rb") as f:
-        data = f.read()
-    header = _read_header(path, data)
-    try:
-        arrays = st.load(data)
-    except Exception as e:  # SafetensorError, or a numpy error on a malformed entry
-        raise ValueError(f"{path}: not a valid safetensors file: {e}") from e
-    tensors = {name: asarray(a, device=device) for name, a in arrays.items()}
-    metadata = header.get("__metadata__") or {}
-    if _TREE_KEY not in metadata:
+    on_cpu = device is None or backend.get_device(device).platform == "cpu"
+    with open(path, "rb", buffering=0) as f:
+        size = os.fstat(f.fileno()).st_size
+        text, start = _read_header(path, f, size)  # start: where the data section begins
+        metadata, entries = _parse_header(path, text, size - start)
+        del text
+        fgrad_meta = _check_fgrad_metadata(path, metadata, entries)
+        crcs = None if fgrad_meta is None else fgrad_meta[1]
+        tensors = {}
+        for name, (code, shape, begin, end) in entries.items():  # in file order: sequential
+            crc = None if crcs is None else crcs[name]
+            arr = _read_tensor(path, f, name, code, shape, start + begin, end - begin, crc)
+            # copy=False: the array is fresh and ours; a CUDA load copies it to the device
+            # and drops it, so that only one host array exists at a time.
+            tensors[name] = asarray(arr, device=device, copy=False if on_cpu else None)
+            del arr
+    if fgrad_meta is None:
         return dict(sorted(tensors.items()))
-    try:
-        structure = json.loads(metadata[_TREE_KEY])
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"{path}: the fgrad tree in the metadata is not valid JSON: {e}") from e
     used: set[str] = set()
-    tree = _decode(structure, tensors, used, path, "")
-    unused = sorted(set(tensors) - used)
-    if unused:
+
+    def resolve(name: str) -> Any:
+        value = tensors[name]
+        used.add(name)
+        return value
+
+    try:
+        tree = _io_tree.decode(fgrad_meta[0], resolve)
+    except _io_tree.TreeError as e:
+        raise ValueError(f"{path}: corrupt fgrad tree in the metadata: {e}") from None
+    if len(used) < len(tensors):
+        unused = sorted(set(tensors) - used)
         raise ValueError(
-            f"{path}: tensors {unused[:5]} are not referenced by the fgrad tree in the metadata"
+            f"{path}: tensors {unused[:5]} are not referenced by the fgrad tree in the "
+            "metadata; the header is damaged, or the file was edited by another tool"
         )
     return tree
 
 
-def _read_header(path: str, data: bytes) -> dict:
-    """Parse and check the header; raise ValueError naming what is wrong."""
-    size = len(data)
+def _read_exactly(f: BinaryIO, n: int) -> bytes:
+    """Up to ``n`` bytes; fewer only at the end of the file."""
+    parts, got = [], 0
+    while got < n:
+        part = f.read(n - got)
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+    return b"".join(parts)
+
+
+def _read_header(path: str, f: BinaryIO, size: int) -> tuple[str, int]:
+    """The header's JSON text and the data section's offset in the file.
+
+    The length field is checked against the file's size before anything else is read, and
+    the tensor count (one ``"data_offsets"`` key per tensor) before the JSON is parsed.
+    """
     if size < 8:
         raise ValueError(
             f"{path}: not a safetensors file: {size} bytes, fewer than the 8-byte header length"
         )
-    n = int.from_bytes(data[:8], "little")
+    first = _read_exactly(f, 8)
+    n = int.from_bytes(first, "little")
     if n > _MAX_HEADER:
         raise ValueError(
-            f"{path}: not a safetensors file: it starts with {data[:8]!r}, which as a header "
+            f"{path}: not a safetensors file: it starts with {first!r}, which as a header "
             f"length reads {n} bytes, over the format's limit of {_MAX_HEADER}"
         )
     if n > size - 8:
@@ -287,32 +363,88 @@ def _read_header(path: str, data: bytes) -> dict:
         )
     if n < 2:
         raise ValueError(f"{path}: not a safetensors file: invalid header length {n}")
+    raw = _read_exactly(f, n)
+    if len(raw) < n:
+        raise ValueError(f"{path}: truncated while it was read: the file shrank during load")
+    # Inside JSON strings a quote is escaped, so the key, spelt plainly, occurs once per
+    # tensor (twice for a tensor named "data_offsets"); the parser counts any spelt with
+    # escapes.
+    if raw.count(b'"data_offsets"') > _MAX_TENSORS + 1:
+        raise ValueError(f"{path}: corrupt header: {_TOO_MANY}")
     try:
-        header = json.loads(data[8 : 8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+        return raw.decode("utf-8"), 8 + n
+    except UnicodeDecodeError as e:
         raise ValueError(
             f"{path}: not a safetensors file: the header is not UTF-8 JSON ({e})"
-        ) from e
-    if not isinstance(header, dict):
-        raise ValueError(f"{path}: not a safetensors file: the header is not a JSON object")  # noqa: TRY004
-    available = size - 8 - n
-    covered = 0
-    for name, entry in header.items():
-        if name == "__metadata__":
-            if not isinstance(entry, dict) or not all(isinstance(v, str) for v in entry.values()):
-                raise ValueError(f"{path}: corrupt header: __metadata__ must map str to str")
-            continue
-        covered = max(covered, _check_entry(path, name, entry, available))
-    if covered < available:
+        ) from None
+
+
+class _HeaderError(ValueError):
+    """Raised inside ``json.loads`` to stop parsing; the message lacks the file's name."""
+
+
+def _parse_header(path: str, text: str, available: int) -> tuple[dict, dict]:
+    """Parse and check the header: ``(metadata, {name: (code, shape, begin, end)})``.
+
+    The entries come in file order.
+
+    The JSON decoder reports each object as it completes, so a header whose tensors claim
+    more bytes than the data section holds, or too many zero-size tensors, is refused while
+    it is being parsed, before it has cost more memory.
+    """
+    claimed = 0
+    count = 0
+
+    def on_object(pairs: list) -> dict:
+        nonlocal claimed, count
+        obj = dict(pairs)
+        if len(obj) < len(pairs):
+            seen: set = set()
+            key = next(k for k, _ in pairs if k in seen or seen.add(k))
+            raise _HeaderError(f"the key {key!r} appears twice in one object")
+        offsets = obj.get("data_offsets")
+        if type(offsets) is list and len(offsets) == 2:  # a tensor's entry
+            count += 1
+            if count > _MAX_TENSORS:
+                raise _HeaderError(_TOO_MANY)
+            begin, end = offsets
+            if type(begin) is int and type(end) is int and end > begin:
+                # Valid ranges add up to exactly the data section. Slightly more is left to
+                # the per-tensor checks after parsing, whose messages name the tensor.
+                claimed += end - begin
+                if claimed > 2 * available + _SLACK:
+                    raise _HeaderError(
+                        f"truncated or overlapping: its tensors need at least {claimed} bytes "
+                        f"of data, but the data section holds only {available}"
+                    )
+        return obj
+
+    try:
+        header = json.loads(text, object_pairs_hook=on_object)
+    except _HeaderError as e:
+        raise ValueError(f"{path}: corrupt header: {e}") from None
+    except RecursionError:  # a tensor entry is 3 levels deep; this is no header
         raise ValueError(
-            f"{path}: corrupt file: {available - covered} bytes after the last tensor's data "
-            "(appended to, or not a single safetensors file)"
-        )
-    return header
+            f"{path}: not a safetensors file: the header's JSON is nested too deeply"
+        ) from None
+    except ValueError as e:
+        raise ValueError(
+            f"{path}: not a safetensors file: the header is not UTF-8 JSON ({e})"
+        ) from None
+    if not isinstance(header, dict):
+        raise ValueError(f"{path}: not a safetensors file: the header is not a JSON object")
+    metadata = header.pop("__metadata__", None)
+    if metadata is None:
+        metadata = {}
+    elif not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise ValueError(f"{path}: corrupt header: __metadata__ must map str to str")
+    entries = {name: _check_entry(path, name, entry, available) for name, entry in header.items()}
+    del header
+    return metadata, _check_layout(path, entries, available)
 
 
-def _check_entry(path: str, name: str, entry: Any, available: int) -> int:
-    """Check one tensor's header entry; return where its data end."""
+def _check_entry(path: str, name: str, entry: Any, available: int) -> tuple:
+    """One tensor's header entry as ``(code, shape, begin, end)``, or a ValueError."""
     if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= set(entry):
         raise ValueError(
             f"{path}: corrupt header: tensor {name!r} lacks dtype, shape or data_offsets"
@@ -324,57 +456,179 @@ def _check_entry(path: str, name: str, entry: Any, available: int) -> int:
             f"{path}: tensor {name!r} has dtype {code!r}, which fgrad cannot load ({hint}"
             f"supported: {', '.join(_DTYPES)}); convert it, e.g. to F32, when writing the file"
         )
-    ints = lambda xs: isinstance(xs, list) and all(type(x) is int and x >= 0 for x in xs)
-    if not ints(shape) or not ints(offsets) or len(offsets) != 2:
+    well_formed = _naturals(shape) and _naturals(offsets) and len(offsets) == 2
+    if not well_formed or offsets[0] > offsets[1]:
         raise ValueError(f"{path}: corrupt header: tensor {name!r} has a malformed shape/offsets")
+    if len(shape) > _MAX_NDIM:
+        raise ValueError(
+            f"{path}: corrupt header: tensor {name!r} has {len(shape)} dimensions, more than "
+            f"the {_MAX_NDIM} numpy supports"
+        )
+    itemsize = _DTYPES[code].itemsize
+    # Python ints, checked as they grow: a dimension of 2**70 is an error, not an overflow.
+    virtual = itemsize
+    for d in shape:
+        virtual *= d or 1
+        if virtual > _MAX_BYTES:
+            raise ValueError(
+                f"{path}: corrupt header: tensor {name!r} has shape {shape}, larger than any "
+                "array can be"
+            )
     begin, end = offsets
     if end > available:
         raise ValueError(
             f"{path}: truncated: tensor {name!r} needs bytes [{begin}, {end}) of the data "
             f"section, which holds only {available} bytes"
         )
-    expected = int(np.prod(shape, dtype=np.int64)) * _DTYPES[code].itemsize
+    expected = 0 if 0 in shape else virtual
     if end - begin != expected:
         raise ValueError(
             f"{path}: corrupt header: tensor {name!r} of shape {tuple(shape)} and dtype {code} "
             f"needs {expected} bytes but its data_offsets span {end - begin}"
         )
-    return end
+    return code, tuple(shape), begin, end
 
 
-def _decode(node: Any, tensors: dict, used: set, path: str, where: str) -> Any:
-    if node is None:
+def _naturals(xs: Any) -> bool:
+    """Whether ``xs`` is a JSON list of non-negative integers (``True`` is no integer here)."""
+    if type(xs) is not list:
+        return False
+    for x in xs:
+        if type(x) is not int or x < 0:
+            return False
+    return True
+
+
+def _check_layout(path: str, entries: dict, available: int) -> dict:
+    """``entries`` in file order, checked to tile the data section: no overlap, no gap."""
+    ordered = dict(sorted(entries.items(), key=lambda e: e[1][2:]))
+    covered, previous = 0, None
+    for name, (_, _, begin, end) in ordered.items():
+        if begin < covered:
+            raise ValueError(
+                f"{path}: corrupt header: tensor {name!r} (bytes [{begin}, {end})) overlaps "
+                f"tensor {previous!r}, which ends at {covered}"
+            )
+        if begin > covered:
+            raise ValueError(
+                f"{path}: corrupt header: bytes [{covered}, {begin}) of the data section belong "
+                f"to no tensor (before tensor {name!r})"
+            )
+        covered, previous = end, name
+    if covered < available:
+        raise ValueError(
+            f"{path}: corrupt file: {available - covered} bytes after the last tensor's data "
+            "(appended to, or not a single safetensors file)"
+        )
+    return ordered
+
+
+def _check_fgrad_metadata(
+    path: str, metadata: dict[str, str], entries: dict
+) -> tuple[str, dict[str, int] | None] | None:
+    """fgrad's tree and checksums, checked against the header; None for a foreign file.
+
+    A damaged byte must not turn an fgrad file into a "foreign" one (which would load as a
+    flat dict) or one of format 1 (which has no checksums): the keys come as a set, and any
+    key of the set that is present means all of its format must be.
+    """
+    present = {k for k in metadata if k.startswith("fgrad.")}
+    if not present:
         return None
-    if isinstance(node, str):
-        if node not in tensors:
-            raise ValueError(f"{path}: the fgrad tree names tensor {node!r}, which is missing")
-        if node in used:
-            raise ValueError(f"{path}: the fgrad tree names tensor {node!r} twice")
-        used.add(node)
-        return tensors[node]
-    if isinstance(node, dict) and len(node) == 1:
-        ((kind, children),) = node.items()
-        if kind == "dict" and isinstance(children, dict):
-            return {
-                k: _decode(c, tensors, used, path, f"{where}/{_escape(k)}")
-                for k, c in children.items()
-            }
-        if kind in ("list", "tuple") and isinstance(children, list):
-            out = [_decode(c, tensors, used, path, f"{where}/{i}") for i, c in enumerate(children)]
-            return out if kind == "list" else tuple(out)
-    raise ValueError(
-        f"{path}: corrupt fgrad tree in the metadata: unrecognised node {str(node)[:80]!r} at "
-        f"{_show(where)}"
-    )
+    restore = "the file was damaged after it was saved: restore it from a good copy"
+    version = metadata.get(_FORMAT_KEY)
+    if version is None:
+        raise ValueError(
+            f"{path}: corrupt header: the metadata has fgrad keys {sorted(present)} but no "
+            f"{_FORMAT_KEY!r}; {restore}"
+        )
+    if version not in ("1", _FORMAT_VERSION):
+        raise ValueError(
+            f"{path}: fgrad checkpoint format {version!r} is not one this fgrad reads (1 or "
+            f"{_FORMAT_VERSION}): written by a newer fgrad (upgrade it), or damaged"
+        )
+    checked = version != "1" or bool(present & {_CRC_KEY, _HEADER_CRC_KEY})
+    required = _FGRAD_KEYS if checked else {_FORMAT_KEY, _TREE_KEY}
+    if present != required:
+        odd = sorted(present ^ required)
+        raise ValueError(
+            f"{path}: corrupt header: fgrad's metadata keys are {sorted(present)}, not "
+            f"{sorted(required)} (the difference: {odd}); {restore}"
+        )
+    if not checked:
+        return metadata[_TREE_KEY], None
+    saved = metadata[_HEADER_CRC_KEY]
+    actual = _header_digest(metadata, ((n, e[0], e[1]) for n, e in entries.items()))
+    if saved != actual:
+        raise ValueError(
+            f"{path}: corrupt header: it does not match the checksum saved with it "
+            f"({_HEADER_CRC_KEY} is {saved!r}, the header gives {actual!r}), so tensor "
+            f"names, dtypes, shapes or the tree changed; {restore}"
+        )
+    try:
+        crcs = json.loads(metadata[_CRC_KEY])
+    except (ValueError, RecursionError):
+        crcs = None
+    if (
+        not isinstance(crcs, dict)
+        or crcs.keys() != entries.keys()
+        or not all(isinstance(c, str) and len(c) == 8 for c in crcs.values())
+    ):
+        raise ValueError(
+            f"{path}: corrupt header: {_CRC_KEY} is not one 8-digit checksum per tensor; "
+            f"{restore}"
+        )
+    try:
+        return metadata[_TREE_KEY], {name: int(c, 16) for name, c in crcs.items()}
+    except ValueError:
+        raise ValueError(
+            f"{path}: corrupt header: {_CRC_KEY} holds a checksum that is not hexadecimal; "
+            f"{restore}"
+        ) from None
 
 
-# --------------------------------------------------------------------------- names
-
-
-def _escape(key: str) -> str:
-    """A dict key as one JSON-pointer token (RFC 6901): ``~`` -> ``~0``, ``/`` -> ``~1``."""
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-def _show(where: str) -> str:
-    return repr(where) if where else "the root"
+def _read_tensor(
+    path: str,
+    f: BinaryIO,
+    name: str,
+    code: str,
+    shape: tuple,
+    offset: int,
+    nbytes: int,
+    crc: int | None,
+) -> np.ndarray:
+    """Read one tensor into a fresh array, checking its CRC-32 when ``crc`` is given."""
+    dtype = _DTYPES[code]
+    if sys.byteorder != "little":  # the format is little-endian
+        dtype = dtype.newbyteorder("<")
+    arr = np.empty(shape, dtype=dtype)
+    if nbytes:
+        data = memoryview(arr.reshape(-1).view(np.uint8))
+        f.seek(offset)
+        got, actual = 0, 0
+        while got < nbytes:
+            n = f.readinto(data[got : got + _CHUNK])
+            if not n:
+                raise ValueError(
+                    f"{path}: truncated while it was read: tensor {name!r} ends at byte "
+                    f"{offset + got}; the file shrank during load"
+                )
+            if crc is not None:
+                actual = zlib.crc32(data[got : got + n], actual)
+            got += n
+        if crc is not None and actual != crc:
+            raise ValueError(
+                f"{path}: tensor {name!r} is corrupt: its {nbytes} bytes do not match the "
+                f"checksum saved with it (crc32 {crc:08x}, the data give {actual:08x}); the "
+                "file was damaged after it was saved (disk, copy or download): restore it "
+                "from a good copy, or save it again"
+            )
+    if not dtype.isnative:
+        arr = arr.astype(dtype.newbyteorder("="))
+    if code == "BOOL":  # numpy needs 0 or 1 in a bool; other tools may have written 0xff
+        arr = arr.view(np.uint8) != 0
+    elif code == "BF16":  # bfloat16 is the top half of a float32: widen exactly
+        wide = arr.astype(np.uint32)
+        wide <<= 16
+        arr = wide.view(np.float32)
+    return arr

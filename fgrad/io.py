@@ -82,8 +82,10 @@ _MAX_HEADER = 100_000_000  # bytes; the safetensors library's own limit
 _MAX_TENSORS = 2**18  # 262 144; each costs ~15 us to load, and the largest models hold ~100 000
 _MAX_NDIM = 64  # numpy's limit
 _MAX_BYTES = 2**62  # elements x itemsize, zero dimensions left out: more than numpy can hold
-_SLACK = 65_536  # bytes a header may claim beyond twice the data before parsing stops,
-_EARLY = 1024  # once it has described this many tensors
+# Parsing stops early once a header has described over _EARLY tensors that claim more
+# than twice the data section plus _SLACK bytes: overlapping ranges, or a file cut short.
+_SLACK = 65_536
+_EARLY = 1024
 _CHUNK = 16 * 2**20  # bytes read or written, and checksummed, at a time
 
 
@@ -96,10 +98,11 @@ def save(path: str | os.PathLike, params: Any) -> None:
     The data go to a temporary file in the same directory, which is flushed, fsynced and
     then renamed over ``path`` (``os.replace``), so readers see the old file or the complete
     new one. Temporaries left in that directory by earlier saves of ``path`` whose process
-    was killed are removed first. Tensors are written one at a time (a CUDA Tensor is copied
-    to the host just before it is written), so saving needs no second copy of the
-    checkpoint in memory. The pytree's structure and a CRC-32 of every tensor are stored in
-    the file's metadata (see the module's description).
+    was killed are removed first (on POSIX systems, where a process can be looked up).
+    Tensors are written one at a time (a CUDA Tensor is copied to the host just before it
+    is written), so saving needs no second copy of the checkpoint in memory. The pytree's
+    structure and a CRC-32 of every tensor are stored in the file's metadata (see the
+    module's description).
 
     Args:
         path: file to write (``str`` or path-like); replaced if it exists. The suffix
@@ -136,7 +139,7 @@ def save(path: str | os.PathLike, params: Any) -> None:
     # Widest items first, as the safetensors library orders them, so that every tensor
     # starts at a multiple of its item size (the header is padded to 8 bytes).
     layout = sorted(
-        ((name, codes[name], tuple(leaf.shape), leaf) for name, leaf in leaves),
+        ((name, codes[name], tuple(int(d) for d in leaf.shape), leaf) for name, leaf in leaves),
         key=lambda t: (-_DTYPES[t[1]].itemsize, t[0]),
     )
     if len(layout) > _MAX_TENSORS:
@@ -215,8 +218,6 @@ def _write_tensor(f: BinaryIO, leaf: Any, nbytes: int) -> int:
     if not arr.flags.c_contiguous:
         arr = arr.copy(order="C")
     data = memoryview(arr.reshape(-1).view(np.uint8))
-    if len(data) != nbytes:  # a numpy leaf resized by another thread since the header
-        raise RuntimeError(f"fgrad.io.save: a leaf changed size while it was being saved")
     crc = 0
     for start in range(0, nbytes, _CHUNK):
         chunk = data[start : start + _CHUNK]
@@ -226,6 +227,7 @@ def _write_tensor(f: BinaryIO, leaf: Any, nbytes: int) -> int:
 
 
 def _product(shape: Any) -> int:
+    """The number of elements of ``shape``, as a Python int (no overflow)."""
     n = 1
     for d in shape:
         n *= d
@@ -328,6 +330,7 @@ def load(path: str | os.PathLike, *, device: Any = None) -> Any:
 
 
 def _too_many() -> str:
+    """The message for a header of more than ``_MAX_TENSORS`` tensors."""
     return f"more than {_MAX_TENSORS} tensors, far more than a checkpoint holds"
 
 
@@ -455,7 +458,7 @@ def _check_entry(path: str, name: str, entry: Any, available: int) -> tuple:
             f"{path}: corrupt header: tensor {name!r} lacks dtype, shape or data_offsets"
         )
     code, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
-    if code not in _DTYPES:
+    if not isinstance(code, str) or code not in _DTYPES:
         hint = "numpy has no such dtype; " if isinstance(code, str) else ""
         raise ValueError(
             f"{path}: tensor {name!r} has dtype {code!r}, which fgrad cannot load ({hint}"

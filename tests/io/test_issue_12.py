@@ -516,3 +516,43 @@ def test_issue_12_fgrad_bfloat16_files_load_in_safetensors(tmp_path):
     assert loaded["w"].dtype == np.float32
     np.testing.assert_array_equal(np.asarray(loaded["w"]), halved["w"].astype(np.float32))
     np.testing.assert_allclose(np.asarray(loaded["w"]), np.asarray(params["w"]), rtol=2**-8)
+
+
+# --------------------------------------------------------------------------- any header
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2**70) | st.text(max_size=3),
+    lambda kids: st.lists(kids, max_size=3)
+    | st.dictionaries(st.text(max_size=3), kids, max_size=3),
+    max_leaves=8,
+)
+_fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "dtype": st.sampled_from(["F32", "U8", "BF16", "BOOL", "F8_E5M2"]) | _json,
+        "shape": st.lists(st.integers(0, 3), max_size=3) | _json,
+        "data_offsets": st.lists(st.integers(0, 12), min_size=2, max_size=2) | _json,
+    },
+)
+_metadata = st.dictionaries(
+    st.sampled_from(["fgrad.format", "fgrad.tree", "fgrad.crc32", "fgrad.header_crc32", "x"]),
+    st.sampled_from(["1", "2", "null", '"/a"', '{"list":["/a"]}', "{}", "0"]) | _json,
+)
+
+
+@given(
+    st.dictionaries(st.sampled_from(["/a", "/b", "c"]), _fields | _json, max_size=3),
+    st.none() | _metadata | _json,
+    st.binary(max_size=12),
+)
+@settings(max_examples=300, deadline=None)
+def test_issue_12_any_header_loads_or_raises_value_error(tmp_path_factory, entries, meta, data):
+    header = dict(entries)
+    if meta is not None:
+        header["__metadata__"] = meta
+    path = _file(tmp_path_factory.mktemp("any"), header, data)
+    try:
+        fio.load(path)
+    except ValueError as e:
+        assert str(path) in str(e)

@@ -11,6 +11,7 @@ ROOT = pathlib.Path(fgrad.__file__).parent
 RANKS = {
     "fgrad.errors": 0,
     "fgrad._config": 0,
+    "fgrad._args": 0,
     "fgrad.tree": 1,
     "fgrad.backend": 2,
     "fgrad.dtypes": 3,

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from fgrad import dtypes
+from fgrad import _args, dtypes
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.tensor import ShapeDtype
 
@@ -138,16 +138,13 @@ class PerInput:
 
 
 def norm_axes(name: str, axis: Any, ndim: int) -> tuple[int, ...]:
-    """Canonical ``axes``: sorted non-negative ints; None means all axes."""
+    """Canonical ``axes``: sorted non-negative ints; None means all axes.
+
+    Raises:
+        DTypeError: ``axis`` is not None, an int or a sequence of ints (floats, even
+            ``1.0``, bools and strings are refused, as numpy's reductions refuse them).
+        ShapeError: an axis is out of range or repeated.
+    """
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    out = []
-    for a in axes:
-        a = int(a)
-        if not -ndim <= a < ndim:
-            raise ShapeError(f"{name}: axis {a} is out of range for an array of {ndim} dimensions")
-        out.append(a % ndim)
-    if len(set(out)) != len(out):
-        raise ShapeError(f"{name}: repeated axis in {axis}")
-    return tuple(sorted(out))
+    return tuple(sorted(_args.axes(axis, name, ndim)))

@@ -70,13 +70,17 @@ def describe(value: Any) -> str:
     if value is None or isinstance(value, (bool, np.bool_)):
         return repr(value)
     if isinstance(value, (int, float, complex, np.number)):
-        return f"{value!r} (a {type(value).__name__})"
+        return f"{value!r} ({_a(type(value).__name__)})"
     if isinstance(value, type):
         return f"the type {value.__qualname__}"
     text = repr(value)
     if len(text) > 60:
         text = text[:57] + "..."
-    return f"{text} (a {type(value).__qualname__})"
+    return f"{text} ({_a(type(value).__qualname__)})"
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1].lower() in "aeio" else "a ") + noun
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -106,7 +110,7 @@ def _why_not_int(value: Any) -> str:
         return f"a {np.dtype(value.dtype).name} array"
     if value is None:
         return "None"
-    return f"a {type(value).__qualname__}"
+    return _a(type(value).__qualname__)
 
 
 def index(

@@ -12,8 +12,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from fgrad import backend, tree
-from fgrad.errors import DeletedError, MutationError
+from fgrad import _args, backend, tree
+from fgrad.errors import DeletedError, DTypeError, FgradError, MutationError, ShapeError
 
 __all__ = ["Tensor", "ShapeDtype", "WeakShapeDtype", "asarray", "device_put", "block_until_ready"]
 
@@ -312,11 +312,12 @@ def asarray(value: Any, dtype: Any = None, *, device: Any = None, copy: bool | N
     """Make a Tensor from a Tensor, an array, a Python scalar or nested lists.
 
     Data from numpy arrays and lists is copied, so later changes to them do not reach the
-    Tensor. Python floats become float64 and ints int64, as in numpy.
+    Tensor. Python floats become float64 and ints int64, as in numpy. Tensors hold numbers
+    only: bool, integers, floats, complex (and bfloat16 where ``ml_dtypes`` is installed).
 
     Args:
         value: Tensor, numpy/cupy array, DLPack-capable array, Python scalar or nested lists.
-        dtype: optional dtype (name, numpy dtype or scalar type).
+        dtype: optional numeric dtype (name, numpy dtype or scalar type).
         device: ``"cpu"`` (default), ``"cuda"``/``"cuda:N"`` (needs cupy) or a Device.
         copy: force (True) or avoid (False, where possible) a copy of array data.
 
@@ -325,7 +326,8 @@ def asarray(value: Any, dtype: Any = None, *, device: Any = None, copy: bool | N
 
     Raises:
         ValueError: unknown device, or cuda without cupy and a GPU.
-        TypeError: ``value`` cannot be converted (for example a string).
+        DTypeError: ``value`` is not numeric (a string, None, an object, dates) or
+            ``dtype`` is not a numeric dtype (``str``, ``object``, ``datetime64``).
 
     Example:
         >>> asarray([[1, 2], [3, 4]]).dtype
@@ -333,38 +335,78 @@ def asarray(value: Any, dtype: Any = None, *, device: Any = None, copy: bool | N
         >>> asarray(1.5, dtype="float32")
         Tensor(1.5, dtype=float32)
     """
+    return _asarray(value, dtype, device, copy, "asarray")
+
+
+def _asarray(value: Any, dtype: Any, device: Any, copy: Any, fn: str, arg: str = "the input"):
+    """:func:`asarray`, with errors naming ``fn`` (the public function) and ``arg``."""
     if isinstance(value, Tensor) and type(value) is not Tensor:  # a tracer: keep it traced
         if value.weak:  # jit's traced Python scalar becomes an array, as the scalar would
             return value.astype(value.dtype if dtype is None else dtype)
         return value if dtype is None else value.astype(dtype)
     if dtype is not None:
-        dtype = np.dtype(dtype)
+        dtype = _args.dtype(dtype, fn)
     if isinstance(value, Tensor):
         if (dtype is None or dtype == value.dtype) and device is None and not copy:
             return value
         value = value._data
-    target = backend.get_device(device) if device is not None else None
-    if isinstance(value, str) or (isinstance(value, np.ndarray) and value.dtype.kind in "OUSV"):
-        raise TypeError(f"asarray: cannot make a numeric Tensor from {type(value).__name__}")
+    target = device_arg(device, fn) if device is not None else None
+    if isinstance(value, (str, bytes)) or value is None or (
+        isinstance(value, np.ndarray) and not _args.is_numeric(value.dtype)
+    ):
+        raise _not_numeric(fn, arg, value)
     if target is None:  # stay where an array already is (cupy, Array API arrays)
         xp = backend._XP_BY_TYPE.get(type(value))
         if xp is np or (xp is None and not hasattr(value, "__array_namespace__")):
             target = backend.CPU
         else:
             target = backend.device_of(value)
-    data = backend.asarray_on(value, target, dtype=dtype, copy=copy)
-    if data.dtype.kind in "OUSV":
-        raise TypeError(f"asarray: cannot make a numeric Tensor from {value!r}")
+    try:
+        data = backend.asarray_on(value, target, dtype=dtype, copy=copy)
+    except (TypeError, ValueError, OverflowError) as err:
+        if isinstance(err, FgradError) or (copy is False and isinstance(err, ValueError)):
+            raise
+        with_dtype = f" with dtype {dtype}" if dtype is not None else ""
+        cls = ShapeError if isinstance(err, ValueError) else DTypeError
+        raise cls(
+            f"{fn}: cannot make a numeric Tensor from {_args.describe(value)}{with_dtype}: {err}"
+        ) from None
+    if not _args.is_numeric(data.dtype):
+        raise _not_numeric(fn, arg, value, data.dtype)
     return _wrap(data)
 
 
-def as_tensor(x: Any) -> Tensor:
+def _not_numeric(fn: str, arg: str, value: Any, dtype: Any = None) -> DTypeError:
+    got = _args.describe(value) + (f" (dtype {dtype})" if dtype is not None else "")
+    return DTypeError(
+        f"{fn}: {arg} must be numeric (a Tensor, an array or nested lists of numbers), got "
+        f"{got}; Tensors hold bool, integer, floating or complex numbers"
+    )
+
+
+def device_arg(device: Any, fn: str) -> backend.Device:
+    """``backend.get_device(device)``, its errors naming the public function ``fn``.
+
+    Raises:
+        ValueError: unknown device, or cuda without cupy and a GPU.
+    """
+    try:
+        return backend.get_device(device)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{fn}: device {_args.describe(device)}: {err}") from None
+
+
+def as_tensor(x: Any, fn: str | None = None, arg: str = "the input") -> Tensor:
     """``x`` as a Tensor: a Tensor as it is, anything else through :func:`asarray`.
 
     jit's weakly typed traced Python floats count as Python numbers here: a function that
     makes its argument a Tensor gives the array the Python number would become eagerly.
+    With ``fn``, an input that is not numeric raises a DTypeError naming ``fn`` and
+    ``arg`` (the public function and its argument).
     """
-    return x if isinstance(x, Tensor) and not x.weak else asarray(x)
+    if isinstance(x, Tensor) and not x.weak:
+        return x
+    return _asarray(x, None, None, None, fn or "asarray", arg)
 
 
 def device_put(x: Any, device: Any = None) -> Any:

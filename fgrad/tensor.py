@@ -388,12 +388,18 @@ def device_arg(device: Any, fn: str) -> backend.Device:
     """``backend.get_device(device)``, its errors naming the public function ``fn``.
 
     Raises:
+        DTypeError: ``device`` is neither a string nor a Device.
         ValueError: unknown device, or cuda without cupy and a GPU.
     """
+    if device is not None and not isinstance(device, (str, backend.Device)):
+        raise DTypeError(
+            f"{fn}: device must be 'cpu', 'cuda', 'cuda:N' or a Device, got "
+            f"{_args.describe(device)}"
+        )
     try:
         return backend.get_device(device)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{fn}: device {_args.describe(device)}: {err}") from None
+        raise ValueError(f"{fn}: {err}") from None
 
 
 def as_tensor(x: Any, fn: str | None = None, arg: str = "the input") -> Tensor:

@@ -6,12 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from fgrad import backend, dtypes
+from fgrad import _args, backend, dtypes
 from fgrad.core.trace import Tracer, concrete_value
-from fgrad.errors import ConcretizationError
+from fgrad.errors import ConcretizationError, DTypeError, ShapeError
 from fgrad.ops.elementwise import full_like as _full_like
-from fgrad.tensor import Tensor, _wrap, as_tensor
-from fgrad.tensor import asarray as _asarray
+from fgrad.tensor import Tensor, _asarray, _wrap, as_tensor, device_arg
 
 __all__ = [
     "array",
@@ -44,16 +43,16 @@ def array(object: Any, dtype: Any = None, *, device: Any = None, copy: bool = Tr
         A Tensor; Python floats give float64 and ints int64, as numpy.
 
     Raises:
-        TypeError: ``object`` is not numeric.
+        DTypeError: ``object`` is not numeric (strings, None, objects, dates), ``dtype`` is
+            not a numeric dtype, or ``copy`` is not None or a bool.
+        ShapeError: nested lists are ragged.
 
     Example:
         >>> fnp.array([1.0, 2.0], dtype="float32")
         Tensor([1., 2.], dtype=float32)
     """
-    if isinstance(object, (list, tuple)) and _holds_tensor(object):
-        out = _stack_nested(object)
-        return out if dtype is None else out.astype(dtype)
-    return _asarray(object, dtype=dtype, device=device, copy=copy)
+    copy = None if copy is None else _args.flag(copy, "array", "copy")
+    return _make_tensor(object, dtype, device, copy, "array", "object")
 
 
 def asarray(a: Any, dtype: Any = None, *, device: Any = None, copy: bool | None = None) -> Tensor:
@@ -71,7 +70,9 @@ def asarray(a: Any, dtype: Any = None, *, device: Any = None, copy: bool | None 
             ``False`` raises where a copy is needed.
 
     Raises:
-        TypeError: ``a`` is not numeric.
+        DTypeError: ``a`` is not numeric (strings, None, objects, dates), ``dtype`` is not
+            a numeric dtype, or ``copy`` is not None or a bool.
+        ShapeError: nested lists are ragged.
 
     Example:
         >>> fnp.asarray([1, 2])
@@ -79,10 +80,15 @@ def asarray(a: Any, dtype: Any = None, *, device: Any = None, copy: bool | None 
         >>> fgrad.jit(lambda lr: fnp.asarray([lr, 1.0]))(0.5)
         Tensor([0.5, 1. ], dtype=float64)
     """
-    if isinstance(a, (list, tuple)) and _holds_tensor(a):
-        out = _stack_nested(a)
-        return out if dtype is None else out.astype(dtype)
-    return _asarray(a, dtype=dtype, device=device, copy=copy)
+    copy = None if copy is None else _args.flag(copy, "asarray", "copy")
+    return _make_tensor(a, dtype, device, copy, "asarray", "a")
+
+
+def _make_tensor(value: Any, dtype: Any, device: Any, copy: Any, fn: str, arg: str) -> Tensor:
+    if isinstance(value, (list, tuple)) and _holds_tensor(value):
+        out = _stack_nested(value, fn, arg)
+        return out if dtype is None else out.astype(_args.dtype(dtype, fn))
+    return _asarray(value, dtype, device, copy, fn, arg)
 
 
 def _holds_tensor(seq: Any) -> bool:
@@ -91,13 +97,19 @@ def _holds_tensor(seq: Any) -> bool:
     )
 
 
-def _stack_nested(seq: Any) -> Tensor:
+def _stack_nested(seq: Any, fn: str, arg: str) -> Tensor:
     from fgrad.numpy._shape import stack  # a sibling module of this layer
 
     parts = [
-        _stack_nested(x) if isinstance(x, (list, tuple)) else as_tensor(x)
+        _stack_nested(x, fn, arg) if isinstance(x, (list, tuple)) else as_tensor(x, fn, arg)
         for x in seq
     ]
+    shapes = {tuple(p.shape) for p in parts}
+    if len(shapes) > 1:
+        raise ShapeError(
+            f"{fn}: {arg} is ragged: its entries have shapes {sorted(shapes)}; nested lists "
+            "must have entries of one shape"
+        )
     return stack(parts)
 
 
@@ -133,64 +145,138 @@ def _static(value: Any, fn: str, what: str, hint: str = _SIZE_HINT) -> Any:
 
 
 def _make(fn_name: str, *args: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    dev = backend.get_device(device)
+    dev = device if isinstance(device, backend.Device) else backend.get_device(device)
     xp = np if dev.platform == "cpu" else backend.namespace_of(backend.asarray_on(0, dev))
     return _wrap(getattr(xp, fn_name)(*args, dtype=dtype))
+
+
+def _shape_arg(shape: Any, fn: str) -> tuple[int, ...]:
+    """A static shape (traced integers made concrete), checked by :func:`fgrad._args.shape`."""
+    return _args.shape(_static(shape, fn, "shape"), fn)
+
+
+def _filled(fn: str, shape: Any, dtype: Any, device: Any, make: str | None = None) -> Tensor:
+    """zeros or ones (``make``, default ``fn``): ``shape``, ``dtype`` (default float64) and
+    ``device`` checked, errors naming ``fn``."""
+    shape = _shape_arg(shape, fn)
+    dtype = _args.dtype(dtype, fn) or np.dtype(np.float64)
+    return _make(make or fn, shape, dtype=dtype, device=device_arg(device, fn))
 
 
 def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
     """A Tensor of zeros.
 
     Args:
-        shape: int or tuple of ints.
-        dtype: default float64.
+        shape: int or tuple of ints (``>= 0``; not floats, not bools).
+        dtype: a numeric dtype; default float64.
         device: ``"cpu"`` (default) or ``"cuda[:N]"``.
+
+    Raises:
+        DTypeError: ``shape`` holds something other than ints, or ``dtype`` is not a
+            numeric dtype.
+        ShapeError: a negative size.
+        ValueError: unknown device.
 
     Example:
         >>> fnp.zeros((2,), dtype="float32")
         Tensor([0., 0.], dtype=float32)
     """
-    shape = _static(shape, "zeros", "shape")
-    return _make("zeros", shape, dtype=dtype or np.float64, device=device)
+    return _filled("zeros", shape, dtype, device)
 
 
 def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
     """A Tensor of ones (float64 unless ``dtype`` is given).
 
+    Raises:
+        DTypeError: ``shape`` holds something other than ints, or ``dtype`` is not a
+            numeric dtype (``str``, ``object``, ``datetime64``).
+        ShapeError: a negative size.
+        ValueError: unknown device.
+
     Example:
         >>> fnp.ones(2)
         Tensor([1., 1.], dtype=float64)
     """
-    shape = _static(shape, "ones", "shape")
-    return _make("ones", shape, dtype=dtype or np.float64, device=device)
+    return _filled("ones", shape, dtype, device)
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
     """A Tensor filled with ``fill_value`` (dtype inferred from it unless given).
 
+    Args:
+        shape: int or tuple of ints.
+        fill_value: a number, or an array (Tensors too, traced ones as in JAX) that
+            broadcasts to ``shape``.
+        dtype: optional numeric dtype.
+        device: ``"cpu"`` (default) or ``"cuda[:N]"``.
+
+    Raises:
+        DTypeError: ``shape`` holds something other than ints, ``fill_value`` is not
+            numeric (None, a string) or ``dtype`` is not a numeric dtype.
+        ShapeError: a negative size, or ``fill_value`` does not broadcast to ``shape``.
+
     Example:
         >>> fnp.full((2,), 3)
         Tensor([3, 3], dtype=int64)
     """
-    shape = _static(shape, "full", "shape")
+    shape = _shape_arg(shape, "full")
+    dtype = _args.dtype(dtype, "full")
     if isinstance(fill_value, Tracer):  # traced fill values too, as in JAX: a broadcast
         from fgrad.numpy._shape import broadcast_to  # a sibling module of this layer
 
         value = fill_value if dtype is None else fill_value.astype(dtype)
-        return broadcast_to(value, (shape,) if isinstance(shape, int) else shape)
-    return _make("full", shape, fill_value, dtype=dtype, device=device)
+        return broadcast_to(value, shape)
+    dev = device_arg(device, "full")
+    value = as_tensor(fill_value, "full", "fill_value")
+    if dtype is None:
+        dtype = value.dtype
+    try:
+        return _make("full", shape, np.asarray(value), dtype=dtype, device=dev)
+    except ValueError:
+        raise ShapeError(
+            f"full: fill_value of shape {tuple(value.shape)} does not broadcast to shape {shape}"
+        ) from None
 
 
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, device: Any = None):
     """Evenly spaced values in ``[start, stop)`` (numpy's ``arange``).
+
+    Args:
+        start: the first value, or the end (from 0) when ``stop`` is None.
+        stop: the end (excluded).
+        step: the spacing, not 0.
+        dtype: optional numeric dtype (default: the bounds' type, as numpy's).
+        device: ``"cpu"`` (default) or ``"cuda[:N]"``.
+
+    Raises:
+        DTypeError: a bound is not a real number, or ``dtype`` is not numeric.
+        ValueError: ``step`` is 0, a bound is NaN or infinite, or the result too long.
 
     Example:
         >>> fnp.arange(3)
         Tensor([0, 1, 2], dtype=int64)
     """
     hint = "for traced bounds write start + step * fnp.arange(n) with a static n"
+    names = ("start",) if stop is None else ("start", "stop", "step")
     args = (start,) if stop is None else (start, stop, step)
-    return _make("arange", *_static(args, "arange", "a bound", hint), dtype=dtype, device=device)
+    args = _static(args, "arange", "a bound", hint)
+    for name, value in zip(names, args):
+        _real_scalar(value, "arange", name)
+    if len(args) == 3 and args[2] == 0:
+        raise ValueError("arange: step must not be 0")
+    dtype = _args.dtype(dtype, "arange")
+    dev = device_arg(device, "arange")
+    try:
+        return _make("arange", *args, dtype=dtype, device=dev)
+    except (ValueError, OverflowError, MemoryError) as err:
+        raise ValueError(f"arange: cannot make the range {args}: {err}") from None
+
+
+def _real_scalar(value: Any, fn: str, arg: str) -> Any:
+    """``value`` if it is a real Python or numpy number (bools too), else a DTypeError."""
+    if isinstance(value, (bool, int, float, np.integer, np.floating, np.bool_)):
+        return value
+    raise DTypeError(f"{fn}: {arg} must be a real number, got {_args.describe(value)}")
 
 
 def linspace(start: float, stop: float, num: int = 50, *, endpoint: bool = True, dtype: Any = None, device: Any = None):
@@ -215,6 +301,8 @@ def linspace(start: float, stop: float, num: int = 50, *, endpoint: bool = True,
 
     Raises:
         ConcretizationError: ``num`` is traced.
+        DTypeError: ``num`` is not an int, an end is not numeric, or ``dtype`` is not a
+            numeric dtype.
         ValueError: ``num`` is negative.
 
     Example:
@@ -223,13 +311,21 @@ def linspace(start: float, stop: float, num: int = 50, *, endpoint: bool = True,
         >>> fgrad.jit(lambda stop: fnp.linspace(0.0, stop, 3))(2.0)
         Tensor([0., 1., 2.], dtype=float64)
     """
-    num = _static(num, "linspace", "num")
-    if num < 0:
-        raise ValueError(f"linspace: num must be >= 0, got {num}")
+    num = _args.size(_static(num, "linspace", "num"), "linspace", "num")
+    endpoint = _args.flag(endpoint, "linspace", "endpoint")
+    dtype = _args.dtype(dtype, "linspace")
     if isinstance(start, Tensor) or isinstance(stop, Tensor):
         return _linspace_ops(start, stop, num, endpoint, dtype)
-    data = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
-    return _asarray(data, device=device)
+    dev = device_arg(device, "linspace")
+    start = as_tensor(start, "linspace", "start")._data
+    stop = as_tensor(stop, "linspace", "stop")._data
+    try:
+        data = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
+    except ValueError as err:
+        raise ShapeError(f"linspace: start and stop do not broadcast: {err}") from None
+    except TypeError as err:
+        raise DTypeError(f"linspace: cannot compute with start {start!r}, stop {stop!r}: {err}") from None
+    return _asarray(data, None, dev, None, "linspace")
 
 
 def _linspace_ops(start: Any, stop: Any, num: int, endpoint: bool, dtype: Any) -> Tensor:
@@ -258,13 +354,27 @@ def _linspace_ops(start: Any, stop: Any, num: int, endpoint: bool, dtype: Any) -
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None):
     """The ``(n, m)`` identity-like matrix with ones on diagonal ``k`` (float64 by default).
 
+    Args:
+        n: number of rows, an int ``>= 0``.
+        m: number of columns (default ``n``).
+        k: the diagonal: 0 the main one, positive above, negative below.
+        dtype: optional numeric dtype.
+        device: ``"cpu"`` (default) or ``"cuda[:N]"``.
+
+    Raises:
+        DTypeError: ``n``, ``m`` or ``k`` is not an int, or ``dtype`` is not numeric.
+        ValueError: ``n`` or ``m`` is negative.
+
     Example:
         >>> fnp.eye(2)
         Tensor([[1., 0.],
                 [0., 1.]], dtype=float64)
     """
-    n, m, k = _static(n, "eye", "n"), _static(m, "eye", "m"), _static(k, "eye", "k")
-    return _asarray(np.eye(n, m, k, dtype=dtype or np.float64), device=device)
+    n = _args.size(_static(n, "eye", "n"), "eye", "n")
+    m = _args.size(_static(m, "eye", "m"), "eye", "m", none_ok=True)
+    k = _args.index(_static(k, "eye", "k"), "eye", "k")
+    dtype = _args.dtype(dtype, "eye") or np.dtype(np.float64)
+    return _asarray(np.eye(n, m, k, dtype=dtype), None, device_arg(device, "eye"), None, "eye")
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None) -> Tensor:
@@ -273,38 +383,71 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None) -> Tensor:
     ``fill_value`` may be a 0-d Tensor, also a traced one (as in JAX): the result is then
     it broadcast, cast to ``dtype`` (``a.dtype`` when not given), and differentiable in it.
 
+    Raises:
+        DTypeError: ``a`` or ``fill_value`` is not numeric, or ``dtype`` is not a numeric
+            dtype.
+        ShapeError: ``fill_value`` is not a scalar.
+
     Example:
         >>> fnp.full_like(fnp.array([1.0, 2.0]), 7.0)
         Tensor([7., 7.], dtype=float64)
     """
+    return _like("full_like", a, fill_value, dtype)
+
+
+def _like(fn: str, a: Any, fill_value: Any, dtype: Any) -> Tensor:
+    """full_like, zeros_like and ones_like, their errors naming ``fn``."""
+    dtype = _args.dtype(dtype, fn)
+    if not isinstance(a, Tensor):
+        a = as_tensor(a, fn, "a")
+    if not isinstance(fill_value, Tensor):
+        if isinstance(fill_value, (str, bytes)) or not (
+            np.isscalar(fill_value) or isinstance(fill_value, (list, tuple, np.ndarray))
+        ):
+            raise DTypeError(
+                f"{fn}: fill_value must be a number, got {_args.describe(fill_value)}"
+            )
+        fill_value = np.asarray(fill_value)
+        if not _args.is_numeric(fill_value.dtype):
+            raise DTypeError(f"{fn}: fill_value must be a number, got {fill_value!r}")
+        if fill_value.ndim:
+            fill_value = as_tensor(fill_value, fn, "fill_value")
+        else:
+            fill_value = fill_value.item()
     if isinstance(fill_value, Tensor):
         from fgrad.numpy._shape import broadcast_to  # a sibling module of this layer
 
         if fill_value.ndim:
-            raise ValueError(
-                f"full_like: fill_value must be a scalar, got shape {fill_value.shape}; "
+            raise ShapeError(
+                f"{fn}: fill_value must be a scalar, got shape {fill_value.shape}; "
                 "use fnp.broadcast_to(value, a.shape) for an array"
             )
-        value = fill_value.astype(a.dtype if dtype is None else np.dtype(dtype))
+        value = fill_value.astype(a.dtype if dtype is None else dtype)
         return broadcast_to(value, tuple(a.shape))
-    return _full_like(a, fill_value=fill_value, dtype=None if dtype is None else np.dtype(dtype))
+    return _full_like(a, fill_value=fill_value, dtype=dtype)
 
 
 def zeros_like(a: Any, dtype: Any = None) -> Tensor:
     """Zeros shaped like ``a``.
 
+    Raises:
+        DTypeError: ``a`` is not numeric, or ``dtype`` is not a numeric dtype.
+
     Example:
         >>> fnp.zeros_like(fnp.array([1, 2]))
         Tensor([0, 0], dtype=int64)
     """
-    return full_like(a, 0, dtype)
+    return _like("zeros_like", a, 0, dtype)
 
 
 def ones_like(a: Any, dtype: Any = None) -> Tensor:
     """Ones shaped like ``a``.
 
+    Raises:
+        DTypeError: ``a`` is not numeric, or ``dtype`` is not a numeric dtype.
+
     Example:
         >>> fnp.ones_like(fnp.array([1.5]))
         Tensor([1.], dtype=float64)
     """
-    return full_like(a, 1, dtype)
+    return _like("ones_like", a, 1, dtype)

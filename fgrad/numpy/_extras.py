@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from fgrad import dtypes
-from fgrad.errors import ShapeError
-from fgrad.numpy._creation import _static, zeros
+from fgrad import _args, dtypes
+from fgrad.errors import DTypeError, ShapeError
+from fgrad.numpy._creation import _filled, _make, _static
 from fgrad.numpy._indexing import take
 from fgrad.numpy._shape import (
     _tensor,
@@ -31,7 +31,7 @@ from fgrad.ops import linalg as _la
 from fgrad.ops import reduction as _r
 from fgrad.ops import sorting as _so
 from fgrad.ops._rules import norm_axes
-from fgrad.tensor import Tensor, asarray
+from fgrad.tensor import Tensor, _asarray, as_tensor, asarray, device_arg
 
 __all__ = [
     "allclose",
@@ -61,13 +61,19 @@ def _floating(x: Any) -> Any:
 def identity(n: int, dtype: Any = None, *, device: Any = None) -> Tensor:
     """The ``(n, n)`` identity matrix (float64 unless ``dtype`` is given).
 
+    Raises:
+        DTypeError: ``n`` is not an int, or ``dtype`` is not a numeric dtype.
+        ValueError: ``n`` is negative.
+
     Example:
         >>> fnp.identity(2, dtype="int32")
         Tensor([[1, 0],
                 [0, 1]], dtype=int32)
     """
-    n = _static(n, "identity", "n")
-    return asarray(np.identity(n, dtype=dtype or np.float64), device=device)
+    n = _args.size(_static(n, "identity", "n"), "identity", "n")
+    dtype = _args.dtype(dtype, "identity") or np.dtype(np.float64)
+    dev = device_arg(device, "identity")
+    return _asarray(np.identity(n, dtype=dtype), None, dev, None, "identity")
 
 
 def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
@@ -76,11 +82,16 @@ def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
     Tensors are immutable, so uninitialised memory could never be written: as in JAX,
     ``empty`` is :func:`zeros`.
 
+    Raises:
+        DTypeError: ``shape`` holds something other than ints, or ``dtype`` is not a
+            numeric dtype.
+        ShapeError: a negative size.
+
     Example:
         >>> fnp.empty((2,), dtype="float32")
         Tensor([0., 0.], dtype=float32)
     """
-    return zeros(_static(shape, "empty", "shape"), dtype, device=device)
+    return _filled("empty", shape, dtype, device, make="zeros")
 
 
 def empty_like(prototype: Any, dtype: Any = None, shape: Any = None) -> Tensor:
@@ -91,16 +102,21 @@ def empty_like(prototype: Any, dtype: Any = None, shape: Any = None) -> Tensor:
         dtype: optional dtype instead of ``prototype``'s.
         shape: optional shape instead of ``prototype``'s.
 
+    Raises:
+        DTypeError: ``prototype`` is not numeric, ``dtype`` is not a numeric dtype, or
+            ``shape`` holds something other than ints.
+        ShapeError: a negative size.
+
     Example:
         >>> fnp.empty_like(fnp.array([1, 2, 3]))
         Tensor([0, 0, 0], dtype=int64)
     """
-    prototype = _tensor(prototype)
-    return zeros(
-        tuple(prototype.shape) if shape is None else shape,
-        np.dtype(dtype or prototype.dtype),
-        device=prototype.device,
+    prototype = as_tensor(prototype, "empty_like", "prototype")
+    shape = tuple(prototype.shape) if shape is None else _args.shape(
+        _static(shape, "empty_like", "shape"), "empty_like"
     )
+    dtype = _args.dtype(dtype, "empty_like") or prototype.dtype
+    return _make("zeros", shape, dtype=dtype, device=prototype.device)
 
 
 def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list:

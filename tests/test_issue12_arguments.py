@@ -1,0 +1,123 @@
+"""Regression tests for issue 12 ("No silent wrong answers"): bad static arguments raise
+errors that name the function and the argument, where fgrad gave wrong results or
+messages that said nothing about the call."""
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import _args
+from fgrad.errors import DTypeError, ShapeError
+
+# --------------------------------------------------------------------------- fgrad._args
+
+
+def test_issue_12_index_accepts_numpy_integers_and_refuses_floats_and_bools():
+    assert _args.index(np.int32(3), "f", "n") == 3
+    assert _args.index(np.array(4), "f", "n") == 4
+    for bad in (2.0, 2.5, True, np.True_, "2", None, np.array([1]), np.array(2.0)):
+        with pytest.raises(DTypeError, match=r"^f: n must be an int"):
+            _args.index(bad, "f", "n")
+    with pytest.raises(ValueError, match="int64"):
+        _args.index(2**64, "f", "n")
+
+
+def test_issue_12_shape_refuses_float_sizes_even_integral_ones():
+    assert _args.shape((np.int64(2), 3), "f") == (2, 3)
+    assert _args.shape(np.array([2, 3]), "f") == (2, 3)
+    with pytest.raises(DTypeError, match=r"f: shape must be an int or a tuple of ints, got \(2.0, 3\)"):
+        _args.shape((2.0, 3), "f")
+    with pytest.raises(DTypeError, match="a bool"):
+        _args.shape((True, 3), "f")
+    with pytest.raises(ShapeError, match="negative size -1"):
+        _args.shape((-1, 3), "f")
+    assert _args.shape((-1, 3), "f", minus_one=True) == (-1, 3)
+    with pytest.raises(ShapeError):
+        _args.shape((-1, -1), "f", minus_one=True)
+
+
+def test_issue_12_dtype_is_numeric_only():
+    assert _args.dtype("float32", "f") == np.float32
+    assert _args.dtype(None, "f") is None
+    for bad in (str, object, "U3", "datetime64[s]", "timedelta64", np.dtype("V8"), "S2"):
+        with pytest.raises(DTypeError, match=r"^f: dtype .* is not numeric"):
+            _args.dtype(bad, "f")
+    for bad in (1.5, "abc", object(), fnp.ones(2)):
+        with pytest.raises(DTypeError, match=r"^f: dtype must be a dtype"):
+            _args.dtype(bad, "f")
+
+
+def test_issue_12_bfloat16_is_numeric_where_ml_dtypes_is_installed():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    assert _args.dtype(ml_dtypes.bfloat16, "f") == np.dtype(ml_dtypes.bfloat16)
+    x = fgrad.asarray(np.ones(2, ml_dtypes.bfloat16))
+    assert x.dtype == np.dtype(ml_dtypes.bfloat16)
+
+
+# --------------------------------------------------------------------------- creation
+
+
+@pytest.mark.parametrize("dtype", [str, object, "U3", "datetime64[s]", "m8[s]", "V8"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda d: fnp.ones(3, dtype=d),
+        lambda d: fnp.zeros(3, dtype=d),
+        lambda d: fnp.empty(3, dtype=d),
+        lambda d: fnp.full(3, 1, dtype=d),
+        lambda d: fnp.eye(2, dtype=d),
+        lambda d: fnp.identity(2, dtype=d),
+        lambda d: fnp.arange(3, dtype=d),
+        lambda d: fnp.linspace(0, 1, 3, dtype=d),
+        lambda d: fnp.array([1, 2], dtype=d),
+        lambda d: fnp.asarray([1, 2], dtype=d),
+        lambda d: fgrad.asarray([1, 2], dtype=d),
+        lambda d: fnp.zeros_like(fnp.ones(2), dtype=d),
+        lambda d: fnp.full_like(fnp.ones(2), 1.0, dtype=d),
+        lambda d: fnp.empty_like(fnp.ones(2), dtype=d),
+    ],
+)
+def test_issue_12_creation_refuses_non_numeric_dtypes(make, dtype):
+    with pytest.raises(DTypeError, match="is not numeric"):
+        make(dtype)
+
+
+def test_issue_12_non_numeric_values_make_no_tensor():
+    with pytest.raises(DTypeError, match=r"^full: fill_value must be numeric.*got None"):
+        fnp.full(3, None)
+    with pytest.raises(DTypeError, match="^full: fill_value"):
+        fnp.full(3, "a")
+    with pytest.raises(DTypeError, match=r"^array: object must be numeric.*datetime64"):
+        fnp.array(np.array(["2020-01-01"], dtype="datetime64[D]"))
+    with pytest.raises(DTypeError, match="^asarray: a must be numeric"):
+        fnp.asarray(["a", "b"])
+    with pytest.raises(DTypeError, match="^full_like: fill_value must be a number"):
+        fnp.full_like(fnp.ones(2), None)
+
+
+def test_issue_12_creation_sizes_are_ints():
+    with pytest.raises(DTypeError, match=r"^ones: shape must be an int or a tuple of ints, got 2.0"):
+        fnp.ones(2.0)
+    with pytest.raises(DTypeError, match=r"^full: shape .*2.5 at position 0 is a float"):
+        fnp.full((2.5,), 1.0)
+    with pytest.raises(DTypeError, match="^eye: n must be an int, got 2.5"):
+        fnp.eye(2.5)
+    with pytest.raises(DTypeError, match="^linspace: num must be an int, got 2.5"):
+        fnp.linspace(0, 1, 2.5)
+    with pytest.raises(ValueError, match="^linspace: num must be >= 0"):
+        fnp.linspace(0, 1, -1)
+    with pytest.raises(ShapeError, match="^zeros: shape .* negative size"):
+        fnp.zeros((2, -3))
+    with pytest.raises(ValueError, match="^arange: step must not be 0"):
+        fnp.arange(0, 3, 0)
+    assert fnp.ones(np.int64(2)).shape == (2,)
+    assert fnp.zeros((np.int32(2), 3)).shape == (2, 3)
+    assert fnp.eye(np.int64(2)).shape == (2, 2)
+
+
+def test_issue_12_unknown_device_names_the_function():
+    with pytest.raises(ValueError, match="^zeros: unknown device 'tpu'"):
+        fnp.zeros(2, device="tpu")
+    with pytest.raises(DTypeError, match="^arange: device must be"):
+        fnp.arange(3, device=0)

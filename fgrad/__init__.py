@@ -32,11 +32,27 @@ from fgrad.transforms.batching import vmap
 from fgrad.core import debug as _debug  # noqa: F401  (makes config.debug_nans work)
 from fgrad import numpy  # noqa: E402  (installs Tensor's operators)
 from fgrad import lax  # noqa: E402  (also installs the control-flow ops' derivative rules)
-from fgrad import random  # noqa: E402
-from fgrad import io, nn, optim  # noqa: E402
-from fgrad import test_util  # noqa: E402
 
 __version__ = "0.1.0"
+
+# Loaded on first use (``fgrad.nn.Linear`` or ``from fgrad import nn``), so that
+# ``import fgrad`` costs little more than numpy: the layers alone take longer to import
+# than the whole core.
+_LAZY = frozenset({"io", "nn", "optim", "random", "test_util"})
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(f"fgrad.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'fgrad' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY)
 
 __all__ = [
     "ConcretizationError",

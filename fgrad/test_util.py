@@ -144,7 +144,7 @@ def op_cases(op: Any, max_cases: int | None = None) -> list[tuple[tuple, dict]]:
         [(((),), {}), (((2, 3),), {})]
     """
     chk = op.check
-    combos = list(itertools.product(chk.shapes, chk.params))
+    combos = list(itertools.product(chk.shapes, chk.param_sets()))
     if max_cases is not None and len(combos) > max_cases:
         idx = np.linspace(0, len(combos) - 1, max_cases).round().astype(int)
         combos = [combos[i] for i in sorted(set(idx.tolist()))]

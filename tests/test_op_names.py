@@ -35,6 +35,16 @@ def test_fusion_tables_name_ops():
 
     assert not [n for n in fusion._OPS if n not in REGISTRY]
     assert not [n for n in fusion._BOOL_OPERANDS if n not in REGISTRY]
+    from fgrad.core import report
+
+    assert not [n for n in report._REDUCING if n not in REGISTRY]
+
+
+def test_issue_11_core_line_budget():
+    """Tracing, graphs and both modes of differentiation stay small enough to read in an
+    afternoon (.ci/run prints the same count)."""
+    files = ["core/trace.py", "core/graph.py", "transforms/ad.py"]
+    assert sum(len((ROOT / f).read_text().splitlines()) for f in files) <= 1200
 
 
 def test_issue_11_jit_reads_past_broadcasts_before_power_and_arctan2():

@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -99,27 +99,12 @@ class Graph:
             >>> print(g.to_dot().splitlines()[0])
             digraph fgrad {
         """
-        lines = ["digraph fgrad {", "  rankdir=TB;", '  node [fontname="monospace"];']
-        for v in self.invars:
-            lines.append(f'  {v.name} [shape=ellipse, label="{v.name}: {v.aval}"];')
-        for k, node in enumerate(self.nodes):
-            outs = ", ".join(f"{v.name}: {v.aval}" for v in node.outputs)
-            lines.append(f'  n{k} [shape=box, label="{node.op.name}\\n{outs}"];')
-            for v in node.outputs:
-                lines.append(f'  {v.name} [shape=point, label=""];')
-                lines.append(f"  n{k} -> {v.name};")
-            for v in node.inputs:
-                if isinstance(v, Var):
-                    lines.append(f"  {v.name} -> n{k};")
-        for i, v in enumerate(self.outvars):
-            lines.append(f'  out{i} [shape=doubleoctagon, label="out {i}"];')
-            if isinstance(v, Var):
-                lines.append(f"  {v.name} -> out{i};")
-        lines.append("}")
-        return "\n".join(lines)
+        from fgrad.core.report import to_dot
 
-    def cost(self) -> GraphCost:
-        """A static cost report, computed from shapes alone before anything runs.
+        return to_dot(self)
+
+    def cost(self) -> Any:
+        """A static cost report (a ``GraphCost``), from shapes alone before anything runs.
 
         FLOPs count one per output element for elementwise and shape ops, one per input
         element for reductions, ``2 m n k`` per matrix product (times the batch); peak bytes
@@ -132,12 +117,9 @@ class Graph:
             >>> c.flops, c.peak_bytes, dict(c.op_counts)
             (140, 168, {'matmul': 1, 'sum': 1})
         """
-        flops = 0
-        counts: dict[str, int] = {}
-        for node in self.nodes:
-            counts[node.op.name] = counts.get(node.op.name, 0) + 1
-            flops += _node_flops(node)
-        return GraphCost(flops, _peak_bytes(self), counts)
+        from fgrad.core.report import cost
+
+        return cost(self)
 
     def evaluate(self, *args: Any) -> Any:
         """Run the graph op by op on ``args`` (pytrees like the traced ones).
@@ -174,59 +156,6 @@ class Graph:
             for v, o in zip(node.outputs, outs):
                 env[id(v)] = o
         return [read(v) for v in self.outvars]
-
-
-class GraphCost(NamedTuple):
-    """What :meth:`Graph.cost` reports."""
-
-    flops: int
-    peak_bytes: int
-    op_counts: dict[str, int]
-
-
-def _size(aval: Any) -> int:
-    return int(np.prod(getattr(aval, "shape", ()), dtype=np.int64))
-
-
-def _nbytes(aval: Any) -> int:
-    return _size(aval) * np.dtype(aval.dtype).itemsize
-
-
-def _node_flops(node: Node) -> int:
-    name = node.op.name
-    in_avals = [v.aval if isinstance(v, Var) else _aval_of(v) for v in node.inputs]
-    out = node.outputs[0].aval
-    if name == "matmul" and len(in_avals) == 2:
-        a = tuple(getattr(in_avals[0], "shape", ()))
-        k = a[-1] if a else 1  # the contracted dimension
-        return 2 * _size(out) * k
-    if name in ("sum", "prod", "max", "min", "logsumexp", "argmax", "argmin", "all", "any"):
-        return _size(in_avals[0]) if in_avals else 0
-    return sum(_size(v.aval) for v in node.outputs)
-
-
-def _peak_bytes(graph: Graph) -> int:
-    """Peak bytes of live intermediates when each is freed after its last reader."""
-    last_use: dict[int, int] = {}
-    for k, node in enumerate(graph.nodes):
-        for v in node.inputs:
-            if isinstance(v, Var):
-                last_use[id(v)] = k
-    outputs = {id(v) for v in graph.outvars if isinstance(v, Var)}
-    live = peak = 0
-    for k, node in enumerate(graph.nodes):
-        for v in node.outputs:
-            live += _nbytes(v.aval)
-        peak = max(peak, live)
-        for v in node.outputs:
-            if id(v) not in last_use and id(v) not in outputs:
-                live -= _nbytes(v.aval)  # never read: dropped at once
-        for v in node.inputs:
-            if isinstance(v, Var) and last_use.get(id(v)) == k and id(v) not in outputs:
-                if any(v is w for w in graph.invars):
-                    continue
-                live -= _nbytes(v.aval)
-    return peak
 
 
 def _name_vars(graph: Graph) -> None:

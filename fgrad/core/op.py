@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 import inspect
 from dataclasses import dataclass
+import functools
 from functools import partial
 from typing import Any
 
@@ -39,7 +40,8 @@ class Check:
     Attributes:
         shapes: candidate input shape tuples, one shape per positional input.
         domain: ``(low, high)`` of uniform samples, chosen to avoid kinks and poles.
-        params: candidate keyword-parameter dicts.
+        params: candidate keyword-parameter dicts, or a function returning them (made on
+            first use: sample sub-graphs are then not traced at import).
         make_args: optional ``(rng, shapes) -> args`` for inputs that need structure
             (positive-definite matrices, integer indices); overrides ``domain``.
         order: highest derivative order checked against finite differences.
@@ -60,6 +62,10 @@ class Check:
     dtype: Any = np.float64
     strict: bool = True
     modes: tuple[str, ...] = ("rev", "fwd")
+
+    def param_sets(self) -> tuple:
+        """The candidate parameter dicts (calling ``params`` when it is a function)."""
+        return self.params() if callable(self.params) else self.params
 
 
 class Op:
@@ -264,13 +270,19 @@ def _direct_kernel(kernel: Callable, xp: Any) -> Callable | None:
     code = kernel.__code__
     if len(code.co_names) != 1 or getattr(kernel, "__closure__", None):
         return None
-    names = code.co_varnames[: code.co_argcount]
-    src = f"lambda {', '.join(names)}: {names[0]}.{code.co_names[0]}({', '.join(names[1:])})"
-    template = eval(compile(src, "<kernel template>", "eval")).__code__
-    same = (template.co_code, template.co_consts, template.co_names, template.co_varnames)
-    if same != (code.co_code, code.co_consts, code.co_names, code.co_varnames):
+    template = _template(code.co_argcount)
+    # Bytecode refers to names by index, so one template per arity serves every op.
+    same = (template.co_code, template.co_consts, len(template.co_varnames))
+    if same != (code.co_code, code.co_consts, len(code.co_varnames)):
         return None
     return getattr(xp, code.co_names[0], None)
+
+
+@functools.cache
+def _template(argcount: int) -> Any:
+    names = [f"a{i}" for i in range(argcount)]
+    src = f"lambda {', '.join(names)}: {names[0]}.f({', '.join(names[1:])})"
+    return eval(compile(src, "<kernel template>", "eval")).__code__
 
 
 def _bind_kernel(op: Op, array: Any) -> Callable:

@@ -27,6 +27,7 @@ Reference: the semantics of ``jax.lax.cond``, ``switch``, ``while_loop`` and ``s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -552,7 +553,8 @@ def _cond_vjp(cts, out, index, *operands, branches):
 
 
 def _example_graph(fun: Callable, avals: Sequence[ShapeDtype], name: str) -> SubGraph:
-    """A small fixed SubGraph for the registry sweep's Checks (built at import time)."""
+    """A small fixed SubGraph for the registry sweep's Checks (made when a test first asks
+    for the Check's params, never at import)."""
     return close(trace_function(lambda leaves: fun(*leaves), avals), [], name)
 
 
@@ -560,8 +562,12 @@ _F3 = ShapeDtype((3,), np.dtype(np.float64))
 _I3 = ShapeDtype((3,), np.dtype(np.int64))
 _I0 = ShapeDtype((), np.dtype(np.int64))
 # Two branches of two outputs each: smooth, so the sweep checks derivatives at order 2.
-_BRANCH_A = _example_graph(lambda x, y: (multiply(sin(x), y), multiply(x, x)), (_F3, _F3), "a")
-_BRANCH_B = _example_graph(lambda x, y: (subtract(x, multiply(y, y)), cos(y)), (_F3, _F3), "b")
+@functools.cache
+def _branches() -> tuple[SubGraph, SubGraph]:
+    return (
+        _example_graph(lambda x, y: (multiply(sin(x), y), multiply(x, x)), (_F3, _F3), "a"),
+        _example_graph(lambda x, y: (subtract(x, multiply(y, y)), cos(y)), (_F3, _F3), "b"),
+    )
 
 
 def _cond_args(rng, shapes):
@@ -581,7 +587,7 @@ cond = defop(
     check=Check(
         shapes=(((), (3,), (3,)),),
         make_args=_cond_args,
-        params=({"branches": (_BRANCH_A, _BRANCH_B)}, {"branches": (_BRANCH_B, _BRANCH_A)}),
+        params=lambda: ({"branches": _branches()}, {"branches": _branches()[::-1]}),
     ),
     doc="""Run one of several traced branches on the operands: the node ``fgrad.lax.cond``
     and ``fgrad.lax.switch`` record under ``jit``.
@@ -771,10 +777,10 @@ def _while_batch(op, args, dims, *, cond, body, n_cond_consts, n_body_consts):
     return out, all_dims
 
 
-_WHILE_COND = _example_graph(lambda i, x: less(i, 4), (_I0, _I3), "cond_fun")
-_WHILE_BODY = _example_graph(
-    lambda i, x: (add(i, 1), add(multiply(x, 2), i)), (_I0, _I3), "body_fun"
-)
+def _while_params() -> tuple[dict]:
+    cond = _example_graph(lambda i, x: less(i, 4), (_I0, _I3), "cond_fun")
+    body = _example_graph(lambda i, x: (add(i, 1), add(multiply(x, 2), i)), (_I0, _I3), "body_fun")
+    return ({"cond": cond, "body": body, "n_cond_consts": 0, "n_body_consts": 0},)
 
 while_loop = defop(
     "while_loop",
@@ -789,9 +795,7 @@ while_loop = defop(
     check=Check(
         shapes=(((), (3,)),),
         make_args=lambda rng, shapes: [np.asarray(0, np.int64), rng.integers(-5, 5, shapes[1])],
-        params=(
-            {"cond": _WHILE_COND, "body": _WHILE_BODY, "n_cond_consts": 0, "n_body_consts": 0},
-        ),
+        params=functools.cache(_while_params),
     ),
     doc="""Repeat a traced body while a traced predicate holds: the node
     ``fgrad.lax.while_loop`` (and ``fori_loop`` with traced bounds) records under ``jit``.
@@ -1045,13 +1049,14 @@ def _scan_batch(op, args, dims, *, body, n_consts, n_carry, length, reverse):
 
 
 # c' = sin(c) * w + x, y = c * x: smooth, one const, one carry, one x, one y.
-_SCAN_BODY = _example_graph(
-    lambda w, c, x: (add(multiply(sin(c), w), x), multiply(c, exp(x))), (_F3, _F3, _F3), "f"
-)
-
-
-def _scan_params(reverse: bool) -> dict:
-    return {"body": _SCAN_BODY, "n_consts": 1, "n_carry": 1, "length": 4, "reverse": reverse}
+@functools.cache
+def _scan_params() -> tuple[dict, dict]:
+    body = _example_graph(
+        lambda w, c, x: (add(multiply(sin(c), w), x), multiply(c, exp(x))), (_F3, _F3, _F3), "f"
+    )
+    return tuple(
+        {"body": body, "n_consts": 1, "n_carry": 1, "length": 4, "reverse": r} for r in (False, True)
+    )
 
 
 scan = defop(
@@ -1066,7 +1071,7 @@ scan = defop(
     check=Check(
         shapes=(((3,), (3,), (4, 3)),),
         domain=(-1.0, 1.0),
-        params=(_scan_params(False), _scan_params(True)),
+        params=_scan_params,
     ),
     doc="""Loop a traced body over the leading axis of ``xs``, carrying state: the node
     ``fgrad.lax.scan`` (and ``fori_loop`` with concrete bounds) records under ``jit``.

@@ -26,6 +26,7 @@ Reference: ``custom_vjp_call``, ``custom_jvp_call`` and ``remat`` in JAX
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -143,19 +144,26 @@ def _vjp_call_batch(op, args, dims, *, fun, fwd, bwd, n_consts, name):
 
 
 _F3 = ShapeDtype((3,), np.dtype(np.float64))
-# The sweep's example: f(x, y) = (sin(x) y, x^2) with residuals (cos x, sin x, y, x).
-_FUN = _example_graph(lambda x, y: (multiply(sin(x), y), multiply(x, x)), (_F3, _F3), "f")
-_FWD = _example_graph(
-    lambda x, y: (multiply(sin(x), y), multiply(x, x), cos(x), sin(x), y, x), (_F3, _F3), "f_fwd"
-)
-_BWD = _example_graph(
-    lambda c, s, y, x, ct0, ct1: (
-        add(multiply(ct0, multiply(c, y)), multiply(ct1, multiply(x, 2.0))),
-        multiply(ct0, s),
-    ),
-    (_F3,) * 6,
-    "f_bwd",
-)
+
+
+@functools.cache
+def _vjp_call_params() -> tuple[dict]:
+    # The sweep's example: f(x, y) = (sin(x) y, x^2) with residuals (cos x, sin x, y, x).
+    fun = _example_graph(lambda x, y: (multiply(sin(x), y), multiply(x, x)), (_F3, _F3), "f")
+    fwd = _example_graph(
+        lambda x, y: (multiply(sin(x), y), multiply(x, x), cos(x), sin(x), y, x),
+        (_F3, _F3),
+        "f_fwd",
+    )
+    bwd = _example_graph(
+        lambda c, s, y, x, ct0, ct1: (
+            add(multiply(ct0, multiply(c, y)), multiply(ct1, multiply(x, 2.0))),
+            multiply(ct0, s),
+        ),
+        (_F3,) * 6,
+        "f_bwd",
+    )
+    return ({"fun": fun, "fwd": fwd, "bwd": bwd, "n_consts": 0, "name": "f"},)
 
 custom_vjp_call = defop(
     "custom_vjp_call",
@@ -170,7 +178,7 @@ custom_vjp_call = defop(
     # the rule is the true derivative, so finite differences agree with it.
     check=Check(
         shapes=(((3,), (3,)),),
-        params=({"fun": _FUN, "fwd": _FWD, "bwd": _BWD, "n_consts": 0, "name": "f"},),
+        params=_vjp_call_params,
         modes=("rev",),
     ),
     doc="""A call of a ``fgrad.custom_vjp`` function on traced values, as one node.
@@ -242,15 +250,18 @@ def _jvp_call_batch(op, args, dims, *, fun, rule, n_consts, name):
     return tuple(out), (0,) * len(out)
 
 
-_RULE = _example_graph(
-    lambda x, y, tx, ty: (
-        multiply(sin(x), y),
-        add(multiply(tx, multiply(cos(x), y)), multiply(ty, sin(x))),
-    ),
-    (_F3,) * 4,
-    "g_jvp",
-)
-_GUN = _example_graph(lambda x, y: (multiply(sin(x), y),), (_F3, _F3), "g")
+@functools.cache
+def _jvp_call_params() -> tuple[dict]:
+    rule = _example_graph(
+        lambda x, y, tx, ty: (
+            multiply(sin(x), y),
+            add(multiply(tx, multiply(cos(x), y)), multiply(ty, sin(x))),
+        ),
+        (_F3,) * 4,
+        "g_jvp",
+    )
+    fun = _example_graph(lambda x, y: (multiply(sin(x), y),), (_F3, _F3), "g")
+    return ({"fun": fun, "rule": rule, "n_consts": 0, "name": "g"},)
 
 custom_jvp_call = defop(
     "custom_jvp_call",
@@ -263,7 +274,7 @@ custom_jvp_call = defop(
     # The rule is the true derivative of sin(x) y, so finite differences agree with it.
     check=Check(
         shapes=(((3,), (3,)),),
-        params=({"fun": _GUN, "rule": _RULE, "n_consts": 0, "name": "g"},),
+        params=_jvp_call_params,
     ),
     doc="""A call of a ``fgrad.custom_jvp`` function on traced values, as one node.
 
@@ -321,7 +332,11 @@ def _ckpt_batch(op, args, dims, *, fun, name):
     return op(*args, fun=sub, name=name), out_dims
 
 
-_LAYER = _example_graph(lambda x, y: (multiply(tanh(x), y), sin(y)), (_F3, _F3), "layer")
+@functools.cache
+def _ckpt_params() -> tuple[dict]:
+    layer = _example_graph(lambda x, y: (multiply(tanh(x), y), sin(y)), (_F3, _F3), "layer")
+    return ({"fun": layer, "name": "layer"},)
+
 
 checkpoint_call = defop(
     "checkpoint",
@@ -332,7 +347,7 @@ checkpoint_call = defop(
     batch=_ckpt_batch,
     reverse_forward=_ckpt_forward,
     multiple_results=True,
-    check=Check(shapes=(((3,), (3,)),), params=({"fun": _LAYER, "name": "layer"},)),
+    check=Check(shapes=(((3,), (3,)),), params=_ckpt_params),
     doc="""A call of a ``fgrad.checkpoint`` function on traced values, as one node.
 
     Inputs are the values the function closes over, then its traced argument leaves;

@@ -24,12 +24,19 @@ from fgrad import dtypes, tree
 from fgrad._config import config
 from fgrad.core.graph import _user_source, source_stack
 from fgrad.core.op import LINEAR
-from fgrad.core.trace import Trace, Tracer, new_trace
+from fgrad.core.trace import Trace, Tracer, concrete_value, new_trace
 from fgrad.errors import ConcretizationError, ShapeError
 from fgrad.ops.elementwise import add, astype, full_like, real
 from fgrad.ops.shape import broadcast_to, sum_to_shape
-from fgrad.tensor import ShapeDtype, Tensor, asarray
-from fgrad.transforms.argnums import as_positions, check_function, is_single
+from fgrad.tensor import ShapeDtype, Tensor, _wrap, asarray
+from fgrad.transforms.argnums import (
+    check_diff_inputs,
+    check_function,
+    diff_positions,
+    is_single,
+    partial_args,
+    split_aux,
+)
 
 __all__ = ["vjp", "grad", "value_and_grad", "jvp"]
 
@@ -307,7 +314,7 @@ class _Recording:
             ]
             result = f(*tree.unflatten(self.in_tree, inputs))
             if has_aux:
-                result, aux = _split_aux(result)
+                result, aux = split_aux(result)
             if isinstance(result, Tensor):
                 self.out_leaves, self.out_tree = [result], _LEAF_TREE
             else:
@@ -326,18 +333,14 @@ class _Recording:
 
 
 def _one_like(x: Any) -> Any:
-    """The seed cotangent 1 for a scalar output, without an op call when x is on numpy."""
-    data = x
-    while isinstance(data, Tracer):
-        try:
-            data = data._concrete()
-        except ConcretizationError:  # abstract (jit): build it with an op on the tracer
-            return full_like(x, fill_value=1, dtype=None)
-    data = data._data if isinstance(data, Tensor) else data
+    """The seed cotangent 1 for a scalar output: on numpy without an op call (part of the
+    eager fixed cost), under jit an op on the tracer."""
+    try:
+        data = concrete_value(x)
+    except ConcretizationError:  # abstract (jit): no value yet
+        data = None
     if isinstance(data, (np.ndarray, np.generic)):
-        t = object.__new__(Tensor)
-        t._data = np.ones((), dtype=data.dtype)
-        return t
+        return _wrap(np.ones((), dtype=data.dtype))
     return full_like(x, fill_value=1, dtype=None)
 
 
@@ -356,15 +359,6 @@ def _as_input(x: Any, name: str) -> Any:
     )
 
 
-def _split_aux(result: Any) -> tuple[Any, Any]:
-    if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        got = f"a Tensor {result.aval}" if isinstance(result, Tensor) else type(result).__name__
-        raise TypeError(
-            f"has_aux=True requires the function to return a pair (output, aux); it returned {got}"
-        )
-    return result[0], result[1]
-
-
 def _lower(x: Any, trace: Trace) -> Any:
     """The value of ``x`` one level below ``trace`` (unwraps this trace's tracers)."""
     while isinstance(x, Tracer) and x._trace is trace:
@@ -372,57 +366,12 @@ def _lower(x: Any, trace: Trace) -> Any:
     return x
 
 
+def _input_aval(leaf: Any, name: str) -> ShapeDtype:
+    return _aval(_as_input(leaf, name))
+
+
 def _lower_tree(x: Any, trace: Trace) -> Any:
     return tree.map(lambda leaf: _lower(leaf, trace), x)
-
-
-def _normalize_argnums(argnums: int | Sequence[int], nargs: int, name: str) -> tuple[int, ...]:
-    # A plain int (the common call) skips the general normaliser.
-    nums = (argnums,) if type(argnums) is int else as_positions(argnums, name, "argnums", None)
-    for n in nums:
-        if not -nargs <= n < nargs:
-            raise ValueError(
-                f"{name}: argnums {argnums} out of range for a function called with {nargs} "
-                "positional arguments"
-            )
-    nums = tuple(n % nargs for n in nums)
-    if len(set(nums)) != len(nums):
-        raise ValueError(
-            f"{name}: argnums {argnums} names an argument twice; list each position once"
-        )
-    return nums
-
-
-def partial_args(f: Callable, args: Sequence[Any], nums: Sequence[int], kwargs: dict) -> Callable:
-    """``f`` as a function of the arguments at positions ``nums`` only; the rest are fixed."""
-
-    def f_of_diff_args(*diff_args):
-        full = list(args)
-        for n, a in zip(nums, diff_args):
-            full[n] = a
-        return f(*full, **kwargs)
-
-    return f_of_diff_args
-
-
-def _check_diff_inputs(
-    args: Sequence[Any], nums: tuple[int, ...], name: str, holomorphic: bool = False
-) -> None:
-    for n, arg in zip(nums, args):
-        for leaf in tree.leaves(arg):
-            aval = _aval(_as_input(leaf, name))
-            if holomorphic and not dtypes.is_complex(aval.dtype):
-                raise TypeError(
-                    f"{name} with holomorphic=True needs complex inputs; argument {n} has a leaf "
-                    f"{aval}. Cast it with .astype('complex128') or drop holomorphic=True"
-                )
-            if not dtypes.is_inexact(aval.dtype):
-                raise TypeError(
-                    f"{name}: argument {n} has a leaf {aval} of dtype {aval.dtype}; gradients are "
-                    "only defined for floating or complex inputs. Pass floats (for example "
-                    "x.astype('float32')), leave this argument out of argnums, or pass "
-                    "allow_int=True for zero gradients on integer leaves"
-                )
 
 
 def value_and_grad(
@@ -466,11 +415,11 @@ def value_and_grad(
     check_function(f, "value_and_grad")
 
     def value_and_grad_f(*args: Any, **kwargs: Any):
-        nums = _normalize_argnums(argnums, len(args), "grad")
+        nums = diff_positions(argnums, len(args), "grad")
         diff_args = tuple(args[n] for n in nums)
         if holomorphic:
-            _check_diff_inputs(diff_args, nums, "grad", holomorphic)
-        on_int = None if allow_int else lambda: _check_diff_inputs(diff_args, nums, "grad")
+            check_diff_inputs(diff_args, nums, "grad", _input_aval, holomorphic)
+        on_int = None if allow_int else lambda: check_diff_inputs(diff_args, nums, "grad", _input_aval)
         if not kwargs and len(nums) == len(args) and nums == tuple(range(len(args))):
             f_diff = f  # every argument differentiated, in order: no wrapper needed
         else:
@@ -688,7 +637,7 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: b
             inputs.append(JVPTracer(trace, p, _fit_tangent(t, p)) if _is_inexact(p) else p)
         result = f(*tree.unflatten(p_tree, inputs))
         if has_aux:
-            result, aux = _split_aux(result)
+            result, aux = split_aux(result)
         out_leaves, out_tree = tree.flatten(result)
     outs, out_tangents = [], []
     for o in out_leaves:

@@ -10,9 +10,23 @@ given to ``static_argnums`` belongs in ``static_argnames``).
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["as_names", "as_positions", "is_single", "check_function"]
+import numpy as np
+
+from fgrad import tree
+
+__all__ = [
+    "as_names",
+    "as_positions",
+    "check_diff_inputs",
+    "check_function",
+    "diff_positions",
+    "is_single",
+    "partial_args",
+    "split_aux",
+]
 
 
 def as_positions(value: Any, where: str, what: str, other: str | None) -> tuple[int, ...]:
@@ -107,3 +121,76 @@ def _items(value: Any) -> tuple:
     if value is None:
         return ()
     return (value,) if is_single(value) else tuple(value)
+
+
+def diff_positions(argnums: Any, nargs: int, name: str) -> tuple[int, ...]:
+    """``argnums`` of a differentiating transform as non-negative positions, each once.
+
+    Raises:
+        TypeError: an item is not an integer.
+        ValueError: a position is out of range for ``nargs`` arguments, or repeated.
+    """
+    # A plain int (the common call) skips the general normaliser.
+    nums = (argnums,) if type(argnums) is int else as_positions(argnums, name, "argnums", None)
+    for n in nums:
+        if not -nargs <= n < nargs:
+            raise ValueError(
+                f"{name}: argnums {argnums} out of range for a function called with {nargs} "
+                "positional arguments"
+            )
+    nums = tuple(n % nargs for n in nums)
+    if len(set(nums)) != len(nums):
+        raise ValueError(f"{name}: argnums {argnums} names an argument twice; list each position once")
+    return nums
+
+
+def partial_args(f: Callable, args: Sequence[Any], nums: Sequence[int], kwargs: dict) -> Callable:
+    """``f`` as a function of the arguments at positions ``nums`` only; the rest are fixed."""
+
+    def f_of_diff_args(*diff_args):
+        full = list(args)
+        for n, a in zip(nums, diff_args):
+            full[n] = a
+        return f(*full, **kwargs)
+
+    return f_of_diff_args
+
+
+def split_aux(result: Any) -> tuple[Any, Any]:
+    """``(output, aux)`` from what a ``has_aux=True`` function returned.
+
+    Raises:
+        TypeError: it did not return a pair.
+    """
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        aval = getattr(result, "aval", None)
+        got = f"a Tensor {aval}" if aval is not None else type(result).__name__
+        raise TypeError(
+            f"has_aux=True requires the function to return a pair (output, aux); it returned {got}"
+        )
+    return result[0], result[1]
+
+
+def check_diff_inputs(
+    args: Sequence[Any], nums: Sequence[int], name: str, aval_of: Callable, holomorphic: bool = False
+) -> None:
+    """Raise a TypeError naming ``name`` and the argument when a differentiated leaf is not
+    floating (or, with ``holomorphic``, not complex). ``aval_of(leaf, name)`` gives a leaf's
+    aval (and explains a leaf that is no array).
+    """
+    for n, arg in zip(nums, args):
+        for leaf in tree.leaves(arg):
+            aval = aval_of(leaf, name)
+            kind = np.dtype(aval.dtype).kind
+            if holomorphic and kind != "c":
+                raise TypeError(
+                    f"{name} with holomorphic=True needs complex inputs; argument {n} has a leaf "
+                    f"{aval}. Cast it with .astype('complex128') or drop holomorphic=True"
+                )
+            if kind not in "fc":
+                raise TypeError(
+                    f"{name}: argument {n} has a leaf {aval} of dtype {aval.dtype}; gradients are "
+                    "only defined for floating or complex inputs. Pass floats (for example "
+                    "x.astype('float32')), leave this argument out of argnums, or pass "
+                    "allow_int=True for zero gradients on integer leaves"
+                )

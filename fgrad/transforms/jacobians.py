@@ -16,15 +16,19 @@ from fgrad import tree
 from fgrad.ops import shape as _shape_ops
 from fgrad.ops.elementwise import full_like
 from fgrad.tensor import Tensor, asarray
-from fgrad.transforms.argnums import check_function, is_single
+from fgrad.transforms.argnums import (
+    check_diff_inputs,
+    check_function,
+    diff_positions,
+    is_single,
+    partial_args,
+    split_aux,
+)
 from fgrad.transforms.ad import (
     _as_input,
-    _check_diff_inputs,
-    _normalize_argnums,
-    _split_aux,
+    _input_aval,
     grad,
     jvp,
-    partial_args,
     vjp,
 )
 
@@ -57,9 +61,9 @@ def _stack_rows(rows: list, lead_shape: tuple, trail_shape: tuple, trailing: boo
 
 
 def _setup(f, argnums, args, kwargs, name, allow_int, holomorphic):
-    nums = _normalize_argnums(argnums, len(args), name)
+    nums = diff_positions(argnums, len(args), name)
     if not allow_int or holomorphic:
-        _check_diff_inputs([args[n] for n in nums], nums, name, holomorphic)
+        check_diff_inputs([args[n] for n in nums], nums, name, _input_aval, holomorphic)
     diff_args = tuple(tree.map(lambda x: _as_input(x, name), args[n]) for n in nums)
     return nums, diff_args, partial_args(f, args, nums, kwargs)
 
@@ -174,8 +178,8 @@ def jacfwd(
             per_input_cols.append(cols)
         if out_tree is None:  # no input elements: evaluate once for the output structure
             res = f_diff(*diff_args)
-            out = _split_aux(res)[0] if has_aux else res
-            aux = _split_aux(res)[1] if has_aux else None
+            out = split_aux(res)[0] if has_aux else res
+            aux = split_aux(res)[1] if has_aux else None
             out_leaves, out_tree = tree.flatten(out)
         blocks = []
         for j, o in enumerate(out_leaves):

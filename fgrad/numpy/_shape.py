@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from fgrad.errors import ShapeError
+from fgrad import _args
+from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops import shape as _s
 from fgrad.ops._rules import norm_axes, shape_of
 from fgrad.tensor import Tensor, as_tensor, asarray
@@ -50,8 +51,18 @@ __all__ = [
 ]
 
 
-def _tensor(x: Any) -> Any:
-    return as_tensor(x)
+def _tensor(x: Any, fn: str = "asarray", arg: str = "x") -> Any:
+    """``x`` as a Tensor; an input that is not numeric raises a DTypeError naming ``fn``."""
+    return as_tensor(x, fn, arg)
+
+
+def _sequence(arrays: Any, fn: str, arg: str = "arrays") -> tuple:
+    """The Tensors of a sequence of arrays (a Tensor counts as the sequence of its rows)."""
+    if isinstance(arrays, (str, bytes, dict)) or not hasattr(arrays, "__iter__"):
+        raise DTypeError(
+            f"{fn}: {arg} must be a sequence of arrays, got {_args.describe(arrays)}"
+        )
+    return tuple(_tensor(x, fn, arg) for x in arrays)
 
 
 def reshape(x: Any, shape: Any, /, *more: int) -> Any:
@@ -60,7 +71,9 @@ def reshape(x: Any, shape: Any, /, *more: int) -> Any:
     As a method, the sizes may also be given one by one: ``x.reshape(3, 2)``.
 
     Raises:
-        ShapeError: the element counts differ.
+        DTypeError: ``shape`` holds something other than ints (floats, even ``2.0``, are
+            not truncated).
+        ShapeError: the element counts differ, or a size is negative other than one -1.
 
     Example:
         >>> fnp.reshape(fnp.arange(6), (3, -1)).shape
@@ -68,9 +81,10 @@ def reshape(x: Any, shape: Any, /, *more: int) -> Any:
         >>> fnp.arange(6).reshape(2, 3).shape
         (2, 3)
     """
+    x = _tensor(x, "reshape")
     if more:
         shape = (shape, *more)
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    shape = _args.shape(shape, "reshape", minus_one=True)
     if -1 in shape:
         size = int(np.prod(shape_of(x), dtype=np.int64))
         rest = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
@@ -84,25 +98,42 @@ def broadcast_to(x: Any, shape: Any) -> Any:
     """Broadcast ``x`` to ``shape`` (numpy's rules).
 
     Raises:
-        ShapeError: ``x`` does not broadcast to ``shape``.
+        DTypeError: ``shape`` holds something other than ints.
+        ShapeError: ``x`` does not broadcast to ``shape``, or a size is negative.
 
     Example:
         >>> fnp.broadcast_to(fnp.array(1.0), (2,))
         Tensor([1., 1.], dtype=float64)
     """
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
-    return _s.broadcast_to(x, shape=shape)
+    x = x if isinstance(x, Tensor) else _tensor(x, "broadcast_to")
+    return _s.broadcast_to(x, shape=_args.shape(shape, "broadcast_to"))
 
 
 def permute_dims(x: Any, axes: Any) -> Any:
     """Permute the axes of ``x`` (Array API name of ``transpose``).
 
+    Raises:
+        DTypeError: ``axes`` holds something other than ints.
+        ShapeError: ``axes`` is not a permutation of ``x``'s axes.
+
     Example:
         >>> fnp.permute_dims(fnp.ones((2, 3, 4)), (2, 0, 1)).shape
         (4, 2, 3)
     """
+    return _permute(_tensor(x, "permute_dims"), axes, "permute_dims")
+
+
+def _permute(x: Any, axes: Any, fn: str) -> Any:
     n = len(shape_of(x))
-    return _s.permute_dims(x, axes=tuple(int(a) % n if n else 0 for a in axes))
+    if _args._int_or_none(axes) is not None:
+        axes = (axes,)
+    order = _args.axes(axes, fn, max(n, 1), "axes")
+    if sorted(order) != list(range(n)):
+        raise ShapeError(
+            f"{fn}: axes {tuple(axes)} is not a permutation of the {n} axes of shape "
+            f"{shape_of(x)}"
+        )
+    return _s.permute_dims(x, axes=order)
 
 
 def transpose(x: Any, axes: Any = None, *more: int) -> Any:
@@ -119,10 +150,11 @@ def transpose(x: Any, axes: Any = None, *more: int) -> Any:
         >>> fnp.ones((2, 3, 4)).transpose(2, 0, 1).shape
         (4, 2, 3)
     """
+    x = _tensor(x, "transpose")
     if more:
         axes = (axes, *more)
     n = len(shape_of(x))
-    return permute_dims(x, tuple(reversed(range(n))) if axes is None else axes)
+    return _permute(x, tuple(reversed(range(n))) if axes is None else axes, "transpose")
 
 
 def _T(x: Any) -> Any:
@@ -145,6 +177,7 @@ def matrix_transpose(x: Any) -> Any:
         >>> fnp.ones((5, 2, 3)).mT.shape
         (5, 3, 2)
     """
+    x = _tensor(x, "matrix_transpose")
     n = len(shape_of(x))
     if n < 2:
         raise ShapeError(
@@ -167,9 +200,10 @@ def moveaxis(x: Any, source: Any, destination: Any) -> Any:
         >>> fnp.moveaxis(fnp.ones((2, 3, 4)), 0, -1).shape
         (3, 4, 2)
     """
+    x = _tensor(x, "moveaxis")
     n = len(shape_of(x))
-    src = _axes_in_order("moveaxis", source, n)
-    dst = _axes_in_order("moveaxis", destination, n)
+    src = _args.axes(source, "moveaxis", n, "source")
+    dst = _args.axes(destination, "moveaxis", n, "destination")
     if len(src) != len(dst):
         raise ShapeError(
             f"moveaxis: source {source} and destination {destination} must have the same length"
@@ -180,22 +214,21 @@ def moveaxis(x: Any, source: Any, destination: Any) -> Any:
     return _s.permute_dims(x, axes=tuple(order))
 
 
-def _axes_in_order(name: str, axis: Any, ndim: int) -> tuple:
-    """Axes as given (not sorted), each made non-negative; ShapeError on range or repeats."""
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    norm_axes(name, axes, ndim)  # raises on an axis out of range or repeated
-    return tuple(int(a) % ndim for a in axes)
-
-
 def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
     """Exchange two axes of ``x``.
+
+    Raises:
+        DTypeError: an axis is not an int.
+        ShapeError: an axis is out of range.
 
     Example:
         >>> fnp.swapaxes(fnp.ones((2, 3, 4)), 0, 2).shape
         (4, 3, 2)
     """
+    x = _tensor(x, "swapaxes")
     n = len(shape_of(x))
-    a, b = (_axes_in_order("swapaxes", ax, n)[0] for ax in (axis1, axis2))
+    a = _args.axis(axis1, "swapaxes", n, "axis1")
+    b = _args.axis(axis2, "swapaxes", n, "axis2")
     order = list(range(n))
     order[a], order[b] = order[b], order[a]
     return _s.permute_dims(x, axes=tuple(order))
@@ -205,14 +238,23 @@ def expand_dims(x: Any, axis: Any) -> Any:
     """Insert axes of length 1 at positions ``axis`` (int or tuple) of the result.
 
     Raises:
+        DTypeError: ``axis`` is not an int or a tuple of ints.
         ShapeError: an axis is out of range for the result or repeated.
 
     Example:
         >>> fnp.expand_dims(fnp.ones((2, 3)), (0, -1)).shape
         (1, 2, 3, 1)
     """
+    x = _tensor(x, "expand_dims")
     shape = shape_of(x)
-    n_new = 1 if isinstance(axis, (int, np.integer)) else len(tuple(axis))
+    if _args._int_or_none(axis) is not None:
+        n_new = 1
+    elif isinstance(axis, (tuple, list)):
+        n_new = len(axis)
+    else:
+        raise DTypeError(
+            f"expand_dims: axis must be an int or a tuple of ints, got {_args.describe(axis)}"
+        )
     axes = norm_axes("expand_dims", axis, len(shape) + n_new)
     it = iter(shape)
     return _s.reshape(
@@ -230,6 +272,7 @@ def squeeze(x: Any, axis: Any = None) -> Any:
         >>> fnp.squeeze(fnp.ones((1, 2, 1))).shape
         (2,)
     """
+    x = _tensor(x, "squeeze")
     shape = shape_of(x)
     if axis is None:
         axes = tuple(d for d, n in enumerate(shape) if n == 1)
@@ -251,6 +294,7 @@ def ravel(x: Any) -> Any:
         >>> fnp.ravel(fnp.ones((2, 3))).shape
         (6,)
     """
+    x = _tensor(x, "ravel")
     return _s.reshape(x, shape=(int(np.prod(shape_of(x), dtype=np.int64)),))
 
 
@@ -261,7 +305,7 @@ def flatten(x: Any) -> Any:
         >>> fnp.ones((2, 2)).flatten()
         Tensor([1., 1., 1., 1.], dtype=float64)
     """
-    return ravel(x)
+    return ravel(_tensor(x, "flatten"))
 
 
 def broadcast_arrays(*xs: Any) -> tuple:
@@ -277,7 +321,7 @@ def broadcast_arrays(*xs: Any) -> tuple:
     """
     from fgrad.ops._rules import broadcast_shapes
 
-    xs = tuple(_tensor(x) for x in xs)
+    xs = tuple(_tensor(x, "broadcast_arrays", "xs") for x in xs)
     shape = broadcast_shapes("broadcast_arrays", *xs)
     return tuple(x if x.shape == shape else _s.broadcast_to(x, shape=shape) for x in xs)
 
@@ -297,23 +341,32 @@ def concatenate(arrays: Any, axis: int | None = 0) -> Any:
         Tensor of the promoted dtype.
 
     Raises:
-        ShapeError: the shapes differ off ``axis``, or the inputs are 0-d.
+        DTypeError: ``arrays`` is not a sequence of arrays, or ``axis`` is not an int.
+        ShapeError: the shapes differ off ``axis``, ``axis`` is out of range, or the
+            inputs are 0-d.
 
     Example:
         >>> fnp.concatenate([fnp.ones((1, 2)), fnp.zeros((1, 2))], axis=0)
         Tensor([[1., 1.],
                 [0., 0.]], dtype=float64)
     """
-    xs = tuple(_tensor(x) for x in arrays)
+    return _concatenate(arrays, axis, "concatenate")
+
+
+def _concatenate(arrays: Any, axis: Any, fn: str) -> Any:
+    xs = _sequence(arrays, fn)
     if not xs:
-        raise ShapeError("concatenate: needs at least one array")
+        raise ShapeError(f"{fn}: needs at least one array")
     if axis is None:
         xs = tuple(ravel(x) for x in xs)
         axis = 0
     ndim = len(xs[0].shape)
-    if ndim and -ndim <= axis < ndim:
-        axis %= ndim
-    return _s.concatenate(*xs, axis=int(axis))
+    if not ndim:
+        raise ShapeError(
+            f"{fn}: zero-dimensional inputs cannot be concatenated; use fnp.stack to join "
+            "them along a new axis"
+        )
+    return _s.concatenate(*xs, axis=_args.axis(axis, fn, ndim))
 
 
 def concat(arrays: Any, /, *, axis: int | None = 0) -> Any:
@@ -323,13 +376,14 @@ def concat(arrays: Any, /, *, axis: int | None = 0) -> Any:
         >>> fnp.concat([fnp.ones(2), fnp.zeros(1)])
         Tensor([1., 1., 0.], dtype=float64)
     """
-    return concatenate(arrays, axis=axis)
+    return _concatenate(arrays, axis, "concat")
 
 
 def stack(arrays: Any, axis: int = 0) -> Any:
     """Join Tensors of one shape along a new axis ``axis`` of the result.
 
     Raises:
+        DTypeError: ``arrays`` is not a sequence of arrays, or ``axis`` is not an int.
         ShapeError: the shapes differ, or ``axis`` is out of range.
 
     Example:
@@ -337,14 +391,14 @@ def stack(arrays: Any, axis: int = 0) -> Any:
         Tensor([[1., 0.],
                 [1., 0.]], dtype=float64)
     """
-    xs = tuple(_tensor(x) for x in arrays)
+    xs = _sequence(arrays, "stack")
     if not xs:
         raise ShapeError("stack: needs at least one array")
     shapes = {tuple(x.shape) for x in xs}
     if len(shapes) > 1:
         raise ShapeError(f"stack: all inputs must have the same shape, got {sorted(shapes)}")
     ndim = len(xs[0].shape) + 1
-    axis = norm_axes("stack", axis, ndim)[0]
+    axis = _args.axis(axis, "stack", ndim)
     return _s.concatenate(*(expand_dims(x, axis) for x in xs), axis=axis)
 
 
@@ -355,9 +409,10 @@ def hstack(arrays: Any) -> Any:
         >>> fnp.hstack([fnp.ones(2), fnp.zeros(1)])
         Tensor([1., 1., 0.], dtype=float64)
     """
-    xs = atleast_1d(*arrays)
-    xs = xs if isinstance(xs, tuple) else (xs,)
-    return concatenate(xs, axis=0 if len(xs[0].shape) == 1 else 1)
+    xs = _at_least(1, _sequence(arrays, "hstack"))
+    if not xs:
+        raise ShapeError("hstack: needs at least one array")
+    return _concatenate(xs, 0 if len(xs[0].shape) == 1 else 1, "hstack")
 
 
 def vstack(arrays: Any) -> Any:
@@ -367,15 +422,38 @@ def vstack(arrays: Any) -> Any:
         >>> fnp.vstack([fnp.ones(2), fnp.zeros(2)]).shape
         (2, 2)
     """
-    xs = atleast_2d(*arrays)
-    return concatenate(xs if isinstance(xs, tuple) else (xs,), axis=0)
+    return _concatenate(_at_least(2, _sequence(arrays, "vstack")), 0, "vstack")
 
 
 def _split_axis(x: Any, axis: int, name: str) -> tuple:
     shape = shape_of(x)
     if not shape:
         raise ShapeError(f"{name}: cannot split a 0-d Tensor")
-    return norm_axes(name, axis, len(shape))[0], shape
+    return _args.axis(axis, name, len(shape)), shape
+
+
+def _split_bounds(x: Any, indices_or_sections: Any, axis: Any, name: str) -> tuple:
+    """(axis, shape, sections or None, positions or None) of a split, checked."""
+    axis, shape = _split_axis(x, axis, name)
+    k = _args._int_or_none(indices_or_sections)
+    if k is not None:
+        k = _args.index(k, name, "indices_or_sections")
+        if k <= 0:
+            raise ShapeError(f"{name}: the number of sections must be positive, got {k}")
+        return axis, shape, k, None
+    ios = indices_or_sections
+    if isinstance(ios, (str, bytes)) or not hasattr(ios, "__iter__") or (
+        getattr(ios, "dtype", None) is not None and np.dtype(ios.dtype).kind not in "iu"
+    ):
+        raise DTypeError(
+            f"{name}: indices_or_sections must be an int (the number of sections) or a "
+            f"sequence of int positions, got {_args.describe(ios)}"
+        )
+    positions = tuple(
+        _args.index(b, name, "indices_or_sections", what="a sequence of int positions")
+        for b in ios
+    )
+    return axis, shape, None, positions
 
 
 def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list:
@@ -392,27 +470,29 @@ def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list:
         A list of Tensors.
 
     Raises:
-        ShapeError: ``k`` does not divide the axis.
+        DTypeError: ``indices_or_sections`` is neither an int nor a sequence of ints, or
+            ``axis`` is not an int.
+        ShapeError: ``k`` is not positive or does not divide the axis.
 
     Example:
         >>> [p.shape for p in fnp.split(fnp.ones((4, 2)), 2)]
         [(2, 2), (2, 2)]
     """
-    x = _tensor(x)
-    axis, shape = _split_axis(x, axis, "split")
+    x = _tensor(x, "split")
+    return _split(x, *_split_bounds(x, indices_or_sections, axis, "split"), "split")
+
+
+def _split(x: Any, axis: int, shape: tuple, k: int | None, positions: tuple | None, name: str):
     n = shape[axis]
-    if isinstance(indices_or_sections, (int, np.integer)):
-        k = int(indices_or_sections)
-        if k <= 0 or n % k:
+    if k is not None:
+        if n % k:
             raise ShapeError(
-                f"split: an axis of length {n} does not split into {k} equal sections; use "
+                f"{name}: an axis of length {n} does not split into {k} equal sections; use "
                 "fnp.array_split for unequal ones"
             )
         bounds = tuple(range(n // k, n, n // k)) if n else (0,) * (k - 1)
     else:
-        bounds = tuple(
-            min(max(int(b) + (n if int(b) < 0 else 0), 0), n) for b in indices_or_sections
-        )
+        bounds = tuple(min(max(b + (n if b < 0 else 0), 0), n) for b in positions)
     return list(_s.split(x, axis=axis, bounds=bounds))
 
 
@@ -424,13 +504,11 @@ def array_split(x: Any, indices_or_sections: Any, axis: int = 0) -> list:
         >>> [p.shape for p in fnp.array_split(fnp.ones(5), 3)]
         [(2,), (2,), (1,)]
     """
-    if not isinstance(indices_or_sections, (int, np.integer)):
-        return split(x, indices_or_sections, axis)
-    x = _tensor(x)
-    axis, shape = _split_axis(x, axis, "array_split")
-    n, k = shape[axis], int(indices_or_sections)
-    if k <= 0:
-        raise ShapeError(f"array_split: the number of sections must be positive, got {k}")
+    x = _tensor(x, "array_split")
+    axis, shape, k, positions = _split_bounds(x, indices_or_sections, axis, "array_split")
+    if k is None:
+        return _split(x, axis, shape, None, positions, "array_split")
+    n = shape[axis]
     sizes = [n // k + 1] * (n % k) + [n // k] * (k - n % k)
     return list(_s.split(x, axis=axis, bounds=tuple(np.cumsum(sizes[:-1]).tolist())))
 
@@ -442,7 +520,7 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple:
         >>> fnp.unstack(fnp.array([[1.0, 2.0], [3.0, 4.0]]), axis=1)
         (Tensor([1., 3.], dtype=float64), Tensor([2., 4.], dtype=float64))
     """
-    x = _tensor(x)
+    x = _tensor(x, "unstack")
     axis, shape = _split_axis(x, axis, "unstack")
     pieces = _s.split(x, axis=axis, bounds=tuple(range(1, shape[axis])))
     return tuple(squeeze(p, axis) for p in pieces) if shape[axis] else ()
@@ -458,7 +536,7 @@ def flip(x: Any, axis: Any = None) -> Any:
         >>> fnp.flip(fnp.array([1.0, 2.0, 3.0]))
         Tensor([3., 2., 1.], dtype=float64)
     """
-    x = _tensor(x)
+    x = _tensor(x, "flip")
     axes = norm_axes("flip", axis, len(shape_of(x)))
     return _s.flip(x, axes=axes) if axes else x
 
@@ -470,6 +548,9 @@ def fliplr(x: Any) -> Any:
         >>> fnp.fliplr(fnp.array([[1.0, 2.0]]))
         Tensor([[2., 1.]], dtype=float64)
     """
+    x = _tensor(x, "fliplr")
+    if x.ndim < 2:
+        raise ShapeError(f"fliplr: needs at least 2 dimensions, got shape {shape_of(x)}")
     return flip(x, 1)
 
 
@@ -481,6 +562,9 @@ def flipud(x: Any) -> Any:
         Tensor([[2.],
                 [1.]], dtype=float64)
     """
+    x = _tensor(x, "flipud")
+    if x.ndim < 1:
+        raise ShapeError("flipud: needs at least 1 dimension, got a 0-d Tensor")
     return flip(x, 0)
 
 
@@ -492,29 +576,38 @@ def roll(x: Any, shift: Any, axis: Any = None) -> Any:
         shift: int, or a tuple of ints with one per axis (or broadcast against ``axis``).
         axis: int, tuple of ints, or None.
 
+    Raises:
+        DTypeError: ``shift`` or ``axis`` holds something other than ints.
+        ShapeError: an axis is out of range, or ``shift`` and ``axis`` do not broadcast.
+
     Example:
         >>> fnp.roll(fnp.array([[1.0, 2.0], [3.0, 4.0]]), 1, axis=0)
         Tensor([[3., 4.],
                 [1., 2.]], dtype=float64)
     """
-    x = _tensor(x)
+    x = _tensor(x, "roll")
     shape = shape_of(x)
+    shifts = _int_tuple(shift, "roll", "shift")
     if axis is None:
         flat = ravel(x)
-        total = int(np.sum(shift))
+        total = sum(shifts)
         return (
             _s.reshape(_s.roll(flat, shifts=(total,), axes=(0,)), shape=shape)
             if flat.shape[0]
             else x
         )
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    shifts = (shift,) if isinstance(shift, (int, np.integer)) else tuple(shift)
-    shifts, axes = np.broadcast_arrays(np.asarray(shifts, np.int64), np.asarray(axes, np.int64))
+    axes = _args.axes(axis, "roll", len(shape), unique=False)
+    if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
+        raise ShapeError(
+            f"roll: shift {shift} and axis {axis} must have the same length (or one of them "
+            "one entry)"
+        )
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    elif len(axes) == 1:
+        axes = axes * len(shifts)
     total: dict[int, int] = {}
-    for s, a in zip(shifts.tolist(), axes.tolist()):
-        if not -len(shape) <= a < len(shape):
-            raise ShapeError(f"roll: axis {a} is out of range for a Tensor of shape {shape}")
-        a %= len(shape)
+    for s, a in zip(shifts, axes):
         total[a] = total.get(a, 0) + s  # numpy sums shifts given for the same axis
     keep = sorted(a for a in total if shape[a] and total[a] % shape[a])
     if not keep:
@@ -522,8 +615,25 @@ def roll(x: Any, shift: Any, axis: Any = None) -> Any:
     return _s.roll(x, shifts=tuple(total[a] % shape[a] for a in keep), axes=tuple(keep))
 
 
+def _int_tuple(value: Any, fn: str, arg: str) -> tuple[int, ...]:
+    """An int or a sequence of ints, as a tuple of Python ints."""
+    if _args._int_or_none(value) is not None:
+        return (_args.index(value, fn, arg),)
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+        raise DTypeError(f"{fn}: {arg} must be an int or a tuple of ints, got {_args.describe(value)}")
+    return tuple(_args.index(v, fn, arg, what="an int or a tuple of ints") for v in value)
+
+
 def _pad_widths(pad_width: Any, ndim: int) -> tuple:
-    widths = np.asarray(pad_width, dtype=np.int64)
+    try:
+        widths = np.asarray(pad_width)
+    except (TypeError, ValueError):
+        widths = np.asarray(None)
+    if widths.dtype.kind not in "iu":
+        raise DTypeError(
+            f"pad: pad_width must be an int, a (before, after) pair or one pair per axis, of "
+            f"ints, got {_args.describe(pad_width)}"
+        )
     try:
         widths = np.broadcast_to(widths, (ndim, 2))
     except ValueError:
@@ -569,19 +679,26 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
         Tensor of ``x.dtype``, axis ``d`` longer by ``sum(pad_width[d])``.
 
     Raises:
+        DTypeError: ``pad_width`` holds something other than ints.
         ShapeError: a malformed ``pad_width``, or padding an empty axis in a non-constant mode.
-        ValueError: an unknown mode.
+        ValueError: an unknown mode, or ``constant_values`` that is not a scalar.
 
     Example:
         >>> fnp.pad(fnp.array([1.0, 2.0, 3.0]), 2, mode="reflect")
         Tensor([3., 2., 1., 2., 3., 2., 1.], dtype=float64)
     """
-    x = _tensor(x)
+    x = _tensor(x, "pad")
     shape = shape_of(x)
     widths = _pad_widths(pad_width, len(shape))
+    if not isinstance(mode, str):
+        raise DTypeError(
+            f"pad: mode must be a string such as 'constant' or 'edge', got {_args.describe(mode)}"
+        )
     if mode == "constant":
         array_value = isinstance(constant_values, Tensor) and constant_values.ndim == 0
-        if not array_value and not isinstance(constant_values, (int, float, complex, bool, np.generic)):
+        if not array_value and not isinstance(
+            constant_values, (int, float, complex, bool, np.number, np.bool_)
+        ):
             raise ValueError(
                 "pad: constant_values must be a scalar (a Python number or a 0-d Tensor); "
                 "for per-side constants pad with 0 and add a padded mask times the values"
@@ -619,19 +736,21 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
 def tile(x: Any, reps: Any) -> Any:
     """Repeat the whole of ``x`` ``reps[d]`` times along each axis (numpy's ``tile``).
 
+    Raises:
+        DTypeError: ``reps`` holds something other than ints.
+        ShapeError: a negative repetition.
+
     Example:
         >>> fnp.tile(fnp.array([1.0, 2.0]), (2, 2))
         Tensor([[1., 2., 1., 2.],
                 [1., 2., 1., 2.]], dtype=float64)
     """
-    x = _tensor(x)
-    reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
+    x = _tensor(x, "tile")
+    reps = _args.shape(reps, "tile", "reps")
     shape = shape_of(x)
     n = max(len(shape), len(reps))
     shape = (1,) * (n - len(shape)) + shape
     reps = (1,) * (n - len(reps)) + reps
-    if any(r < 0 for r in reps):
-        raise ShapeError(f"tile: repetitions {reps} must be non-negative")
     inter = tuple(v for pair in zip((1,) * n, shape) for v in pair)
     big = tuple(v for pair in zip(reps, shape) for v in pair)
     y = _s.broadcast_to(_s.reshape(x, shape=inter), shape=big)
@@ -647,6 +766,8 @@ def repeat(x: Any, repeats: Any, axis: int | None = None) -> Any:
         axis: the axis to repeat along; None flattens ``x`` first.
 
     Raises:
+        DTypeError: ``repeats`` holds something other than ints (2.5 is not truncated), or
+            ``axis`` is not an int.
         ShapeError: ``repeats`` has the wrong length or negative entries.
 
     Example:
@@ -655,13 +776,13 @@ def repeat(x: Any, repeats: Any, axis: int | None = None) -> Any:
         >>> fnp.repeat(fnp.array([1.0, 2.0]), [1, 3])
         Tensor([1., 2., 2., 2.], dtype=float64)
     """
-    x = _tensor(x)
+    x = _tensor(x, "repeat")
     if axis is None:
         x = ravel(x)
         axis = 0
     shape = shape_of(x)
-    axis = norm_axes("repeat", axis, len(shape))[0]
-    counts = np.asarray(repeats)
+    axis = _args.axis(axis, "repeat", len(shape))
+    counts = _counts(repeats)
     if counts.ndim == 0 or counts.size == 1:
         r = int(counts.reshape(()) if counts.ndim else counts)
         if r < 0:
@@ -679,6 +800,22 @@ def repeat(x: Any, repeats: Any, axis: int | None = None) -> Any:
     return take(x, np.repeat(np.arange(shape[axis]), counts), axis=axis)
 
 
+def _counts(repeats: Any) -> np.ndarray:
+    """``repeats`` of :func:`repeat` as an integer array (bools count, as numpy's)."""
+    if isinstance(repeats, (bool, np.bool_)):
+        return np.asarray(int(repeats))
+    try:
+        counts = np.asarray(repeats.tolist() if isinstance(repeats, Tensor) else repeats)
+    except (TypeError, ValueError):
+        counts = np.asarray(None)
+    if counts.dtype.kind not in "iub" or (counts.ndim and counts.dtype.kind == "b"):
+        raise DTypeError(
+            f"repeat: repeats must be an int or a sequence of ints, got "
+            f"{_args.describe(repeats)}; pass ints, e.g. int(n) where n is integral"
+        )
+    return counts.astype(np.int64)
+
+
 def atleast_1d(*xs: Any) -> Any:
     """Inputs with at least one dimension (0-d become ``(1,)``); a tuple for several inputs.
 
@@ -686,8 +823,26 @@ def atleast_1d(*xs: Any) -> Any:
         >>> fnp.atleast_1d(1.0)
         Tensor([1.], dtype=float64)
     """
-    out = tuple(_s.reshape(x, shape=(1,)) if not shape_of(x) else x for x in map(_tensor, xs))
+    out = _at_least(1, tuple(_tensor(x, "atleast_1d", "xs") for x in xs))
     return out[0] if len(out) == 1 else out
+
+
+def _at_least(ndim: int, xs: tuple) -> tuple:
+    """Each of the Tensors ``xs`` with at least ``ndim`` (1, 2 or 3) dimensions, as numpy."""
+    if ndim == 1:
+        return tuple(_s.reshape(x, shape=(1,)) if not shape_of(x) else x for x in xs)
+    if ndim == 2:
+        return tuple(
+            _s.reshape(x, shape=(1,) * (2 - x.ndim) + shape_of(x)) if x.ndim < 2 else x
+            for x in xs
+        )
+
+    def lift(x):
+        s = shape_of(x)
+        new = {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}.get(len(s))
+        return x if new is None else _s.reshape(x, shape=new)
+
+    return tuple(lift(x) for x in xs)
 
 
 def atleast_2d(*xs: Any) -> Any:
@@ -697,10 +852,7 @@ def atleast_2d(*xs: Any) -> Any:
         >>> fnp.atleast_2d(fnp.ones(3)).shape
         (1, 3)
     """
-    out = tuple(
-        _s.reshape(x, shape=(1,) * (2 - x.ndim) + shape_of(x)) if x.ndim < 2 else x
-        for x in map(_tensor, xs)
-    )
+    out = _at_least(2, tuple(_tensor(x, "atleast_2d", "xs") for x in xs))
     return out[0] if len(out) == 1 else out
 
 
@@ -712,11 +864,5 @@ def atleast_3d(*xs: Any) -> Any:
         >>> fnp.atleast_3d(fnp.ones((2, 3))).shape
         (2, 3, 1)
     """
-
-    def lift(x):
-        s = shape_of(x)
-        new = {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}.get(len(s))
-        return x if new is None else _s.reshape(x, shape=new)
-
-    out = tuple(lift(x) for x in map(_tensor, xs))
+    out = _at_least(3, tuple(_tensor(x, "atleast_3d", "xs") for x in xs))
     return out[0] if len(out) == 1 else out

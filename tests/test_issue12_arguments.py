@@ -121,3 +121,92 @@ def test_issue_12_unknown_device_names_the_function():
         fnp.zeros(2, device="tpu")
     with pytest.raises(DTypeError, match="^arange: device must be"):
         fnp.arange(3, device=0)
+
+
+# --------------------------------------------------------------------------- shape functions
+
+
+def test_issue_12_reshape_does_not_truncate_float_sizes():
+    x = fnp.ones(6)
+    with pytest.raises(DTypeError, match=r"^reshape: shape must be .*got \(2.9, 3\)"):
+        fnp.reshape(x, (2.9, 3))
+    with pytest.raises(DTypeError, match="^reshape: shape"):
+        x.reshape(2.0, 3)
+    with pytest.raises(DTypeError, match="^reshape: shape"):
+        fnp.reshape(x, (True, 6))
+    assert fnp.reshape(x, (np.int64(2), -1)).shape == (2, 3)
+    assert fnp.reshape(x, np.array([3, 2])).shape == (3, 2)
+
+
+def test_issue_12_broadcast_to_refuses_float_sizes():
+    with pytest.raises(DTypeError, match=r"^broadcast_to: shape must be .*got \(2.0, 3\)"):
+        fnp.broadcast_to(fnp.ones(3), (2.0, 3))
+    with pytest.raises(ShapeError, match="^broadcast_to: shape .* negative size"):
+        fnp.broadcast_to(fnp.ones(3), (-2, 3))
+
+
+def test_issue_12_repeat_tile_split_and_pad_counts_are_ints():
+    x = fnp.array([1.0, 2.0])
+    with pytest.raises(DTypeError, match="^repeat: repeats must be an int"):
+        fnp.repeat(x, 2.5)
+    with pytest.raises(DTypeError, match="^repeat: repeats"):
+        fnp.repeat(x, [1.0, 2.0])
+    np.testing.assert_array_equal(fnp.repeat(x, np.int64(2)), np.repeat([1.0, 2.0], 2))
+    with pytest.raises(DTypeError, match="^tile: reps must be an int or a tuple of ints"):
+        fnp.tile(x, 2.5)
+    with pytest.raises(DTypeError, match="^split: indices_or_sections"):
+        fnp.split(x, 1.5)
+    with pytest.raises(DTypeError, match="^array_split: indices_or_sections"):
+        fnp.array_split(x, [0.5])
+    with pytest.raises(DTypeError, match="^pad: pad_width"):
+        fnp.pad(x, 1.5)
+    with pytest.raises(DTypeError, match="^expand_dims: axis must be an int or a tuple of ints"):
+        fnp.expand_dims(x, 0.0)
+
+
+def test_issue_12_shape_functions_name_themselves_for_bad_arrays():
+    for call, name in [
+        (lambda: fnp.concatenate(1.5), "concatenate"),
+        (lambda: fnp.concat([fnp.ones(()), fnp.ones(())]), "concat"),
+        (lambda: fnp.stack(None), "stack"),
+        (lambda: fnp.hstack(object()), "hstack"),
+        (lambda: fnp.transpose("abc"), "transpose"),
+        (lambda: fnp.fliplr(fnp.ones(3)), "fliplr"),
+        (lambda: fnp.swapaxes(fnp.ones((2, 3)), 0, 1.0), "swapaxes"),
+        (lambda: fnp.moveaxis(fnp.ones((2, 3)), 0, 5), "moveaxis"),
+        (lambda: fnp.roll(fnp.ones(3), 1.5), "roll"),
+    ]:
+        with pytest.raises((TypeError, ValueError), match=f"^{name}: "):
+            call()
+
+
+# --------------------------------------------------------------------------- elementwise
+
+
+def test_issue_12_round_decimals_is_an_int():
+    x = fnp.array([1.234, 5.678])
+    with pytest.raises(DTypeError, match="^round: decimals must be an int, got 1.5"):
+        fnp.round(x, decimals=1.5)
+    with pytest.raises(DTypeError, match="^round: decimals"):
+        x.round(2.0)
+    np.testing.assert_allclose(fnp.round(x, np.int64(1)), [1.2, 5.7])
+
+
+def test_issue_12_clip_bound_given_twice_is_refused():
+    x = fnp.array([-1.0, 0.5, 2.0])
+    with pytest.raises(ValueError, match="^clip: the min bound is given twice"):
+        fnp.clip(x, 0.0, 1.0, min=0.5)
+    with pytest.raises(ShapeError, match="^clip: input shapes do not broadcast"):
+        fnp.clip(x, fnp.zeros(2), 1.0)
+    np.testing.assert_array_equal(fnp.clip(x, min=0.0, max=1.0), [0.0, 0.5, 1.0])
+
+
+def test_issue_12_astype_and_nan_to_num_check_their_arguments():
+    with pytest.raises(DTypeError, match="^astype: dtype must be a dtype"):
+        fnp.astype(fnp.ones(2), 1.5)
+    with pytest.raises(DTypeError, match="^astype: dtype str .* is not numeric"):
+        fnp.ones(2).astype(str)
+    with pytest.raises(DTypeError, match="^nan_to_num: nan must be a real number, got None"):
+        fnp.nan_to_num(fnp.ones(2), nan=None)
+    with pytest.raises(DTypeError, match="^positive: not defined for bool"):
+        fnp.positive(True)

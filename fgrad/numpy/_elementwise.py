@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from fgrad import dtypes
+from fgrad import _args, dtypes
 from fgrad.core.trace import Tracer
 from fgrad.core.weak import is_weak, scalar_arith
 from fgrad.ops import elementwise as _e
@@ -83,7 +83,9 @@ from fgrad.ops.elementwise import (
 )
 from fgrad.ops.elementwise import astype as _astype
 from fgrad.ops.elementwise import where as _where
-from fgrad.tensor import as_tensor
+from fgrad.errors import DTypeError, ShapeError
+from fgrad.ops._rules import broadcast_shapes
+from fgrad.tensor import Tensor, as_tensor
 
 __all__ = [
     "abs",
@@ -194,11 +196,25 @@ bitwise_not = bitwise_invert = invert
 def astype(x: Any, dtype: Any) -> Any:
     """Cast ``x`` to ``dtype`` (differentiable between floating dtypes).
 
+    Raises:
+        DTypeError: ``x`` is not numeric, or ``dtype`` is not a numeric dtype.
+
     Example:
         >>> fnp.astype(fnp.array([1.5]), "float32")
         Tensor([1.5], dtype=float32)
     """
-    return _astype(x, dtype=np.dtype(dtype))
+    x = x if isinstance(x, Tensor) else as_tensor(x, "astype", "x")
+    return _astype(x, dtype=_args.dtype(dtype, "astype", none_ok=False))
+
+
+def _input(x: Any, fn: str, arg: str = "x") -> Any:
+    """A Tensor, a traced value or a Python number as it is, anything else as a Tensor;
+    non-numeric input raises a DTypeError naming ``fn`` and ``arg``."""
+    if isinstance(x, Tensor) or type(x) in (bool, float, complex):
+        return x
+    if type(x) is int and -(2**63) <= x < 2**63:
+        return x
+    return as_tensor(x, fn, arg)
 
 
 def _dtype(x: Any) -> np.dtype:
@@ -214,11 +230,21 @@ def positive(x: Any) -> Any:
     Returns:
         ``x`` as a Tensor, with its derivative (the identity).
 
+    Raises:
+        DTypeError: ``x`` is not numeric, or is bool (numpy's ``positive`` has no bool
+            loop either).
+
     Example:
         >>> fnp.positive(fnp.array([-1.0, 2.0]))
         Tensor([-1.,  2.], dtype=float64)
     """
-    return as_tensor(x)
+    x = as_tensor(x, "positive", "x")
+    if dtypes.is_bool(x.dtype):
+        raise DTypeError(
+            "positive: not defined for bool input (as numpy's); use the Tensor itself, or "
+            "x.astype(int) for numbers"
+        )
+    return x
 
 
 def square(x: Any) -> Any:
@@ -234,6 +260,7 @@ def square(x: Any) -> Any:
         >>> fnp.square(fnp.array([-3.0, 0.5]))
         Tensor([9.  , 0.25], dtype=float64)
     """
+    x = _input(x, "square")
     return multiply(x, x)
 
 
@@ -250,7 +277,7 @@ def reciprocal(x: Any) -> Any:
         >>> fnp.reciprocal(fnp.array([2.0, -4.0]))
         Tensor([ 0.5 , -0.25], dtype=float64)
     """
-    return divide(1.0, x)
+    return divide(1.0, _input(x, "reciprocal"))
 
 
 def exp2(x: Any) -> Any:
@@ -266,7 +293,7 @@ def exp2(x: Any) -> Any:
         >>> fnp.exp2(fnp.array([3.0, -1.0]))
         Tensor([8. , 0.5], dtype=float64)
     """
-    return power(2.0, x)
+    return power(2.0, _input(x, "exp2"))
 
 
 def round(x: Any, decimals: int = 0) -> Any:
@@ -281,18 +308,23 @@ def round(x: Any, decimals: int = 0) -> Any:
     Returns:
         Tensor of ``x.shape`` and ``x.dtype``.
 
+    Raises:
+        DTypeError: ``x`` is not numeric, or ``decimals`` is not an int (``1.5`` is not
+            truncated to 1; bools count as 0 and 1, as numpy's).
+
     Example:
         >>> fnp.round(fnp.array([2.5, 3.14159]), 2)
         Tensor([2.5 , 3.14], dtype=float64)
         >>> fnp.round(fnp.array([0.5, 1.5]))
         Tensor([0., 2.], dtype=float64)
     """
-    decimals = int(decimals)
+    x = _input(x, "round")
+    decimals = _args.index(decimals, "round", "decimals", bool_ok=True)
     if decimals == 0:
         return _e.round(x)
     if not dtypes.is_inexact(_dtype(x)):
         if decimals > 0:
-            return positive(x)  # integers have no decimals to round
+            return as_tensor(x)  # integers have no decimals to round
         scale = 10 ** (-decimals)
         return multiply(_e.round(divide(x, scale)), scale).astype(_dtype(x))
     # numpy's own method: scale, round to an integer, scale back.
@@ -319,7 +351,9 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, *, min: Any = None, max: 
         Tensor of the broadcast shape and promoted dtype.
 
     Raises:
+        DTypeError: ``a`` or a bound is not numeric.
         ShapeError: the bounds do not broadcast with ``a``.
+        ValueError: a bound is given twice (``a_min`` and ``min``, or ``a_max`` and ``max``).
 
     Example:
         >>> fnp.clip(fnp.array([-2.0, 0.5, 3.0]), 0.0, 1.0)
@@ -327,8 +361,20 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, *, min: Any = None, max: 
         >>> fgrad.grad(lambda x: fnp.sum(fnp.clip(x, 0.0, 1.0)))(fnp.array([-2.0, 0.5, 1.0]))
         Tensor([0. , 1. , 0.5], dtype=float64)
     """
-    lo = a_min if a_min is not None else min
-    hi = a_max if a_max is not None else max
+    for numpy_name, name, value, other in (("a_min", "min", a_min, min), ("a_max", "max", a_max, max)):
+        if value is not None and other is not None:
+            raise ValueError(
+                f"clip: the {name} bound is given twice, as {numpy_name}={value!r} and "
+                f"{name}={other!r}; pass one of them"
+            )
+    a = _input(a, "clip", "a")
+    lo = _input(a_min if a_min is not None else min, "clip", "min") if (
+        a_min is not None or min is not None
+    ) else None
+    hi = _input(a_max if a_max is not None else max, "clip", "max") if (
+        a_max is not None or max is not None
+    ) else None
+    broadcast_shapes("clip", *(v for v in (a, lo, hi) if v is not None))
     out = a
     if lo is not None:
         out = maximum(out, lo)
@@ -397,6 +443,9 @@ def where(
         )
     if size is not None or fill_value is not None:
         raise TypeError("where: size and fill_value apply to the one-argument where(condition)")
+    condition = _input(condition, "where", "condition")
+    x, y = _input(x, "where", "x"), _input(y, "where", "y")
+    broadcast_shapes("where", condition, x, y)
     return _where(condition, x, y)
 
 
@@ -422,14 +471,31 @@ def nan_to_num(
     Returns:
         Tensor of ``x.shape`` and ``x.dtype``.
 
+    Raises:
+        DTypeError: ``x`` is not numeric, or a replacement is not a real number.
+        ShapeError: a replacement is a Tensor that is not 0-d.
+
     Example:
         >>> fnp.nan_to_num(fnp.array([float("nan"), float("inf"), -float("inf"), 1.0]))
         Tensor([ 0.00000000e+000,  1.79769313e+308, -1.79769313e+308,
                  1.00000000e+000], dtype=float64)
     """
+    x = _input(x, "nan_to_num")
+    _args.flag(copy, "nan_to_num", "copy")
+    values = []
+    for name, value in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if isinstance(value, Tensor):
+            if value.ndim:
+                raise ShapeError(
+                    f"nan_to_num: {name} must be a scalar, got a Tensor of shape {value.shape}"
+                )
+        elif value is not None or name == "nan":
+            value = float(_real_number(value, "nan_to_num", name))
+        values.append(value)
+    nan, posinf, neginf = values
     dtype = _dtype(x)
     if not dtypes.is_inexact(dtype):
-        return positive(x)
+        return as_tensor(x)
     if dtypes.is_complex(dtype):
         parts = (
             nan_to_num(real(x), nan=nan, posinf=posinf, neginf=neginf),
@@ -440,6 +506,15 @@ def nan_to_num(
     out = where(isnan(x), nan, x)
     out = where(equal(x, float("inf")), big if posinf is None else posinf, out)
     return where(equal(x, -float("inf")), -big if neginf is None else neginf, out)
+
+
+def _real_number(value: Any, fn: str, arg: str) -> Any:
+    """``value`` if it is a real Python or numpy number (NaN and infinities included)."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    ):
+        return value
+    raise DTypeError(f"{fn}: {arg} must be a real number, got {_args.describe(value)}")
 
 
 # ------------------------------------------------------------------ operators on bool / int

@@ -393,11 +393,9 @@ class _HeaderError(ValueError):
 def _parse_header(path: str, text: str, available: int) -> tuple[dict, dict]:
     """Parse and check the header: ``(metadata, {name: (code, shape, begin, end)})``.
 
-    The entries come in file order.
-
-    The JSON decoder reports each object as it completes, so a header whose tensors claim
-    more bytes than the data section holds, or too many zero-size tensors, is refused while
-    it is being parsed, before it has cost more memory.
+    The entries come in file order. The JSON decoder reports each object as it completes,
+    so a header of too many tensors, or of many tensors that claim far more bytes than the
+    data section holds, is refused while it is being parsed, before it costs more memory.
     """
     claimed = 0
     count = 0
@@ -459,7 +457,7 @@ def _check_entry(path: str, name: str, entry: Any, available: int) -> tuple:
         )
     code, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
     if not isinstance(code, str) or code not in _DTYPES:
-        hint = "numpy has no such dtype; " if isinstance(code, str) else ""
+        hint = "fgrad Tensors have no such dtype; " if isinstance(code, str) else ""
         raise ValueError(
             f"{path}: tensor {name!r} has dtype {code!r}, which fgrad cannot load ({hint}"
             f"supported: {', '.join(_DTYPES)}); convert it, e.g. to F32, when writing the file"

@@ -21,6 +21,7 @@ from fgrad.core.op import LINEAR, Check, Op, defop
 from fgrad.errors import DTypeError
 from fgrad.ops._batch import elementwise_batch
 from fgrad.ops._doc import binary_doc, unary_doc
+from fgrad.ops._families import binary_op, unary_op
 from fgrad.ops._rules import binary, broadcast_shapes, floating, same, shape_of, to_bool, unary
 from fgrad.tensor import ShapeDtype
 
@@ -95,13 +96,11 @@ neg = defop(
 )
 negative = neg
 
-add = defop(
+add = binary_op(
     "add",
-    batch=elementwise_batch,
-    kernel=lambda xp, x, y: xp.add(x, y),
+    lambda xp, x, y: xp.add(x, y),
+    (lambda t, out, x, y: t, lambda t, out, x, y: t),
     aval=binary("add"),
-    jvp=(lambda t, out, x, y: t, lambda t, out, x, y: t),
-    vjp=(lambda ct, out, x, y: ct, lambda ct, out, x, y: ct),
     check=Check(shapes=_BINARY_SHAPES),
     doc=binary_doc(
         "Sum ``x + y``.", ">>> fnp.add(fnp.array([1.0, 2.0]), 3.0)\nTensor([4., 5.], dtype=float64)"
@@ -109,13 +108,11 @@ add = defop(
     vjp_reads=(),
 )
 
-subtract = defop(
+subtract = binary_op(
     "subtract",
-    batch=elementwise_batch,
-    kernel=lambda xp, x, y: xp.subtract(x, y),
+    lambda xp, x, y: xp.subtract(x, y),
+    (lambda t, out, x, y: t, lambda t, out, x, y: negative(t)),
     aval=binary("subtract"),
-    jvp=(lambda t, out, x, y: t, lambda t, out, x, y: negative(t)),
-    vjp=(lambda ct, out, x, y: ct, lambda ct, out, x, y: negative(ct)),
     check=Check(shapes=(((), ()), ((2, 3), (3,)), ((2, 1), (1, 3)))),
     doc=binary_doc(
         "Difference ``x - y``.",
@@ -124,13 +121,11 @@ subtract = defop(
     vjp_reads=(),
 )
 
-multiply = defop(
+multiply = binary_op(
     "multiply",
-    batch=elementwise_batch,
-    kernel=lambda xp, x, y: xp.multiply(x, y),
+    lambda xp, x, y: xp.multiply(x, y),
+    (lambda t, out, x, y: multiply(t, y), lambda t, out, x, y: multiply(x, t)),
     aval=binary("multiply"),
-    jvp=(lambda t, out, x, y: multiply(t, y), lambda t, out, x, y: multiply(x, t)),
-    vjp=(lambda ct, out, x, y: multiply(ct, y), lambda ct, out, x, y: multiply(x, ct)),
     check=Check(shapes=_BINARY_SHAPES),
     doc=binary_doc(
         "Product ``x * y``.",
@@ -241,13 +236,11 @@ def _remainder_args(rng, shapes):
     return [x, y]
 
 
-remainder = defop(
+remainder = binary_op(
     "remainder",
-    batch=elementwise_batch,
-    kernel=lambda xp, x, y: xp.remainder(x, y),
+    lambda xp, x, y: xp.remainder(x, y),
+    (lambda t, out, x, y: t, _remainder_dy),
     aval=binary("remainder"),
-    jvp=(lambda t, out, x, y: t, _remainder_dy),
-    vjp=(lambda ct, out, x, y: ct, _remainder_dy),
     check=Check(shapes=_BINARY_SHAPES, make_args=_remainder_args),
     doc=binary_doc(
         "Remainder of floor division, ``x % y``, with the sign of ``y`` (Python's ``%``).",
@@ -284,13 +277,11 @@ def _tie_args(rng, shapes):
     return [x, y]
 
 
-maximum = defop(
+maximum = binary_op(
     "maximum",
-    batch=elementwise_batch,
-    kernel=lambda xp, x, y: xp.maximum(x, y),
+    lambda xp, x, y: xp.maximum(x, y),
+    (lambda t, out, x, y: _balanced(t, x, y), lambda t, out, x, y: _balanced(t, y, x)),
     aval=binary("maximum"),
-    jvp=(lambda t, out, x, y: _balanced(t, x, y), lambda t, out, x, y: _balanced(t, y, x)),
-    vjp=(lambda ct, out, x, y: _balanced(ct, x, y), lambda ct, out, x, y: _balanced(ct, y, x)),
     check=Check(shapes=_BINARY_SHAPES, make_args=_tie_args),
     doc=binary_doc(
         "Elementwise maximum; NaN if either input is NaN.",
@@ -299,13 +290,11 @@ maximum = defop(
     ),
 )
 
-minimum = defop(
+minimum = binary_op(
     "minimum",
-    batch=elementwise_batch,
-    kernel=lambda xp, x, y: xp.minimum(x, y),
+    lambda xp, x, y: xp.minimum(x, y),
+    (lambda t, out, x, y: _balanced(t, y, x), lambda t, out, x, y: _balanced(t, x, y)),
     aval=binary("minimum"),
-    jvp=(lambda t, out, x, y: _balanced(t, y, x), lambda t, out, x, y: _balanced(t, x, y)),
-    vjp=(lambda ct, out, x, y: _balanced(ct, y, x), lambda ct, out, x, y: _balanced(ct, x, y)),
     check=Check(shapes=_BINARY_SHAPES, make_args=_tie_args),
     doc=binary_doc(
         "Elementwise minimum; NaN if either input is NaN.",
@@ -361,14 +350,10 @@ abs = defop(
 
 # ---------------------------------------------------------------- exponentials and logarithms
 
-exp = defop(
+exp = unary_op(
     "exp",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: xp.exp(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: multiply(t, out),),
-    vjp=(lambda ct, out, x: multiply(ct, out),),
-    check=Check(),
+    lambda xp, x: xp.exp(x),
+    lambda t, out, x: multiply(t, out),
     doc=unary_doc(
         "Natural exponential ``e**x``.",
         ">>> fnp.exp(fnp.array([0.0, 1.0]))\nTensor([1.        , 2.71828183], dtype=float64)",
@@ -376,14 +361,10 @@ exp = defop(
     vjp_reads=("out",),
 )
 
-expm1 = defop(
+expm1 = unary_op(
     "expm1",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: xp.expm1(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: multiply(t, add(out, 1)),),
-    vjp=(lambda ct, out, x: multiply(ct, add(out, 1)),),
-    check=Check(),
+    lambda xp, x: xp.expm1(x),
+    lambda t, out, x: multiply(t, add(out, 1)),
     doc=unary_doc(
         "``exp(x) - 1``, accurate for small ``x``.",
         ">>> fnp.expm1(fnp.array([1e-10, 1.0]))\n"
@@ -392,13 +373,10 @@ expm1 = defop(
     vjp_reads=("out",),
 )
 
-log = defop(
+log = unary_op(
     "log",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: xp.log(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: divide(t, x),),
-    vjp=(lambda ct, out, x: divide(ct, x),),
+    lambda xp, x: xp.log(x),
+    lambda t, out, x: divide(t, x),
     check=Check(domain=(0.2, 3.0)),
     doc=unary_doc(
         "Natural logarithm.",
@@ -407,13 +385,10 @@ log = defop(
     ),
 )
 
-log1p = defop(
+log1p = unary_op(
     "log1p",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: xp.log1p(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: divide(t, add(x, 1)),),
-    vjp=(lambda ct, out, x: divide(ct, add(x, 1)),),
+    lambda xp, x: xp.log1p(x),
+    lambda t, out, x: divide(t, add(x, 1)),
     check=Check(domain=(-0.5, 3.0)),
     doc=unary_doc(
         "``log(1 + x)``, accurate for small ``x``.",
@@ -426,13 +401,10 @@ log1p = defop(
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 
-log2 = defop(
+log2 = unary_op(
     "log2",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: xp.log2(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: divide(t, multiply(x, _LN2)),),
-    vjp=(lambda ct, out, x: divide(ct, multiply(x, _LN2)),),
+    lambda xp, x: xp.log2(x),
+    lambda t, out, x: divide(t, multiply(x, _LN2)),
     check=Check(domain=(0.2, 3.0)),
     doc=unary_doc(
         "Base-2 logarithm; exact at powers of two.",
@@ -441,13 +413,10 @@ log2 = defop(
     ),
 )
 
-log10 = defop(
+log10 = unary_op(
     "log10",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: xp.log10(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: divide(t, multiply(x, _LN10)),),
-    vjp=(lambda ct, out, x: divide(ct, multiply(x, _LN10)),),
+    lambda xp, x: xp.log10(x),
+    lambda t, out, x: divide(t, multiply(x, _LN10)),
     check=Check(domain=(0.2, 3.0)),
     doc=unary_doc(
         "Base-10 logarithm; exact at powers of ten.",
@@ -490,13 +459,10 @@ logaddexp = defop(
     ),
 )
 
-sqrt = defop(
+sqrt = unary_op(
     "sqrt",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: xp.sqrt(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: divide(t, multiply(2, out)),),
-    vjp=(lambda ct, out, x: divide(ct, multiply(2, out)),),
+    lambda xp, x: xp.sqrt(x),
+    lambda t, out, x: divide(t, multiply(2, out)),
     check=Check(domain=(0.2, 3.0)),
     doc=unary_doc(
         "Non-negative square root.",
@@ -507,14 +473,11 @@ sqrt = defop(
     vjp_reads=("out",),
 )
 
-cbrt = defop(
+cbrt = unary_op(
     "cbrt",
-    batch=elementwise_batch,
+    lambda xp, x: xp.cbrt(x),
+    lambda t, out, x: divide(t, multiply(3, multiply(out, out))),
     # cbrt is outside the Array API standard (numpy and cupy have it), hence strict=False.
-    kernel=lambda xp, x: xp.cbrt(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: divide(t, multiply(3, multiply(out, out))),),
-    vjp=(lambda ct, out, x: divide(ct, multiply(3, multiply(out, out))),),
     check=Check(make_args=_away_from_zero(), strict=False),
     doc=unary_doc(
         "Real cube root, negative for negative ``x``.",
@@ -525,41 +488,30 @@ cbrt = defop(
 
 # ---------------------------------------------------------------- trigonometric and hyperbolic
 
-sin = defop(
+sin = unary_op(
     "sin",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: xp.sin(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: multiply(t, cos(x)),),
-    vjp=(lambda ct, out, x: multiply(ct, cos(x)),),
-    check=Check(),
+    lambda xp, x: xp.sin(x),
+    lambda t, out, x: multiply(t, cos(x)),
     doc=unary_doc(
         "Sine of ``x`` in radians.",
         ">>> fnp.sin(fnp.array([0.0, 1.0]))\nTensor([0.        , 0.84147098], dtype=float64)",
     ),
 )
 
-cos = defop(
+cos = unary_op(
     "cos",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: xp.cos(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: negative(multiply(t, sin(x))),),
-    vjp=(lambda ct, out, x: negative(multiply(ct, sin(x))),),
-    check=Check(),
+    lambda xp, x: xp.cos(x),
+    lambda t, out, x: negative(multiply(t, sin(x))),
     doc=unary_doc(
         "Cosine of ``x`` in radians.",
         ">>> fnp.cos(fnp.array([0.0, 1.0]))\nTensor([1.        , 0.54030231], dtype=float64)",
     ),
 )
 
-tan = defop(
+tan = unary_op(
     "tan",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: xp.tan(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: multiply(t, add(1, multiply(out, out))),),
-    vjp=(lambda ct, out, x: multiply(ct, add(1, multiply(out, out))),),
+    lambda xp, x: xp.tan(x),
+    lambda t, out, x: multiply(t, add(1, multiply(out, out))),
     check=Check(domain=(-1.2, 1.2)),
     doc=unary_doc(
         "Tangent of ``x`` in radians.",
@@ -573,13 +525,10 @@ def _one_minus_sq(x):
     return multiply(subtract(1, x), add(1, x))
 
 
-arcsin = defop(
+arcsin = unary_op(
     "arcsin",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: _xp_fn(xp, "asin", "arcsin")(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: divide(t, sqrt(_one_minus_sq(x))),),
-    vjp=(lambda ct, out, x: divide(ct, sqrt(_one_minus_sq(x))),),
+    lambda xp, x: _xp_fn(xp, "asin", "arcsin")(x),
+    lambda t, out, x: divide(t, sqrt(_one_minus_sq(x))),
     check=Check(domain=(-0.8, 0.8)),
     doc=unary_doc(
         "Inverse sine, in radians in ``[-pi/2, pi/2]``.",
@@ -588,13 +537,10 @@ arcsin = defop(
     ),
 )
 
-arccos = defop(
+arccos = unary_op(
     "arccos",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: _xp_fn(xp, "acos", "arccos")(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: negative(divide(t, sqrt(_one_minus_sq(x)))),),
-    vjp=(lambda ct, out, x: negative(divide(ct, sqrt(_one_minus_sq(x)))),),
+    lambda xp, x: _xp_fn(xp, "acos", "arccos")(x),
+    lambda t, out, x: negative(divide(t, sqrt(_one_minus_sq(x)))),
     check=Check(domain=(-0.8, 0.8)),
     doc=unary_doc(
         "Inverse cosine, in radians in ``[0, pi]``.",
@@ -603,56 +549,40 @@ arccos = defop(
     ),
 )
 
-arctan = defop(
+arctan = unary_op(
     "arctan",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: _xp_fn(xp, "atan", "arctan")(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: divide(t, add(1, multiply(x, x))),),
-    vjp=(lambda ct, out, x: divide(ct, add(1, multiply(x, x))),),
-    check=Check(),
+    lambda xp, x: _xp_fn(xp, "atan", "arctan")(x),
+    lambda t, out, x: divide(t, add(1, multiply(x, x))),
     doc=unary_doc(
         "Inverse tangent, in radians in ``(-pi/2, pi/2)``.",
         ">>> fnp.arctan(fnp.array([0.0, 1.0]))\nTensor([0.        , 0.78539816], dtype=float64)",
     ),
 )
 
-sinh = defop(
+sinh = unary_op(
     "sinh",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: xp.sinh(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: multiply(t, cosh(x)),),
-    vjp=(lambda ct, out, x: multiply(ct, cosh(x)),),
-    check=Check(),
+    lambda xp, x: xp.sinh(x),
+    lambda t, out, x: multiply(t, cosh(x)),
     doc=unary_doc(
         "Hyperbolic sine.",
         ">>> fnp.sinh(fnp.array([0.0, 1.0]))\nTensor([0.        , 1.17520119], dtype=float64)",
     ),
 )
 
-cosh = defop(
+cosh = unary_op(
     "cosh",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: xp.cosh(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: multiply(t, sinh(x)),),
-    vjp=(lambda ct, out, x: multiply(ct, sinh(x)),),
-    check=Check(),
+    lambda xp, x: xp.cosh(x),
+    lambda t, out, x: multiply(t, sinh(x)),
     doc=unary_doc(
         "Hyperbolic cosine.",
         ">>> fnp.cosh(fnp.array([0.0, 1.0]))\nTensor([1.        , 1.54308063], dtype=float64)",
     ),
 )
 
-tanh = defop(
+tanh = unary_op(
     "tanh",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: xp.tanh(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: multiply(t, subtract(1, multiply(out, out))),),
-    vjp=(lambda ct, out, x: multiply(ct, subtract(1, multiply(out, out))),),
-    check=Check(),
+    lambda xp, x: xp.tanh(x),
+    lambda t, out, x: multiply(t, subtract(1, multiply(out, out))),
     doc=unary_doc(
         "Hyperbolic tangent.",
         ">>> fnp.tanh(fnp.array([0.0, 1.0]))\nTensor([0.        , 0.76159416], dtype=float64)",
@@ -660,29 +590,22 @@ tanh = defop(
     vjp_reads=("out",),
 )
 
-arcsinh = defop(
+arcsinh = unary_op(
     "arcsinh",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: _xp_fn(xp, "asinh", "arcsinh")(x),
-    aval=unary(floating),
+    lambda xp, x: _xp_fn(xp, "asinh", "arcsinh")(x),
+    lambda t, out, x: divide(t, hypot(x, 1)),
     # hypot(x, 1) = sqrt(x**2 + 1) without overflow for large |x|.
-    jvp=(lambda t, out, x: divide(t, hypot(x, 1)),),
-    vjp=(lambda ct, out, x: divide(ct, hypot(x, 1)),),
-    check=Check(),
     doc=unary_doc(
         "Inverse hyperbolic sine.",
         ">>> fnp.arcsinh(fnp.array([0.0, 1.0]))\nTensor([0.        , 0.88137359], dtype=float64)",
     ),
 )
 
-arccosh = defop(
+arccosh = unary_op(
     "arccosh",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: _xp_fn(xp, "acosh", "arccosh")(x),
-    aval=unary(floating),
+    lambda xp, x: _xp_fn(xp, "acosh", "arccosh")(x),
+    lambda t, out, x: divide(t, sqrt(multiply(subtract(x, 1), add(x, 1)))),
     # sqrt((x - 1)(x + 1)) rather than sqrt(x*x - 1): no cancellation near x = 1.
-    jvp=(lambda t, out, x: divide(t, sqrt(multiply(subtract(x, 1), add(x, 1)))),),
-    vjp=(lambda ct, out, x: divide(ct, sqrt(multiply(subtract(x, 1), add(x, 1)))),),
     check=Check(domain=(1.2, 3.0)),
     doc=unary_doc(
         "Inverse hyperbolic cosine.",
@@ -691,13 +614,10 @@ arccosh = defop(
     ),
 )
 
-arctanh = defop(
+arctanh = unary_op(
     "arctanh",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: _xp_fn(xp, "atanh", "arctanh")(x),
-    aval=unary(floating),
-    jvp=(lambda t, out, x: divide(t, _one_minus_sq(x)),),
-    vjp=(lambda ct, out, x: divide(ct, _one_minus_sq(x)),),
+    lambda xp, x: _xp_fn(xp, "atanh", "arctanh")(x),
+    lambda t, out, x: divide(t, _one_minus_sq(x)),
     check=Check(domain=(-0.8, 0.8)),
     doc=unary_doc(
         "Inverse hyperbolic tangent.",
@@ -907,13 +827,11 @@ def _gauss(x):
     return multiply(_TWO_OVER_SQRT_PI, exp(negative(multiply(x, x))))
 
 
-erf = defop(
+erf = unary_op(
     "erf",
-    batch=elementwise_batch,
-    kernel=_erf_kernel,
+    _erf_kernel,
+    lambda t, out, x: multiply(t, _gauss(x)),
     aval=unary(_float64_unless_inexact, name="erf", real_only=True),
-    jvp=(lambda t, out, x: multiply(t, _gauss(x)),),
-    vjp=(lambda ct, out, x: multiply(ct, _gauss(x)),),
     check=Check(domain=(-5.0, 5.0)),
     doc="""The error function ``erf(x) = 2/sqrt(pi) * integral_0^x exp(-t**2) dt``.
 
@@ -940,13 +858,11 @@ erf = defop(
     """,
 )
 
-erfc = defop(
+erfc = unary_op(
     "erfc",
-    batch=elementwise_batch,
-    kernel=_erfc_kernel,
+    _erfc_kernel,
+    lambda t, out, x: negative(multiply(t, _gauss(x))),
     aval=unary(_float64_unless_inexact, name="erfc", real_only=True),
-    jvp=(lambda t, out, x: negative(multiply(t, _gauss(x))),),
-    vjp=(lambda ct, out, x: negative(multiply(ct, _gauss(x))),),
     check=Check(domain=(-5.0, 5.0)),
     doc="""The complementary error function ``erfc(x) = 1 - erf(x)``, accurate in the tail.
 
@@ -987,13 +903,11 @@ def _sigmoid_kernel(xp, x):
     return xp.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
-sigmoid = defop(
+sigmoid = unary_op(
     "sigmoid",
-    batch=elementwise_batch,
-    kernel=_sigmoid_kernel,
+    _sigmoid_kernel,
+    lambda t, out, x: multiply(t, multiply(out, subtract(1, out))),
     aval=unary(floating, name="sigmoid"),
-    jvp=(lambda t, out, x: multiply(t, multiply(out, subtract(1, out))),),
-    vjp=(lambda ct, out, x: multiply(ct, multiply(out, subtract(1, out))),),
     check=Check(domain=(-4.0, 4.0)),
     doc="""The logistic sigmoid ``1 / (1 + exp(-x))`` (scipy's ``expit``).
 

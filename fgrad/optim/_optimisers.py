@@ -78,11 +78,20 @@ def _named(
             raise ValueError(
                 f"{name}.update needs params: {needs_params}; call update(grads, state, params)"
             )
+        want = _STATE_TYPES.get(name)
+        if want is not None and hasattr(state, "_fields") and not isinstance(state, want):
+            raise TypeError(
+                f"{name}.update: state is a {type(state).__name__}, the state of another "
+                f"optimiser; pass the {want.__name__} that {name}(...).init(params) returned"
+            )
         count = get_count(name, state, grads)
         updates, parts = inner.update(grads, split(state, count), params)
         return updates, join(parts)
 
     return GradientTransformation(init, update)
+
+
+_STATE_TYPES = {"sgd": SgdState, "adam": AdamState, "adamw": AdamState, "rmsprop": RmsPropState}
 
 
 def _has_momentum(momentum: Any) -> bool:

@@ -529,4 +529,11 @@ def apply_updates(params: Any, updates: Any) -> Any:
         out = p + u
         return out if out.dtype == p.dtype else fnp.astype(out, p.dtype)
 
+    p_tree, u_tree = tree.structure(params), tree.structure(updates)
+    if p_tree != u_tree:
+        raise ValueError(
+            f"apply_updates: updates have structure {u_tree} where params have {p_tree}; pass "
+            "the updates an optimiser's update returned for these params (first argument: "
+            "params, second: updates)"
+        )
     return tree.map(add, params, updates)

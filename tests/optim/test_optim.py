@@ -305,7 +305,7 @@ def test_apply_updates_casts_back_to_param_dtype():
     out = optim.apply_updates([fnp.array([1.0], "float32")], [fnp.array([1e-3])])
     assert out[0].dtype == np.float32
     assert_allclose(np.asarray(out[0]), [1.001], rtol=1e-7)
-    with pytest.raises(ValueError, match="structures differ"):
+    with pytest.raises(ValueError, match="apply_updates: updates have structure"):
         optim.apply_updates({"w": fnp.ones(1)}, {"v": fnp.ones(1)})
 
 
@@ -389,3 +389,18 @@ def _loss_on(device):
     a = fnp.array(A, dtype="float32", device=device)
     c = fnp.array(C, dtype="float32", device=device)
     return lambda p: 0.5 * fnp.sum(a * p["w"] * p["w"]) - fnp.sum(c * p["w"])
+
+
+def test_issue_12_another_optimisers_state_is_named():
+    import pytest
+
+    params = {"w": fnp.ones(2)}
+    with pytest.raises(TypeError, match="adam.update: state is a SgdState"):
+        optim.adam(0.1).update(params, optim.sgd(0.1).init(params), params)
+
+
+def test_issue_12_apply_updates_names_the_mismatch():
+    import pytest
+
+    with pytest.raises(ValueError, match="apply_updates: updates have structure"):
+        optim.apply_updates({"w": fnp.ones(2)}, {"v": fnp.ones(2)})

@@ -31,13 +31,13 @@ from typing import Any
 import numpy as np
 
 import fgrad.numpy as fnp
-from fgrad import dtypes, random
+from fgrad import _args, dtypes, random
 from fgrad.errors import ConcretizationError, DTypeError, ShapeError
 from fgrad.nn._activations import relu
 from fgrad.nn.initializers import Initializer, glorot_uniform, normal, ones, zeros
 from fgrad.ops import conv as _conv
 from fgrad.ops import nn as _nn
-from fgrad.tensor import Tensor
+from fgrad.tensor import Tensor, as_tensor
 
 __all__ = [
     "MLP",
@@ -82,13 +82,37 @@ def _param(params: Any, name: str, layer: str) -> Tensor:
         ) from None
 
 
-def _pair(value: Any, name: str, what: str) -> tuple[int, int]:
-    if isinstance(value, (int, np.integer)):
-        return (int(value), int(value))
-    value = tuple(int(v) for v in value)
-    if len(value) != 2:
+def _pair(value: Any, name: str, what: str, minimum: int = 1) -> tuple[int, int]:
+    """An int or a pair of ints, each ``>= minimum`` (1: windows, strides, dilations)."""
+    if _args._int_or_none(value) is None and (
+        isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list))
+    ):
+        raise DTypeError(
+            f"{name}: {what} must be an int or a pair of ints, got {_args.describe(value)}"
+        )
+    pair = _args.shape(value, name, what)
+    if len(pair) == 1 and not isinstance(value, (tuple, list)):
+        pair = pair * 2
+    if len(pair) != 2:
         raise ShapeError(f"{name}: {what} must be an int or a pair of ints, got {value}")
-    return value
+    if min(pair) < minimum:
+        raise ValueError(f"{name}: {what} must be >= {minimum}, got {value}")
+    return pair
+
+
+def _check_padding(padding: Any, name: str) -> None:
+    """Refuse a padding that is none of an int, pairs, "SAME" or "VALID" (before any input)."""
+    _padding(padding, name, (1, 1), (1, 1), (1, 1), (1, 1))
+
+
+def _field_dtype(value: Any, layer: str, field: str = "param_dtype") -> None:
+    """A layer's parameter dtype: floating or complex (parameters are differentiated)."""
+    dt = _args.dtype(value, layer, field, none_ok=False)
+    if not (dtypes.is_inexact(dt) or dt.name == "bfloat16"):
+        raise DTypeError(
+            f"{layer}: {field} must be a floating dtype (parameters are differentiated), "
+            f"got {dt}"
+        )
 
 
 def _padding(
@@ -109,15 +133,26 @@ def _padding(
             total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
             pads.append((total // 2, total - total // 2))
         return tuple(pads)
-    if isinstance(padding, (int, np.integer)):
-        p = int(padding)
-        return ((p, p), (p, p))
-    padding = tuple(padding)
-    if len(padding) == 2 and all(isinstance(p, (int, np.integer)) for p in padding):
-        return tuple((int(p), int(p)) for p in padding)
-    if len(padding) == 2 and all(len(p) == 2 for p in padding):
-        return tuple((int(p[0]), int(p[1])) for p in padding)
-    raise ShapeError(f"{name}: padding {padding} is not an int, (ph, pw) or ((t, b), (l, r))")
+    bad = DTypeError(
+        f"{name}: padding must be 'SAME', 'VALID', an int, (ph, pw) or ((top, bottom), "
+        f"(left, right)) of ints >= 0, got {_args.describe(padding)}"
+    )
+    p = _args._int_or_none(padding)
+    if p is not None:
+        pads = ((p, p), (p, p))
+    elif not isinstance(padding, (tuple, list)) or len(padding) != 2:
+        raise bad
+    elif all(_args._int_or_none(q) is not None for q in padding):
+        pads = tuple((int(q), int(q)) for q in padding)
+    elif all(isinstance(q, (tuple, list)) and len(q) == 2 for q in padding) and all(
+        _args._int_or_none(v) is not None for q in padding for v in q
+    ):
+        pads = tuple((int(q[0]), int(q[1])) for q in padding)
+    else:
+        raise bad
+    if min(min(q) for q in pads) < 0:
+        raise ValueError(f"{name}: padding must be >= 0, got {padding}")
+    return pads
 
 
 def _spatial(x: Any, name: str) -> tuple[int, int]:
@@ -162,7 +197,10 @@ def conv2d(
     Raises:
         ShapeError: inputs are not 4-D, channels do not match ``groups``, or the filter does
             not fit the padded image.
-        ValueError: an unknown padding string.
+        DTypeError: an input is not numeric, or ``stride``, ``padding``, ``dilation`` or
+            ``groups`` holds something other than ints.
+        ValueError: an unknown padding string, a stride, dilation or groups below 1, or a
+            negative padding.
 
     Example:
         >>> x = fnp.reshape(fnp.arange(16.0), (1, 1, 4, 4))
@@ -176,21 +214,30 @@ def conv2d(
         Dumoulin and Visin, "A guide to convolution arithmetic for deep learning", 2016,
         arXiv:1603.07285.
     """
+    x = as_tensor(x, "conv2d", "x")
+    weight = as_tensor(weight, "conv2d", "weight")
     size = _spatial(x, "conv2d")
     w_shape = tuple(weight.shape)
     if len(w_shape) != 4:
         raise ShapeError(f"conv2d: weight must be (out, in // groups, kh, kw), got {w_shape}")
     stride = _pair(stride, "conv2d", "stride")
     dilation = _pair(dilation, "conv2d", "dilation")
+    groups = _args.size(groups, "conv2d", "groups", minimum=1)
     pad = _padding(padding, "conv2d", size, w_shape[2:], stride, dilation)
-    y = _conv.conv2d(x, weight, stride=stride, padding=pad, dilation=dilation, groups=int(groups))
+    y = _conv.conv2d(x, weight, stride=stride, padding=pad, dilation=dilation, groups=groups)
     if bias is not None:
+        bias = as_tensor(bias, "conv2d", "bias")
+        if tuple(bias.shape) != (w_shape[0],):
+            raise ShapeError(
+                f"conv2d: bias must have shape (out_channels,) = ({w_shape[0]},), got "
+                f"{tuple(bias.shape)}"
+            )
         y = y + fnp.reshape(bias, (1, -1, 1, 1))
     return y
 
 
 def _pool_args(name, x, window, stride, padding):
-    size = _spatial(x, name)
+    size = _spatial(as_tensor(x, name, "x"), name)
     window = _pair(window, name, "window")
     stride = window if stride is None else _pair(stride, name, "stride")
     pad = _padding(padding, name, size, window, stride, (1, 1))
@@ -215,6 +262,9 @@ def max_pool2d(x: Any, window: Any, stride: Any = None, padding: Any = 0) -> Ten
     Raises:
         ShapeError: ``x`` is not 4-D, the window does not fit, or padding exceeds half the
             window.
+        DTypeError: ``x`` is not numeric, or ``window``, ``stride`` or ``padding`` holds
+            something other than ints.
+        ValueError: a window or stride below 1, or a negative padding.
 
     Example:
         >>> x = fnp.reshape(fnp.arange(16.0), (1, 1, 4, 4))
@@ -222,7 +272,8 @@ def max_pool2d(x: Any, window: Any, stride: Any = None, padding: Any = 0) -> Ten
         Tensor([[[[ 5.,  7.],
                   [13., 15.]]]], dtype=float64)
     """
-    return _conv.max_pool2d(x, **_pool_args("max_pool2d", x, window, stride, padding))
+    args = _pool_args("max_pool2d", x, window, stride, padding)
+    return _conv.max_pool2d(as_tensor(x), **args)
 
 
 def avg_pool2d(
@@ -243,7 +294,8 @@ def avg_pool2d(
 
     Raises:
         ShapeError: as :func:`max_pool2d`.
-        DTypeError: ``x`` is not floating.
+        DTypeError: ``x`` is not floating, or an argument as :func:`max_pool2d`.
+        ValueError: as :func:`max_pool2d`.
 
     Example:
         >>> avg_pool2d(fnp.reshape(fnp.arange(16.0), (1, 1, 4, 4)), 2)
@@ -251,7 +303,8 @@ def avg_pool2d(
                   [10.5, 12.5]]]], dtype=float64)
     """
     args = _pool_args("avg_pool2d", x, window, stride, padding)
-    return _conv.avg_pool2d(x, count_include_pad=bool(count_include_pad), **args)
+    include = _args.flag(count_include_pad, "avg_pool2d", "count_include_pad")
+    return _conv.avg_pool2d(as_tensor(x), count_include_pad=include, **args)
 
 
 def dropout(x: Any, rate: float, *, key: Any) -> Tensor:
@@ -269,6 +322,7 @@ def dropout(x: Any, rate: float, *, key: Any) -> Tensor:
 
     Raises:
         ValueError: ``rate`` outside ``[0, 1]`` or ``key`` is None.
+        DTypeError: ``rate`` is not a real number, or ``x`` is not numeric.
         ConcretizationError: ``rate`` is traced (a Python float argument of a jitted
             function: mark it static; or an argument of grad, jvp or vmap).
 
@@ -289,9 +343,10 @@ def dropout(x: Any, rate: float, *, key: Any) -> Tensor:
             "(static_argnums / static_argnames); under grad, jvp or vmap pass it as a "
             "constant rather than an argument of the transformed function"
         )
-    rate = float(rate)
+    rate = _args.real(rate, "dropout", "rate")
     if not 0.0 <= rate <= 1.0:
         raise ValueError(f"dropout: rate must be in [0, 1], got {rate}")
+    x = as_tensor(x, "dropout", "x")
     if key is None:
         raise ValueError("dropout: needs a key in training; pass key=fgrad.random.key(...)")
     if rate == 0.0:
@@ -428,6 +483,9 @@ class Linear:
     Input ``(..., in_features)`` floating Tensor; output ``(..., out_features)``.
 
     Raises:
+        DTypeError: a size is not an int (``Linear(2.5, 3)``), ``use_bias`` not a bool,
+            ``param_dtype`` not a floating dtype, or an initialiser not callable.
+        ValueError: a size below 1.
         ShapeError: the input's last axis is not ``in_features`` (from ``matmul``).
 
     Example:
@@ -445,6 +503,14 @@ class Linear:
     param_dtype: Any = np.float32
     kernel_init: Initializer = _DENSE_INIT
     bias_init: Initializer = zeros
+
+    def __post_init__(self):
+        _args.size(self.in_features, "Linear", "in_features", minimum=1)
+        _args.size(self.out_features, "Linear", "out_features", minimum=1)
+        _args.flag(self.use_bias, "Linear", "use_bias")
+        _field_dtype(self.param_dtype, "Linear")
+        _args.function(self.kernel_init, "Linear", "kernel_init")
+        _args.function(self.bias_init, "Linear", "bias_init")
 
     def init(self, key: Any) -> dict:
         wkey, bkey = _split(key, 2)
@@ -482,6 +548,11 @@ class MLP:
 
     Input ``(..., sizes[0])``; output ``(..., sizes[-1])``.
 
+    Raises:
+        DTypeError: a size is not an int, ``activation`` is not callable, a flag is not a
+            bool, or ``param_dtype`` is not a floating dtype.
+        ValueError: fewer than two sizes, or a size below 1.
+
     Example:
         >>> mlp = MLP((64, 256, 256, 10))
         >>> params = mlp.init(fgrad.random.key(0))
@@ -498,9 +569,18 @@ class MLP:
     param_dtype: Any = np.float32
 
     def __post_init__(self):
-        object.__setattr__(self, "sizes", tuple(int(s) for s in self.sizes))
+        if isinstance(self.sizes, (str, bytes)) or not hasattr(self.sizes, "__iter__"):
+            raise DTypeError(
+                f"MLP: sizes must be a sequence of ints, got {_args.describe(self.sizes)}"
+            )
+        sizes = tuple(_args.size(s, "MLP", "sizes", minimum=1) for s in self.sizes)
+        object.__setattr__(self, "sizes", sizes)
         if len(self.sizes) < 2:
             raise ValueError(f"MLP: sizes needs input and output sizes, got {self.sizes}")
+        _args.function(self.activation, "MLP", "activation")
+        _args.flag(self.activate_final, "MLP", "activate_final")
+        _args.flag(self.use_bias, "MLP", "use_bias")
+        _field_dtype(self.param_dtype, "MLP")
 
     @property
     def layers(self) -> tuple[Linear, ...]:
@@ -547,7 +627,11 @@ class Conv2d:
         ``{"weight": (out_channels, in_channels // groups, kh, kw), "bias": (out_channels,)}``.
 
     Raises:
-        ValueError: ``groups`` does not divide the channel counts.
+        ValueError: ``groups`` does not divide the channel counts; a channel count,
+            kernel size, stride, dilation or ``groups`` below 1; a negative padding.
+        DTypeError: a size, stride, padding or dilation that is not an int (or pair of
+            ints), a flag that is not a bool, ``param_dtype`` not a floating dtype, or an
+            initialiser that is not callable.
 
     Example:
         >>> conv = Conv2d(1, 8, 3, padding="SAME")
@@ -572,6 +656,16 @@ class Conv2d:
 
     def __post_init__(self):
         object.__setattr__(self, "kernel_size", _pair(self.kernel_size, "Conv2d", "kernel_size"))
+        _args.size(self.in_channels, "Conv2d", "in_channels", minimum=1)
+        _args.size(self.out_channels, "Conv2d", "out_channels", minimum=1)
+        _args.size(self.groups, "Conv2d", "groups", minimum=1)
+        _pair(self.stride, "Conv2d", "stride")
+        _pair(self.dilation, "Conv2d", "dilation")
+        _check_padding(self.padding, "Conv2d")
+        _args.flag(self.use_bias, "Conv2d", "use_bias")
+        _field_dtype(self.param_dtype, "Conv2d")
+        _args.function(self.kernel_init, "Conv2d", "kernel_init")
+        _args.function(self.bias_init, "Conv2d", "bias_init")
         if self.in_channels % self.groups or self.out_channels % self.groups:
             raise ValueError(
                 f"Conv2d: groups={self.groups} must divide in_channels={self.in_channels} and "
@@ -613,11 +707,21 @@ class MaxPool2d:
     stride: Any = None
     padding: Any = 0
 
+    def __post_init__(self):
+        _pool_fields(self, "MaxPool2d")
+
     def init(self, key: Any) -> dict:
         return {}
 
     def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
         return max_pool2d(x, self.window, self.stride, self.padding)
+
+
+def _pool_fields(layer: Any, name: str) -> None:
+    _pair(layer.window, name, "window")
+    if layer.stride is not None:
+        _pair(layer.stride, name, "stride")
+    _check_padding(layer.padding, name)
 
 
 @dataclass(frozen=True)
@@ -634,6 +738,10 @@ class AvgPool2d:
     stride: Any = None
     padding: Any = 0
     count_include_pad: bool = True
+
+    def __post_init__(self):
+        _pool_fields(self, "AvgPool2d")
+        _args.flag(self.count_include_pad, "AvgPool2d", "count_include_pad")
 
     def init(self, key: Any) -> dict:
         return {}
@@ -652,6 +760,9 @@ class Flatten:
     """
 
     start_axis: int = 1
+
+    def __post_init__(self):
+        _args.index(self.start_axis, "Flatten", "start_axis")
 
     def init(self, key: Any) -> dict:
         return {}
@@ -678,7 +789,9 @@ class Embedding:
     Input: integer Tensor ``(...)`` of ids in ``[0, vocab_size)``; output ``(..., d_model)``.
 
     Raises:
-        DTypeError: the ids are not integers.
+        DTypeError: the ids are not integers; a size that is not an int, ``param_dtype``
+            not a floating dtype, or ``embedding_init`` not callable.
+        ValueError: a size below 1.
 
     Example:
         >>> emb = Embedding(10, 4)
@@ -693,6 +806,12 @@ class Embedding:
     d_model: int
     param_dtype: Any = np.float32
     embedding_init: Initializer = _EMBED_INIT
+
+    def __post_init__(self):
+        _args.size(self.vocab_size, "Embedding", "vocab_size", minimum=1)
+        _args.size(self.d_model, "Embedding", "d_model", minimum=1)
+        _field_dtype(self.param_dtype, "Embedding")
+        _args.function(self.embedding_init, "Embedding", "embedding_init")
 
     def init(self, key: Any) -> dict:
         return {
@@ -730,6 +849,11 @@ class LayerNorm:
     Params:
         ``{"scale": (d_model,), "bias": (d_model,)}``.
 
+    Raises:
+        DTypeError: ``d_model`` is not an int, ``eps`` not a real number, a flag not a
+            bool, or ``param_dtype`` not a floating dtype.
+        ValueError: ``d_model`` below 1 or a negative ``eps``.
+
     Example:
         >>> ln = LayerNorm(3)
         >>> ln.apply(ln.init(None), fnp.array([1.0, 2.0, 3.0]))
@@ -744,6 +868,10 @@ class LayerNorm:
     use_scale: bool = True
     use_bias: bool = True
     param_dtype: Any = np.float32
+
+    def __post_init__(self):
+        _norm_fields(self, "LayerNorm")
+        _args.flag(self.use_bias, "LayerNorm", "use_bias")
 
     def init(self, key: Any) -> dict:
         params = {}
@@ -772,6 +900,11 @@ class RMSNorm:
     Params:
         ``{"scale": (d_model,)}``.
 
+    Raises:
+        DTypeError: ``d_model`` is not an int, ``eps`` not a real number, ``use_scale``
+            not a bool, or ``param_dtype`` not a floating dtype.
+        ValueError: ``d_model`` below 1 or a negative ``eps``.
+
     Example:
         >>> norm = RMSNorm(2, eps=0.0)
         >>> norm.apply(norm.init(None), fnp.array([3.0, 4.0]))
@@ -787,12 +920,23 @@ class RMSNorm:
     use_scale: bool = True
     param_dtype: Any = np.float32
 
+    def __post_init__(self):
+        _norm_fields(self, "RMSNorm")
+
     def init(self, key: Any) -> dict:
         return {"scale": ones(key, (self.d_model,), self.param_dtype)} if self.use_scale else {}
 
     def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
         scale = _param(params, "scale", "RMSNorm") if self.use_scale else None
         return rms_norm(x, scale, eps=self.eps)
+
+
+def _norm_fields(layer: Any, name: str) -> None:
+    """The constructor checks of LayerNorm and RMSNorm."""
+    _args.size(layer.d_model, name, "d_model", minimum=1)
+    _args.real(layer.eps, name, "eps", minimum=0.0)
+    _args.flag(layer.use_scale, name, "use_scale")
+    _field_dtype(layer.param_dtype, name)
 
 
 @dataclass(frozen=True)
@@ -805,6 +949,7 @@ class Dropout:
     Raises:
         ValueError: ``rate`` outside ``[0, 1]``, or ``train=True`` with a non-zero rate and
             no ``key``.
+        DTypeError: ``rate`` is not a real number.
 
     Example:
         >>> drop = Dropout(0.5)
@@ -822,7 +967,7 @@ class Dropout:
     rate: float
 
     def __post_init__(self):
-        if not 0.0 <= float(self.rate) <= 1.0:
+        if not 0.0 <= _args.real(self.rate, "Dropout", "rate") <= 1.0:
             raise ValueError(f"Dropout: rate must be in [0, 1], got {self.rate}")
 
     def init(self, key: Any) -> dict:
@@ -849,6 +994,8 @@ class Sequential:
 
     Raises:
         ValueError: ``params`` does not have one entry per layer.
+        TypeError: ``layers`` is not a sequence, or holds something that is neither a
+            layer nor a function.
 
     Example:
         >>> cnn = Sequential([
@@ -862,6 +1009,11 @@ class Sequential:
     layers: Sequence[Any]
 
     def __post_init__(self):
+        if isinstance(self.layers, (str, bytes)) or not hasattr(self.layers, "__iter__"):
+            raise TypeError(
+                f"Sequential: layers must be a sequence of layers and functions, got "
+                f"{_args.describe(self.layers)}"
+            )
         object.__setattr__(self, "layers", tuple(self.layers))
         for layer in self.layers:
             if not (hasattr(layer, "apply") or callable(layer)):

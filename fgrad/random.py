@@ -48,12 +48,11 @@ References:
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np  # dtypes, limits and shape arithmetic only; arrays go through the ops
 
-from fgrad import backend
+from fgrad import _args, backend
 from fgrad import numpy as fnp
 from fgrad.core.trace import Tracer, concrete_value
 from fgrad.errors import ConcretizationError, DTypeError, ShapeError
@@ -72,7 +71,7 @@ from fgrad.ops.random import (
     random_truncated_normal,
     random_uniform,
 )
-from fgrad.tensor import Tensor, _wrap
+from fgrad.tensor import Tensor, _wrap, device_arg
 from fgrad.transforms.ad import JVPTracer, ReverseTracer
 
 __all__ = [
@@ -82,6 +81,7 @@ __all__ = [
     "choice",
     "fold_in",
     "key",
+    "PRNGKey",
     "normal",
     "permutation",
     "randint",
@@ -104,11 +104,17 @@ def _name(dtype: Any) -> str:
     return str(dtype).rsplit(".", 1)[-1]
 
 
-def _key_data(key: Any, fn: str) -> tuple[Any, Any]:
+def _key_data(key: Any, fn: str, where: str | None = None) -> tuple[Any, Any]:
     """The key as an op input and its device (None when traced); raise for anything else.
 
-    Only the shape and dtype are checked, so a key traced by ``jit`` passes.
+    Only the shape and dtype are checked, so a key traced by ``jit`` passes. Errors name
+    ``random.{fn}``, or ``where`` (another public function that takes a key) when given.
     """
+    if where is not None:
+        try:
+            return _key_data(key, fn)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"{where}: key: {str(err).split(': ', 1)[-1]}") from None
     traced = isinstance(key, Tracer)
     if isinstance(key, (bool, int, float)) or not hasattr(key, "shape"):
         raise TypeError(
@@ -156,17 +162,18 @@ def _shape(shape: Any, fn: str) -> tuple[int, ...]:
     if isinstance(shape, Tensor):
         raise TypeError(f"random.{fn}: shape must be a tuple of ints, got a Tensor")
     try:
-        dims = (shape,) if np.ndim(shape) == 0 else tuple(shape)
-        out = tuple(operator.index(d) for d in dims)
-    except TypeError:
-        raise TypeError(f"random.{fn}: shape must be a tuple of ints, got {shape!r}") from None
-    if any(d < 0 for d in out):
-        raise ValueError(f"random.{fn}: shape {out} has a negative dimension")
-    return out
+        return _args.shape(shape, f"random.{fn}")
+    except ShapeError as err:  # a negative size (numpy's ValueError) or beyond int64
+        raise ValueError(str(err)) from None
+
+
+def _dtype(dtype: Any, fn: str, default: Any) -> np.dtype:
+    """``dtype`` as a numpy dtype, None meaning ``default``; DTypeError for anything else."""
+    return _args.dtype(dtype, f"random.{fn}") or np.dtype(default)
 
 
 def _float_dtype(dtype: Any, fn: str, *, complex_ok: bool = False) -> np.dtype:
-    dt = np.dtype(dtype)
+    dt = _dtype(dtype, fn, np.float64)
     if dt in MANTISSA or (complex_ok and dt in (np.complex64, np.complex128)):
         return dt
     kinds = "float16, float32, float64" + (", complex64, complex128" if complex_ok else "")
@@ -275,6 +282,7 @@ def key(seed: int, *, device: Any = None) -> Tensor:
     """
     if isinstance(seed, Tracer):
         raise TypeError(f"random.key: the seed is a traced value {seed.aval}; pass a Python int")
+    dev = device_arg(device, "random.key")
     if isinstance(seed, Tensor):
         seed = seed._data
     if not _is_int_scalar(seed):
@@ -284,7 +292,10 @@ def key(seed: int, *, device: Any = None) -> Tensor:
         raise ValueError(f"random.key: seed {seed} is outside [-2**63, 2**64)")
     seed %= 2**64
     words = np.array([seed >> 32, seed & _MASK32], dtype=np.uint32)
-    return _wrap(backend.asarray_on(words, backend.get_device(device)))
+    return _wrap(backend.asarray_on(words, dev))
+
+
+PRNGKey = key  # JAX's name (jax.random.PRNGKey), as JAX users type it
 
 
 def split(key: Any, num: int | tuple[int, ...] = 2) -> Tensor:
@@ -396,7 +407,7 @@ def bits(key: Any, shape: Any = (), dtype: Any = np.uint32) -> Tensor:
     """
     key, _ = _key_data(key, "bits")
     shape = _shape(shape, "bits")
-    dt = np.dtype(dtype)
+    dt = _dtype(dtype, "bits", np.uint32)
     if dt.kind != "u":
         raise DTypeError(f"random.bits: dtype must be uint8, uint16, uint32 or uint64; got {dt}")
     return random_bits(key, shape=shape, dtype=dt)
@@ -562,7 +573,7 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None) -> Ten
     key, device = _key_data(key, "categorical")
     lg = _param(logits, device, "categorical", "logits", traced="read")
     lshape = shape_of(lg)
-    axis = operator.index(axis)
+    axis = _args.index(axis, "random.categorical", "axis")
     if not -len(lshape) <= axis < len(lshape):
         raise ShapeError(f"random.categorical: logits of shape {lshape} have no axis {axis}")
     axis %= len(lshape)
@@ -611,7 +622,7 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = np.int6
         (the rejection threshold ``2**64 mod span``).
     """
     key, device = _key_data(key, "randint")
-    dt = np.dtype(dtype)
+    dt = _dtype(dtype, "randint", np.int64)
     if dt.kind not in "iu":
         raise DTypeError(f"random.randint: dtype must be an integer dtype, got {dt}")
     bounds = []
@@ -675,6 +686,8 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> T
         D. E. Knuth, TAOCP vol. 2, 3rd ed., section 3.4.2 (shuffling by sorting random keys).
     """
     key, device = _key_data(key, "permutation")
+    axis = _args.index(axis, "random.permutation", "axis")
+    independent = _args.flag(independent, "random.permutation", "independent")
     if isinstance(x, _AD_TRACERS):
         raise TypeError(
             f"random.permutation: x is a traced value {x.aval}; samplers have no derivatives. "
@@ -689,9 +702,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> T
     else:
         raw = x._data if isinstance(x, Tensor) else x
         if _is_int_scalar(raw):
-            n = int(raw)
-            if n < 0:
-                raise ValueError(f"random.permutation: x must be >= 0, got {n}")
+            n = _args.size(raw, "random.permutation", "x")
             return random_permutation(key, shape=(n,))
         if not hasattr(raw, "shape"):
             raw = np.asarray(raw)
@@ -817,6 +828,8 @@ def choice(
     """
     key, device = _key_data(key, "choice")
     shape = _shape(shape, "choice")
+    replace = _args.flag(replace, "random.choice", "replace")
+    axis = _args.index(axis, "random.choice", "axis")
     n_draws = int(np.prod(shape, dtype=np.int64))
     arr = None
     if isinstance(a, Tracer) and not a.shape:
@@ -828,7 +841,7 @@ def choice(
     if isinstance(raw, (bool, np.bool_)):
         raise TypeError(f"random.choice: a must be an int or an array, got {a!r}")
     if _is_int_scalar(raw):
-        n = int(raw)
+        n = _args.index(raw, "random.choice", "a")
     elif isinstance(a, Tracer):
         arr = a
     else:

@@ -210,3 +210,34 @@ def test_issue_12_astype_and_nan_to_num_check_their_arguments():
         fnp.nan_to_num(fnp.ones(2), nan=None)
     with pytest.raises(DTypeError, match="^positive: not defined for bool"):
         fnp.positive(True)
+
+
+# --------------------------------------------------------------------------- random
+
+
+def test_issue_12_prngkey_is_jax_name_for_key():
+    from fgrad import random
+
+    np.testing.assert_array_equal(random.PRNGKey(42), random.key(42))
+    assert random.PRNGKey is random.key
+    assert "PRNGKey" in random.__all__
+
+
+def test_issue_12_random_arguments_name_the_sampler():
+    from fgrad import random
+
+    k = random.key(0)
+    with pytest.raises(DTypeError, match="^random.normal: dtype must be a dtype"):
+        random.normal(k, (2,), dtype=1.5)
+    with pytest.raises(DTypeError, match="^random.uniform: shape must be an int or a tuple"):
+        random.uniform(k, (2.0,))
+    with pytest.raises(DTypeError, match="^random.categorical: axis must be an int"):
+        random.categorical(k, fnp.zeros((2, 3)), axis=1.0)
+    with pytest.raises(DTypeError, match="^random.choice: replace must be True or False"):
+        random.choice(k, 5, (2,), replace="no")
+    with pytest.raises(DTypeError, match="^random.permutation: axis must be an int"):
+        random.permutation(k, 5, axis=0.5)
+    with pytest.raises(ValueError, match="^random.key: unknown device"):
+        random.key(0, device="tpu")
+    with pytest.raises(TypeError, match="^dropout: key: expected a key"):
+        fgrad.nn.dropout(fnp.ones(3), 0.5, key=1.5)

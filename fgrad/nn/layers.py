@@ -323,6 +323,7 @@ def dropout(x: Any, rate: float, *, key: Any) -> Tensor:
     Raises:
         ValueError: ``rate`` outside ``[0, 1]`` or ``key`` is None.
         DTypeError: ``rate`` is not a real number, or ``x`` is not numeric.
+        TypeError: ``key`` is not a key.
         ConcretizationError: ``rate`` is traced (a Python float argument of a jitted
             function: mark it static; or an argument of grad, jvp or vmap).
 
@@ -349,6 +350,7 @@ def dropout(x: Any, rate: float, *, key: Any) -> Tensor:
     x = as_tensor(x, "dropout", "x")
     if key is None:
         raise ValueError("dropout: needs a key in training; pass key=fgrad.random.key(...)")
+    random._key_data(key, "bernoulli", where="dropout")
     if rate == 0.0:
         return x
     if rate == 1.0:

@@ -152,7 +152,10 @@ class Op:
                 foreign = True
             if kernel is None:
                 kernel = self._kernels.get(type(a)) or _bind_kernel(self, a)
-            complex_in = complex_in or getattr(getattr(a, "dtype", None), "kind", None) == "c"
+            if type(a) is np.ndarray:  # the common case: no getattr calls
+                complex_in = complex_in or a.dtype.kind == "c"
+            else:
+                complex_in = complex_in or getattr(getattr(a, "dtype", None), "kind", None) == "c"
             datas.append(a)
         if complex_in and self.aval_rule is not None:
             # An op without a complex path refuses complex input here as its shape rule

@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 import fgrad.numpy as fnp
-from fgrad import random
+from fgrad import _args, random
 from fgrad.errors import DTypeError, ShapeError
-from fgrad.tensor import Tensor
+from fgrad.tensor import Tensor, as_tensor
 
 __all__ = [
     "Initializer",
@@ -75,8 +75,8 @@ def _factory(make: Callable) -> Callable:
     return wrapper
 
 
-def _shape(shape: Any) -> tuple[int, ...]:
-    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+def _shape(shape: Any, name: str) -> tuple[int, ...]:
+    return _args.shape(shape, name)
 
 
 def _device(key: Any) -> Any:
@@ -85,7 +85,7 @@ def _device(key: Any) -> Any:
 
 
 def _float(dtype: Any, name: str) -> np.dtype:
-    dtype = np.dtype(dtype)
+    dtype = _args.dtype(dtype, name, none_ok=False)
     if not np.issubdtype(dtype, np.floating):
         raise DTypeError(f"{name}: parameters must be real floating, got dtype {dtype}")
     return dtype
@@ -94,33 +94,50 @@ def _float(dtype: Any, name: str) -> np.dtype:
 def zeros(key: Any, shape: Any, dtype: Any = np.float32) -> Tensor:
     """Zeros (``key`` is ignored; kept so every initialiser has one signature).
 
+    Raises:
+        DTypeError: ``shape`` holds something other than ints, or ``dtype`` is not a
+            numeric dtype.
+        ShapeError: a negative size.
+
     Example:
         >>> zeros(fgrad.random.key(0), (2,))
         Tensor([0., 0.], dtype=float32)
     """
-    return fnp.zeros(_shape(shape), dtype=np.dtype(dtype), device=_device(key))
+    dtype = _args.dtype(dtype, "zeros", none_ok=False)
+    return fnp.zeros(_shape(shape, "zeros"), dtype=dtype, device=_device(key))
 
 
 def ones(key: Any, shape: Any, dtype: Any = np.float32) -> Tensor:
     """Ones (``key`` is ignored).
 
+    Raises:
+        DTypeError: ``shape`` holds something other than ints, or ``dtype`` is not a
+            numeric dtype.
+        ShapeError: a negative size.
+
     Example:
         >>> ones(fgrad.random.key(0), (2,))
         Tensor([1., 1.], dtype=float32)
     """
-    return fnp.ones(_shape(shape), dtype=np.dtype(dtype), device=_device(key))
+    dtype = _args.dtype(dtype, "ones", none_ok=False)
+    return fnp.ones(_shape(shape, "ones"), dtype=dtype, device=_device(key))
 
 
 def constant(value: float) -> Initializer:
     """An initialiser filling with ``value``.
 
+    Raises:
+        DTypeError: ``value`` is not numeric; (from ``init``) a bad shape or dtype.
+
     Example:
         >>> constant(0.5)(fgrad.random.key(0), (2,))
         Tensor([0.5, 0.5], dtype=float32)
     """
+    as_tensor(value, "constant", "value")
 
     def init(key: Any, shape: Any, dtype: Any = np.float32) -> Tensor:
-        return fnp.full(_shape(shape), value, dtype=np.dtype(dtype), device=_device(key))
+        dtype = _args.dtype(dtype, "constant", none_ok=False)
+        return fnp.full(_shape(shape, "constant"), value, dtype=dtype, device=_device(key))
 
     return init
 
@@ -129,15 +146,20 @@ def constant(value: float) -> Initializer:
 def normal(stddev: float = 1e-2) -> Initializer:
     """An initialiser drawing from ``N(0, stddev**2)``.
 
+    Raises:
+        DTypeError: ``stddev`` is not a real number.
+        ValueError: ``stddev`` is negative.
+
     Example:
         >>> w = normal(0.02)(fgrad.random.key(0), (1000,))
         >>> round(float(fnp.std(w)), 2)
         0.02
     """
+    stddev = _args.real(stddev, "normal", "stddev", minimum=0.0)
 
     def init(key: Any, shape: Any, dtype: Any = np.float32) -> Tensor:
         dtype = _float(dtype, "normal")
-        return random.normal(key, _shape(shape), dtype) * stddev
+        return random.normal(key, _shape(shape, "normal"), dtype) * stddev
 
     return init
 
@@ -146,15 +168,20 @@ def normal(stddev: float = 1e-2) -> Initializer:
 def uniform(scale: float = 1e-2) -> Initializer:
     """An initialiser drawing from ``U[-scale, scale)``.
 
+    Raises:
+        DTypeError: ``scale`` is not a real number.
+        ValueError: ``scale`` is not positive.
+
     Example:
         >>> w = uniform(0.1)(fgrad.random.key(0), (1000,))
         >>> bool(fnp.max(fnp.abs(w)) <= 0.1)
         True
     """
+    scale = _args.real(scale, "uniform", "scale", above=0.0)
 
     def init(key: Any, shape: Any, dtype: Any = np.float32) -> Tensor:
         dtype = _float(dtype, "uniform")
-        return random.uniform(key, _shape(shape), dtype, -scale, scale)
+        return random.uniform(key, _shape(shape, "uniform"), dtype, -scale, scale)
 
     return init
 
@@ -163,15 +190,23 @@ def uniform(scale: float = 1e-2) -> Initializer:
 def truncated_normal(stddev: float = 1e-2, lower: float = -2.0, upper: float = 2.0) -> Initializer:
     """An initialiser drawing ``stddev * z`` with ``z`` standard normal truncated to ``[lower, upper]``.
 
+    Raises:
+        DTypeError: an argument is not a real number.
+        ValueError: ``stddev`` is negative, or ``lower >= upper``.
+
     Example:
         >>> w = truncated_normal(1.0)(fgrad.random.key(0), (1000,))
         >>> bool(fnp.max(fnp.abs(w)) <= 2.0)
         True
     """
+    stddev = _args.real(stddev, "truncated_normal", "stddev", minimum=0.0)
+    lower = _args.real(lower, "truncated_normal", "lower")
+    upper = _args.real(upper, "truncated_normal", "upper", above=lower)
 
     def init(key: Any, shape: Any, dtype: Any = np.float32) -> Tensor:
         dtype = _float(dtype, "truncated_normal")
-        return random.truncated_normal(key, lower, upper, _shape(shape), dtype) * stddev
+        shape = _shape(shape, "truncated_normal")
+        return random.truncated_normal(key, lower, upper, shape, dtype) * stddev
 
     return init
 
@@ -183,7 +218,8 @@ def _fans(shape: tuple[int, ...], in_axis: int, out_axis: int, name: str) -> tup
             f"{shape}; use normal(stddev) or zeros for vectors such as biases"
         )
     n = len(shape)
-    ia, oa = in_axis % n, out_axis % n
+    ia = _args.axis(in_axis, name, n, "in_axis")
+    oa = _args.axis(out_axis, name, n, "out_axis")
     receptive = math.prod(d for i, d in enumerate(shape) if i not in (ia, oa))
     return shape[ia] * receptive, shape[oa] * receptive
 
@@ -210,27 +246,37 @@ def variance_scaling(
         ``init(key, shape, dtype=float32) -> Tensor``.
 
     Raises:
-        ValueError: an unknown ``mode`` or ``distribution``.
-        ShapeError: (from ``init``) a shape with fewer than 2 dimensions.
-        DTypeError: (from ``init``) a non-floating ``dtype``.
+        ValueError: an unknown ``mode`` or ``distribution``, or a ``scale`` that is not
+            positive.
+        DTypeError: ``scale`` is not a real number or an axis not an int; (from ``init``)
+            a non-floating ``dtype``.
+        ShapeError: (from ``init``) a shape with fewer than 2 dimensions, or an axis out of
+            its range.
 
     Example:
         >>> w = variance_scaling(2.0, "fan_in", "normal")(fgrad.random.key(0), (500, 400))
         >>> round(float(fnp.std(w)) * 500 ** 0.5 / 2 ** 0.5, 1)
         1.0
     """
-    if mode not in ("fan_in", "fan_out", "fan_avg"):
-        raise ValueError(f"variance_scaling: mode must be fan_in, fan_out or fan_avg, got {mode!r}")
-    if distribution not in ("normal", "truncated_normal", "uniform"):
-        raise ValueError(
-            "variance_scaling: distribution must be normal, truncated_normal or uniform, got "
-            f"{distribution!r}"
-        )
+    return _variance_scaling(scale, mode, distribution, in_axis, out_axis, "variance_scaling")
+
+
+def _variance_scaling(
+    scale: Any, mode: Any, distribution: Any, in_axis: Any, out_axis: Any, name: str
+) -> Initializer:
+    """variance_scaling, its errors naming ``name`` (the factory the user called)."""
+    scale = _args.real(scale, name, "scale", above=0.0)
+    mode = _args.choice(mode, name, "mode", ("fan_in", "fan_out", "fan_avg"))
+    distribution = _args.choice(
+        distribution, name, "distribution", ("normal", "truncated_normal", "uniform")
+    )
+    in_axis = _args.index(in_axis, name, "in_axis")
+    out_axis = _args.index(out_axis, name, "out_axis")
 
     def init(key: Any, shape: Any, dtype: Any = np.float32) -> Tensor:
-        shape = _shape(shape)
-        dtype = _float(dtype, "variance_scaling")
-        fan_in, fan_out = _fans(shape, in_axis, out_axis, "variance_scaling")
+        shape = _shape(shape, name)
+        dtype = _float(dtype, name)
+        fan_in, fan_out = _fans(shape, in_axis, out_axis, name)
         fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[mode]
         variance = scale / max(1.0, fan)
         if distribution == "normal":
@@ -248,6 +294,11 @@ def variance_scaling(
 def glorot_uniform(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     """Glorot (Xavier) uniform: ``U[-a, a)`` with ``a = sqrt(6 / (fan_in + fan_out))``.
 
+    Raises:
+        DTypeError: an axis is not an int; (from ``init``) a non-floating ``dtype``.
+        ShapeError: (from ``init``) a shape of fewer than 2 dimensions, or an axis out of
+            its range.
+
     Example:
         >>> glorot_uniform()(fgrad.random.key(0), (3, 2)).shape
         (3, 2)
@@ -256,7 +307,7 @@ def glorot_uniform(in_axis: int = -2, out_axis: int = -1) -> Initializer:
         Glorot and Bengio, "Understanding the difficulty of training deep feedforward neural
         networks", AISTATS 2010, eq. 16.
     """
-    return variance_scaling(1.0, "fan_avg", "uniform", in_axis, out_axis)
+    return _variance_scaling(1.0, "fan_avg", "uniform", in_axis, out_axis, "glorot_uniform")
 
 
 @_factory
@@ -267,6 +318,11 @@ def glorot_normal(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     ``xavier_normal_`` (JAX truncates at two standard deviations; use
     ``variance_scaling(1.0, "fan_avg", "truncated_normal")`` for that).
 
+    Raises:
+        DTypeError: an axis is not an int; (from ``init``) a non-floating ``dtype``.
+        ShapeError: (from ``init``) a shape of fewer than 2 dimensions, or an axis out of
+            its range.
+
     Example:
         >>> glorot_normal()(fgrad.random.key(0), (3, 2)).dtype
         dtype('float32')
@@ -275,12 +331,17 @@ def glorot_normal(in_axis: int = -2, out_axis: int = -1) -> Initializer:
         Glorot and Bengio, "Understanding the difficulty of training deep feedforward neural
         networks", AISTATS 2010.
     """
-    return variance_scaling(1.0, "fan_avg", "normal", in_axis, out_axis)
+    return _variance_scaling(1.0, "fan_avg", "normal", in_axis, out_axis, "glorot_normal")
 
 
 @_factory
 def he_uniform(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     """He (Kaiming) uniform for ReLU networks: ``U[-a, a)`` with ``a = sqrt(6 / fan_in)``.
+
+    Raises:
+        DTypeError: an axis is not an int; (from ``init``) a non-floating ``dtype``.
+        ShapeError: (from ``init``) a shape of fewer than 2 dimensions, or an axis out of
+            its range.
 
     Example:
         >>> he_uniform()(fgrad.random.key(0), (3, 2)).shape
@@ -290,7 +351,7 @@ def he_uniform(in_axis: int = -2, out_axis: int = -1) -> Initializer:
         He, Zhang, Ren and Sun, "Delving Deep into Rectifiers: Surpassing Human-Level
         Performance on ImageNet Classification", ICCV 2015, arXiv:1502.01852, eq. 10.
     """
-    return variance_scaling(2.0, "fan_in", "uniform", in_axis, out_axis)
+    return _variance_scaling(2.0, "fan_in", "uniform", in_axis, out_axis, "he_uniform")
 
 
 @_factory
@@ -298,6 +359,11 @@ def he_normal(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     """He (Kaiming) normal for ReLU networks: ``N(0, 2 / fan_in)``.
 
     The paper's (and PyTorch's ``kaiming_normal_``) untruncated normal; JAX truncates.
+
+    Raises:
+        DTypeError: an axis is not an int; (from ``init``) a non-floating ``dtype``.
+        ShapeError: (from ``init``) a shape of fewer than 2 dimensions, or an axis out of
+            its range.
 
     Example:
         >>> he_normal()(fgrad.random.key(0), (3, 2)).shape
@@ -307,12 +373,17 @@ def he_normal(in_axis: int = -2, out_axis: int = -1) -> Initializer:
         He, Zhang, Ren and Sun, "Delving Deep into Rectifiers: Surpassing Human-Level
         Performance on ImageNet Classification", ICCV 2015, arXiv:1502.01852, eq. 10.
     """
-    return variance_scaling(2.0, "fan_in", "normal", in_axis, out_axis)
+    return _variance_scaling(2.0, "fan_in", "normal", in_axis, out_axis, "he_normal")
 
 
 @_factory
 def lecun_normal(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     """LeCun normal: ``N(0, 1 / fan_in)`` truncated at two standard deviations (JAX's and flax's default).
+
+    Raises:
+        DTypeError: an axis is not an int; (from ``init``) a non-floating ``dtype``.
+        ShapeError: (from ``init``) a shape of fewer than 2 dimensions, or an axis out of
+            its range.
 
     Example:
         >>> lecun_normal()(fgrad.random.key(0), (3, 2)).shape
@@ -321,12 +392,17 @@ def lecun_normal(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     References:
         LeCun, Bottou, Orr and Mueller, "Efficient BackProp", 1998.
     """
-    return variance_scaling(1.0, "fan_in", "truncated_normal", in_axis, out_axis)
+    return _variance_scaling(1.0, "fan_in", "truncated_normal", in_axis, out_axis, "lecun_normal")
 
 
 @_factory
 def lecun_uniform(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     """LeCun uniform: ``U[-a, a)`` with ``a = sqrt(3 / fan_in)``.
+
+    Raises:
+        DTypeError: an axis is not an int; (from ``init``) a non-floating ``dtype``.
+        ShapeError: (from ``init``) a shape of fewer than 2 dimensions, or an axis out of
+            its range.
 
     Example:
         >>> lecun_uniform()(fgrad.random.key(0), (3, 2)).shape
@@ -335,7 +411,7 @@ def lecun_uniform(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     References:
         LeCun, Bottou, Orr and Mueller, "Efficient BackProp", 1998.
     """
-    return variance_scaling(1.0, "fan_in", "uniform", in_axis, out_axis)
+    return _variance_scaling(1.0, "fan_in", "uniform", in_axis, out_axis, "lecun_uniform")
 
 
 xavier_uniform = glorot_uniform

@@ -241,3 +241,86 @@ def test_issue_12_random_arguments_name_the_sampler():
         random.key(0, device="tpu")
     with pytest.raises(TypeError, match="^dropout: key: expected a key"):
         fgrad.nn.dropout(fnp.ones(3), 0.5, key=1.5)
+
+
+# --------------------------------------------------------------------------- nn
+
+
+def test_issue_12_conv2d_refuses_zero_dilation():
+    x = fnp.ones((1, 1, 4, 4))
+    w = fnp.ones((1, 1, 1, 1))
+    with pytest.raises(ValueError, match=r"^conv2d: dilation must be >= 1, got 0"):
+        fgrad.nn.conv2d(x, w, dilation=0)
+    with pytest.raises(ValueError, match=r"^conv2d: stride must be >= 1"):
+        fgrad.nn.conv2d(x, w, stride=(1, 0))
+    with pytest.raises(DTypeError, match=r"^conv2d: stride must be an int or a pair of ints"):
+        fgrad.nn.conv2d(x, w, stride=1.5)
+    with pytest.raises(ValueError, match=r"^conv2d: groups must be >= 1"):
+        fgrad.nn.conv2d(x, w, groups=0)
+    with pytest.raises(ValueError, match=r"^conv2d: padding must be >= 0"):
+        fgrad.nn.conv2d(x, w, padding=-1)
+    with pytest.raises(ValueError, match=r"^Conv2d: dilation must be >= 1"):
+        fgrad.nn.Conv2d(1, 1, 3, dilation=0)
+
+
+def test_issue_12_pools_take_int_windows():
+    x = fnp.ones((1, 1, 4, 4))
+    with pytest.raises(DTypeError, match=r"^max_pool2d: window must be an int or a pair of ints"):
+        fgrad.nn.max_pool2d(x, 2.5)
+    with pytest.raises(ValueError, match=r"^avg_pool2d: window must be >= 1"):
+        fgrad.nn.avg_pool2d(x, 0)
+    with pytest.raises(DTypeError, match="^MaxPool2d: window"):
+        fgrad.nn.MaxPool2d(2.0)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: fgrad.nn.Linear(2.5, 3), "^Linear: in_features must be an int, got 2.5"),
+        (lambda: fgrad.nn.Linear(2, 0), "^Linear: out_features must be >= 1"),
+        (lambda: fgrad.nn.Linear(2, 3, param_dtype="int32"), "^Linear: param_dtype must be a floating"),
+        (lambda: fgrad.nn.Linear(2, 3, kernel_init=1.0), "^Linear: kernel_init must be a function"),
+        (lambda: fgrad.nn.Embedding(10.0, 4), "^Embedding: vocab_size must be an int"),
+        (lambda: fgrad.nn.MLP([2, 3.5]), "^MLP: sizes must be an int"),
+        (lambda: fgrad.nn.LayerNorm(3, eps=-1.0), "^LayerNorm: eps must be >= 0"),
+        (lambda: fgrad.nn.RMSNorm(3.0), "^RMSNorm: d_model must be an int"),
+        (lambda: fgrad.nn.Dropout("0.5"), "^Dropout: rate must be a real number"),
+        (lambda: fgrad.nn.Flatten(1.0), "^Flatten: start_axis must be an int"),
+        (lambda: fgrad.nn.Sequential(None), "^Sequential: layers must be a sequence"),
+        (lambda: fgrad.nn.MultiHeadAttention(8, 2.0), "^MultiHeadAttention: n_heads must be an int"),
+        (lambda: fgrad.nn.TransformerBlock(8, 3), "^TransformerBlock: d_model=8 is not divisible"),
+        (lambda: fgrad.nn.TransformerBlock(8, 2, dropout_rate=1.5), "^TransformerBlock: dropout_rate"),
+    ],
+)
+def test_issue_12_layer_constructors_check_their_fields(make, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        make()
+
+
+def test_issue_12_causal_mask_size_is_an_int():
+    with pytest.raises(DTypeError, match="^causal_mask: seq_len must be an int, got 2.5"):
+        fgrad.nn.causal_mask(2.5)
+    assert fgrad.nn.causal_mask(np.int64(2)).shape == (2, 2)
+
+
+def test_issue_12_dot_product_attention_needs_sequences():
+    with pytest.raises(ShapeError, match="^dot_product_attention: q must be .* at least 2"):
+        fgrad.nn.dot_product_attention(fnp.ones(4), fnp.ones((3, 4)), fnp.ones((3, 2)))
+    q = fnp.ones((2, 4))
+    with pytest.raises(DTypeError, match="^dot_product_attention: mask must be a bool"):
+        fgrad.nn.dot_product_attention(q, q, q, mask=fnp.ones((2, 2)))
+    with pytest.raises(ShapeError, match="^dot_product_attention: mask of shape"):
+        fgrad.nn.dot_product_attention(q, q, q, mask=fnp.ones((3, 3), dtype=bool))
+
+
+def test_issue_12_initializers_check_their_arguments():
+    init = fgrad.nn.initializers
+    key = fgrad.random.key(0)
+    with pytest.raises(DTypeError, match=r"^glorot_uniform: in_axis must be an int"):
+        init.glorot_uniform(in_axis=1.5)
+    with pytest.raises(ValueError, match=r"^normal: stddev must be >= 0"):
+        init.normal(-1.0)
+    with pytest.raises(DTypeError, match=r"^zeros: shape must be an int or a tuple of ints"):
+        init.zeros(key, (2.0, 3))
+    with pytest.raises(DTypeError, match=r"^he_normal: parameters must be real floating"):
+        init.he_normal()(key, (2, 3), "int32")

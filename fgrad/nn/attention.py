@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 
 import fgrad.numpy as fnp
-from fgrad.errors import ConcretizationError, ShapeError
+from fgrad import _args, dtypes, random
+from fgrad.errors import ConcretizationError, DTypeError, ShapeError
 from fgrad.nn._activations import gelu, softmax
-from fgrad.nn.layers import Dropout, LayerNorm, Linear, _param, _split, dropout
+from fgrad.nn.layers import Dropout, LayerNorm, Linear, _field_dtype, _param, _split, dropout
 from fgrad.ops._rules import broadcasts_to
-from fgrad.tensor import Tensor
+from fgrad.tensor import Tensor, as_tensor, device_arg
 
 __all__ = [
     "MultiHeadAttention",
@@ -37,23 +38,33 @@ __all__ = [
 def causal_mask(seq_len: int, *, device: Any = None) -> Tensor:
     """The ``(seq_len, seq_len)`` bool mask letting position ``i`` attend to positions ``j <= i``.
 
+    Raises:
+        DTypeError: ``seq_len`` is not an int (``2.5`` is not truncated to 2).
+        ValueError: ``seq_len`` is negative, or an unknown device.
+
     Example:
         >>> causal_mask(3)
         Tensor([[ True, False, False],
                 [ True,  True, False],
                 [ True,  True,  True]], dtype=bool)
     """
-    idx = fnp.arange(int(seq_len), device=device)
+    seq_len = _args.size(seq_len, "causal_mask", "seq_len")
+    idx = fnp.arange(seq_len, device=device_arg(device, "causal_mask"))
     return fnp.greater_equal(fnp.reshape(idx, (-1, 1)), fnp.reshape(idx, (1, -1)))
 
 
 def padding_mask(valid: Any) -> Tensor:
     """A ``(batch, 1, 1, seq)`` attention mask from a ``(batch, seq)`` bool "is a real token" Tensor.
 
+    Raises:
+        DTypeError: ``valid`` is not numeric.
+        ShapeError: ``valid`` is not 2-D.
+
     Example:
         >>> padding_mask(fnp.array([[True, True, False]])).shape
         (1, 1, 1, 3)
     """
+    valid = as_tensor(valid, "padding_mask", "valid")
     shape = tuple(valid.shape)
     if len(shape) != 2:
         raise ShapeError(f"padding_mask: needs a (batch, seq) bool Tensor, got shape {shape}")
@@ -86,8 +97,13 @@ def dot_product_attention(
         ``(..., seq_q, d_v)`` Tensor.
 
     Raises:
-        ShapeError: the feature sizes of ``q`` and ``k`` or the lengths of ``k`` and ``v``
-            differ.
+        ShapeError: ``q``, ``k`` or ``v`` has fewer than 2 dimensions, the feature sizes of
+            ``q`` and ``k`` or the lengths of ``k`` and ``v`` differ, or ``mask`` does not
+            broadcast to the scores.
+        DTypeError: an input is not numeric, ``mask`` is not bool, ``dropout_rate`` not a
+            real number or ``train`` not a bool.
+        ValueError: ``dropout_rate`` outside ``[0, 1]``; in training with a rate, no key.
+        TypeError: ``key`` is not a key.
 
     Example:
         >>> q = fnp.array([[1.0, 0.0]]); k = fnp.array([[1.0, 0.0], [0.0, 1.0]])
@@ -98,6 +114,25 @@ def dot_product_attention(
     References:
         Vaswani et al., "Attention Is All You Need", NeurIPS 2017, arXiv:1706.03762, eq. 1.
     """
+    q, k, v = (as_tensor(t, "dot_product_attention", n) for t, n in ((q, "q"), (k, "k"), (v, "v")))
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.ndim < 2:
+            raise ShapeError(
+                f"dot_product_attention: {name} must be (..., seq, features) with at least 2 "
+                f"dimensions, got shape {tuple(t.shape)}; add a sequence axis with "
+                f"{name}[None] for a single position"
+            )
+    rate = _args.real(dropout_rate, "dot_product_attention", "dropout_rate")
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"dot_product_attention: dropout_rate must be in [0, 1], got {rate}")
+    train = _args.flag(train, "dot_product_attention", "train")
+    if key is not None:
+        random._key_data(key, "bernoulli", where="dot_product_attention")
+    elif train and rate > 0.0:
+        raise ValueError(
+            "dot_product_attention: needs a key for dropout in training; pass "
+            "key=fgrad.random.key(...)"
+        )
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ShapeError(
             f"dot_product_attention: q {tuple(q.shape)}, k {tuple(k.shape)} and v "
@@ -105,10 +140,21 @@ def dot_product_attention(
         )
     scores = fnp.matmul(q, fnp.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
     if mask is not None:
+        mask = as_tensor(mask, "dot_product_attention", "mask")
+        if not dtypes.is_bool(mask.dtype):
+            raise DTypeError(
+                f"dot_product_attention: mask must be a bool Tensor (True = attend), got "
+                f"dtype {mask.dtype}; compare first, e.g. mask != 0"
+            )
+        if not broadcasts_to(tuple(mask.shape), tuple(scores.shape)):
+            raise ShapeError(
+                f"dot_product_attention: mask of shape {tuple(mask.shape)} does not broadcast "
+                f"to the scores' shape {tuple(scores.shape)} (..., seq_q, seq_k)"
+            )
         scores = fnp.where(mask, scores, float(np.finfo(np.dtype(scores.dtype)).min))
     weights = softmax(scores, axis=-1)
-    if train and dropout_rate > 0.0:
-        weights = dropout(weights, dropout_rate, key=key)
+    if train and rate > 0.0:
+        weights = dropout(weights, rate, key=key)
     return fnp.matmul(weights, v)
 
 
@@ -119,7 +165,7 @@ def gelu_tanh(x: Any) -> Tensor:
         >>> gelu_tanh(fnp.array([1.0]))
         Tensor([0.84119199], dtype=float64)
     """
-    return gelu(x, approximate=True)
+    return gelu(as_tensor(x, "gelu_tanh", "x"), approximate=True)
 
 
 def _and(a: Any, b: Any) -> Any:
@@ -151,7 +197,10 @@ class MultiHeadAttention:
     seq, d_model)``.
 
     Raises:
-        ValueError: ``d_model`` is not divisible by ``n_heads``.
+        ValueError: ``d_model`` is not divisible by ``n_heads``; a size below 1, or
+            ``dropout_rate`` outside ``[0, 1]``.
+        DTypeError: a size is not an int, a flag not a bool, ``dropout_rate`` not a real
+            number, or ``param_dtype`` not a floating dtype.
         ShapeError: ``x`` is not ``(batch, seq, d_model)``.
 
     Example:
@@ -173,6 +222,12 @@ class MultiHeadAttention:
     param_dtype: Any = np.float32
 
     def __post_init__(self):
+        _args.size(self.d_model, "MultiHeadAttention", "d_model", minimum=1)
+        _args.size(self.n_heads, "MultiHeadAttention", "n_heads", minimum=1)
+        _args.flag(self.causal, "MultiHeadAttention", "causal")
+        _rate(self.dropout_rate, "MultiHeadAttention")
+        _args.flag(self.use_bias, "MultiHeadAttention", "use_bias")
+        _field_dtype(self.param_dtype, "MultiHeadAttention")
         if self.d_model % self.n_heads:
             raise ValueError(
                 f"MultiHeadAttention: d_model={self.d_model} is not divisible by n_heads={self.n_heads}"
@@ -213,6 +268,11 @@ class MultiHeadAttention:
         )
         out = fnp.reshape(fnp.permute_dims(out, (0, 2, 1, 3)), (batch, seq, d))
         return Linear(d, d, self.use_bias).apply(_param(params, "out", "MultiHeadAttention"), out)
+
+
+def _rate(rate: Any, layer: str) -> None:
+    if not 0.0 <= _args.real(rate, layer, "dropout_rate") <= 1.0:
+        raise ValueError(f"{layer}: dropout_rate must be in [0, 1], got {rate}")
 
 
 def _check_mask(shape: tuple, scores: tuple) -> None:
@@ -256,6 +316,13 @@ class TransformerBlock:
     ``apply(params, x, *, mask=None, key=None, train=False)`` maps ``(batch, seq,
     d_model)`` to the same shape.
 
+    Raises:
+        ValueError: ``d_model`` is not divisible by ``n_heads``; a size below 1, a
+            ``mlp_ratio`` that is not positive, a negative ``eps``, or ``dropout_rate``
+            outside ``[0, 1]``.
+        DTypeError: a size is not an int, a flag not a bool, a number not a real number,
+            ``activation`` not callable, or ``param_dtype`` not a floating dtype.
+
     Example:
         >>> block = TransformerBlock(16, 4, causal=True)
         >>> params = block.init(fgrad.random.key(0))
@@ -277,6 +344,26 @@ class TransformerBlock:
     activation: Any = gelu_tanh
     eps: float = 1e-5
     param_dtype: Any = np.float32
+
+    def __post_init__(self):
+        name = "TransformerBlock"
+        _args.size(self.d_model, name, "d_model", minimum=1)
+        _args.size(self.n_heads, name, "n_heads", minimum=1)
+        _args.real(self.mlp_ratio, name, "mlp_ratio", above=0.0)
+        _args.flag(self.causal, name, "causal")
+        _rate(self.dropout_rate, name)
+        _args.function(self.activation, name, "activation")
+        _args.real(self.eps, name, "eps", minimum=0.0)
+        _field_dtype(self.param_dtype, name)
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"{name}: d_model={self.d_model} is not divisible by n_heads={self.n_heads}"
+            )
+        if round(self.mlp_ratio * self.d_model) < 1:
+            raise ValueError(
+                f"{name}: the MLP's hidden width round(mlp_ratio * d_model) = "
+                f"{round(self.mlp_ratio * self.d_model)} must be >= 1"
+            )
 
     @property
     def _hidden(self) -> int:

@@ -324,3 +324,23 @@ def test_issue_12_initializers_check_their_arguments():
         init.zeros(key, (2.0, 3))
     with pytest.raises(DTypeError, match=r"^he_normal: parameters must be real floating"):
         init.he_normal()(key, (2, 3), "int32")
+
+
+def test_issue_12_losses_and_one_hot_name_themselves():
+    nn = fgrad.nn
+    x = fnp.ones((2, 3))
+    with pytest.raises(DTypeError, match="^mse: axis must be an int or a tuple of ints"):
+        nn.mse(x, x, axis=1.0)
+    with pytest.raises(ShapeError, match="^mse: input shapes do not broadcast"):
+        nn.mse(x, fnp.ones(4))
+    with pytest.raises(DTypeError, match="^mse: predictions must be numeric"):
+        nn.mse("abc", x)
+    with pytest.raises(DTypeError, match="^softmax_cross_entropy: axis must be an int"):
+        nn.softmax_cross_entropy(x, fnp.array([0, 1]), axis=1.5)
+    with pytest.raises(DTypeError, match="^binary_cross_entropy_with_logits: logits must be real"):
+        nn.binary_cross_entropy_with_logits(x + 1j, x)
+    with pytest.raises(DTypeError, match="^one_hot: dtype str .* is not numeric"):
+        nn.one_hot(fnp.array([0, 1]), 2, dtype=str)
+    with pytest.raises(DTypeError, match="^one_hot: num_classes must be an int, got 2.0"):
+        nn.one_hot(fnp.array([0, 1]), 2.0)
+    assert nn.mse(fnp.ones(3, dtype="float32"), 0.0).dtype == np.float32

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
 
+from fgrad import _args
 from fgrad import numpy as fnp
 from fgrad.core.trace import Tracer, concrete_value
 from fgrad.errors import ConcretizationError, DTypeError, ShapeError
-from fgrad.tensor import Tensor
+from fgrad.tensor import Tensor, as_tensor
 
 __all__ = ["one_hot"]
 
@@ -28,17 +28,7 @@ def _num_classes(num_classes: Any) -> int:
             ) from None
     if isinstance(num_classes, Tensor):
         num_classes = concrete_value(num_classes)
-    if isinstance(num_classes, (bool, np.bool_)):
-        raise TypeError(f"one_hot: num_classes must be an int, got {num_classes!r}")
-    try:
-        n = operator.index(num_classes)
-    except TypeError:
-        raise TypeError(
-            f"one_hot: num_classes must be an int, got {type(num_classes).__name__} {num_classes!r}"
-        ) from None
-    if n < 0:
-        raise ValueError(f"one_hot: num_classes must be >= 0, got {n}")
-    return n
+    return _args.size(num_classes, "one_hot", "num_classes")
 
 
 def one_hot(x: Any, num_classes: int, *, dtype: Any = np.float64, axis: int = -1) -> Any:
@@ -62,7 +52,9 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = np.float64, axis: int = -1
     Raises:
         DTypeError: ``x`` is not an integer array (floats and bools are refused: cast
             labels with ``x.astype(int)``).
-        TypeError: ``num_classes`` is not an int.
+        TypeError: ``num_classes`` or ``axis`` is not an int, or ``dtype`` is not a numeric
+            dtype (a ``DTypeError``).
+        ValueError: ``num_classes`` is negative.
         ConcretizationError: ``num_classes`` is traced abstractly.
         ShapeError: ``axis`` is out of range.
 
@@ -78,8 +70,9 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = np.float64, axis: int = -1
                 [1, 0]], dtype=int32)
     """
     n = _num_classes(num_classes)
+    dtype = _args.dtype(dtype, "one_hot", none_ok=False)
     if not isinstance(x, (Tensor, Tracer)):
-        x = fnp.asarray(x)
+        x = as_tensor(x, "one_hot", "x")
     kind = np.dtype(x.dtype).kind
     if kind not in "iu":
         raise DTypeError(
@@ -87,8 +80,7 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = np.float64, axis: int = -1
             "first (x.astype(int)) if the values are whole numbers"
         )
     ndim = len(x.shape)
-    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"one_hot: axis must be an int, got {axis!r}")
+    axis = _args.index(axis, "one_hot", "axis")
     if not -ndim - 1 <= axis <= ndim:
         raise ShapeError(
             f"one_hot: axis {axis} is out of range for labels of shape {tuple(x.shape)}: "
@@ -98,4 +90,4 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = np.float64, axis: int = -1
     shape = [1] * ndim
     shape.insert(axis, n)
     classes = fnp.reshape(fnp.arange(n, dtype=x.dtype, device=x.device), tuple(shape))
-    return fnp.astype(fnp.expand_dims(x, axis) == classes, np.dtype(dtype))
+    return fnp.astype(fnp.expand_dims(x, axis) == classes, dtype)

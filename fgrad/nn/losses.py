@@ -11,10 +11,12 @@ from typing import Any
 import numpy as np
 
 import fgrad.numpy as fnp
+from fgrad import _args, dtypes
 from fgrad.core.trace import concrete_value
 from fgrad.errors import ConcretizationError, DTypeError, ShapeError
 from fgrad.nn._activations import log_softmax, softplus
-from fgrad.tensor import Tensor
+from fgrad.ops._rules import broadcast_shapes, norm_axes
+from fgrad.tensor import Tensor, as_tensor
 
 __all__ = ["binary_cross_entropy_with_logits", "mse", "softmax_cross_entropy"]
 
@@ -57,7 +59,8 @@ def softmax_cross_entropy(
         ValueError: ``labels.shape`` is not ``logits.shape`` without ``axis`` (a
             ``ShapeError``), ``label_smoothing`` is outside ``[0, 1)``, or (when the labels
             are concrete) a label is outside ``[0, n_classes)``.
-        TypeError: ``labels`` is not an integer Tensor (a ``DTypeError``).
+        TypeError: ``labels`` is not an integer Tensor, ``logits`` not real numbers,
+            ``axis`` not an int or ``label_smoothing`` not a real number (``DTypeError``).
 
     Example:
         >>> logits = fnp.array([[2.0, 0.0, -1.0]])
@@ -68,11 +71,13 @@ def softmax_cross_entropy(
         Szegedy et al., "Rethinking the Inception Architecture for Computer Vision",
         2016, arXiv:1512.00567 (label smoothing, section 7).
     """
-    logits_shape, labels_shape = tuple(logits.shape), tuple(getattr(labels, "shape", ()))
+    logits = as_tensor(_real(logits, "softmax_cross_entropy", "logits", bool_ok=False))
+    labels = as_tensor(labels, "softmax_cross_entropy", "labels")
+    logits_shape, labels_shape = tuple(logits.shape), tuple(labels.shape)
     ndim = len(logits_shape)
     if ndim == 0:
         raise ShapeError("softmax_cross_entropy: logits must have a class axis, got a scalar")
-    ax = axis % ndim
+    ax = _args.axis(axis, "softmax_cross_entropy", ndim)
     want = logits_shape[:ax] + logits_shape[ax + 1 :]
     if labels_shape != want:
         raise ShapeError(
@@ -85,7 +90,7 @@ def softmax_cross_entropy(
             f"dtype {getattr(labels, 'dtype', type(labels).__name__)}; for probabilities use "
             "-fnp.sum(p * fgrad.nn.log_softmax(logits), axis)"
         )
-    s = float(label_smoothing)
+    s = _args.real(label_smoothing, "softmax_cross_entropy", "label_smoothing")
     if not 0.0 <= s < 1.0:
         raise ValueError(f"softmax_cross_entropy: label_smoothing must be in [0, 1), got {s}")
     n_classes = logits_shape[ax]
@@ -110,14 +115,35 @@ def mse(predictions: Any, targets: Any, *, axis: Any = None) -> Tensor:
         Tensor with ``axis`` reduced, dtype of the promoted inputs.
 
     Raises:
-        ShapeError: the shapes do not broadcast.
+        ShapeError: the shapes do not broadcast, or an axis is out of range.
+        DTypeError: an input is not real numbers, or ``axis`` is not an int or a tuple of
+            ints.
 
     Example:
         >>> mse(fnp.array([1.0, 2.0]), fnp.array([0.0, 4.0]))
         Tensor(2.5, dtype=float64)
     """
+    predictions = _real(predictions, "mse", "predictions")
+    targets = _real(targets, "mse", "targets")
+    shape = broadcast_shapes("mse", predictions, targets)
+    if axis is not None:
+        norm_axes("mse", axis, len(shape))
     diff = predictions - targets
     return fnp.mean(diff * diff, axis=axis)
+
+
+def _real(x: Any, fn: str, arg: str, *, bool_ok: bool = True) -> Any:
+    """``x`` as a Tensor of real numbers (losses are real); Python ints and floats stay
+    Python numbers, weakly typed (``mse(float32 x, 0.0)`` stays float32)."""
+    if type(x) in (int, float) and -(2**63) <= x < 2**63:
+        return x
+    x = as_tensor(x, fn, arg)
+    if dtypes.is_complex(x.dtype) or (not bool_ok and dtypes.is_bool(x.dtype)):
+        raise DTypeError(
+            f"{fn}: {arg} must be real numbers, got dtype {x.dtype}; losses of complex or "
+            "bool values are not defined (take fnp.real, or cast with astype, first)"
+        )
+    return x
 
 
 def binary_cross_entropy_with_logits(logits: Any, labels: Any) -> Tensor:
@@ -139,12 +165,17 @@ def binary_cross_entropy_with_logits(logits: Any, labels: Any) -> Tensor:
 
     Raises:
         ShapeError: the shapes do not broadcast.
+        DTypeError: an input is not real numbers.
 
     Example:
         >>> print(fnp.round(binary_cross_entropy_with_logits(fnp.array([0.0, 100.0]),
         ...                                                  fnp.array([1.0, 1.0])), 4))
         [0.6931 0.    ]
     """
+    logits = _real(logits, "binary_cross_entropy_with_logits", "logits", bool_ok=False)
+    labels = _real(labels, "binary_cross_entropy_with_logits", "labels")
+    broadcast_shapes("binary_cross_entropy_with_logits", logits, labels)
     if hasattr(labels, "dtype") and not np.issubdtype(np.dtype(labels.dtype), np.inexact):
-        labels = fnp.astype(labels, logits.dtype)  # 0/1 integer or bool targets: keep float32
+        # 0/1 integer or bool targets: keep the logits' float32
+        labels = fnp.astype(labels, getattr(logits, "dtype", np.float64))
     return labels * softplus(-logits) + (1 - labels) * softplus(logits)

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from fgrad import _args as _args
 from fgrad import numpy as fnp
 from fgrad import tree
 
@@ -42,6 +43,7 @@ from fgrad.ops import control as _control
 from fgrad.tensor import ShapeDtype as _ShapeDtype
 from fgrad.tensor import Tensor as _Tensor
 from fgrad.tensor import WeakShapeDtype as _WeakShapeDtype
+from fgrad.tensor import as_tensor as _as_named_tensor
 from fgrad.tensor import asarray as _asarray
 from fgrad.transforms import ad as _ad
 from fgrad.transforms import passes as _passes
@@ -81,7 +83,24 @@ def _aval(x: Any) -> _ShapeDtype:
     return x.aval if isinstance(x, _Tensor) else _ShapeDtype(tuple(np.shape(x)), np.result_type(x))
 
 
+def _leaves(name: str, what: str, x: Any) -> None:
+    """Refuse a pytree ``x`` with a leaf that is not an array or a number (a string, an
+    object), as JAX does, before any function of the user's runs on it."""
+    for leaf in tree.leaves(x):
+        if isinstance(leaf, _Tensor):
+            continue
+        if type(leaf) not in _NUMBERS or (type(leaf) is int and not -(2**63) <= leaf < 2**64):
+            _as_named_tensor(leaf, name, what)
+
+
+def _functions(name: str, **fns: Any) -> None:
+    for arg, fn in fns.items():
+        _args.function(fn, name, arg)
+
+
 def _scalar_operand(name: str, what: str, x: Any, kinds: str) -> _ShapeDtype:
+    if not isinstance(x, _Tensor) and type(x) not in _NUMBERS:
+        x = _as_named_tensor(x, name, what)
     aval = _aval(x)
     if aval.shape != ():
         raise _ShapeError(
@@ -267,7 +286,9 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
     Raises:
         ShapeError: ``pred`` is not a scalar, or (when traced) the branches' outputs
             differ in shape.
-        DTypeError: ``pred`` is complex, or the branches' outputs differ in dtype.
+        DTypeError: ``pred`` is complex or not a number (a string, None), a branch is not
+            a function, an operand leaf is not an array or a number, or the branches'
+            outputs differ in dtype.
         TypeError: the branches return different pytree structures.
 
     Example:
@@ -281,6 +302,8 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
         ``jax.lax.cond`` (https://docs.jax.dev/en/latest/_autosummary/jax.lax.cond.html).
     """
     aval = _scalar_operand("cond", "pred", pred, "biuf")
+    _functions("cond", true_fun=true_fun, false_fun=false_fun)
+    _leaves("cond", "operands", operands)
     known, value = _concrete(pred)
     if known:
         return true_fun(*operands) if bool(value) else false_fun(*operands)
@@ -307,7 +330,8 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     Raises:
         ValueError: ``branches`` is empty.
         ShapeError, DTypeError: ``index`` is not a scalar integer, or (when traced) the
-            branches' outputs differ in shape or dtype.
+            branches' outputs differ in shape or dtype; ``branches`` is not a sequence of
+            functions, or an operand leaf is not an array or a number (``DTypeError``).
         TypeError: the branches return different pytree structures.
 
     Example:
@@ -319,10 +343,20 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     References:
         ``jax.lax.switch`` (https://docs.jax.dev/en/latest/_autosummary/jax.lax.switch.html).
     """
+    if callable(branches) or isinstance(branches, (str, bytes)) or not hasattr(
+        branches, "__iter__"
+    ):
+        hint = "; wrap a single function in a list" if callable(branches) else ""
+        raise _DTypeError(
+            f"switch: branches must be a sequence of functions, got "
+            f"{_args.describe(branches)}{hint}"
+        )
     branches = tuple(branches)
     if not branches:
         raise ValueError("switch: branches must be a non-empty sequence of functions")
+    _functions("switch", **{f"branches[{k}]": br for k, br in enumerate(branches)})
     _scalar_operand("switch", "index", index, "iu")
+    _leaves("switch", "operands", operands)
     known, value = _concrete(index)
     if known:
         return branches[min(max(int(value), 0), len(branches) - 1)](*operands)
@@ -408,7 +442,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         TypeError: ``body_fun`` changes the carry's structure, or ``cond_fun`` returns
             more than one value.
         ShapeError, DTypeError: ``body_fun`` changes a carry leaf's shape or dtype, or
-            ``cond_fun`` does not return a scalar bool.
+            ``cond_fun`` does not return a scalar bool; a function argument is not
+            callable or an ``init_val`` leaf is not an array or a number (``DTypeError``).
         ValueError: reverse-mode differentiation of a recorded loop.
 
     Example:
@@ -423,6 +458,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         ``jax.lax.while_loop``
         (https://docs.jax.dev/en/latest/_autosummary/jax.lax.while_loop.html).
     """
+    _functions("while_loop", cond_fun=cond_fun, body_fun=body_fun)
+    _leaves("while_loop", "init_val", init_val)
     if not _staging():
         val = _settle_eager(init_val, lambda ts, t: body_fun(t))
         signature = _carry_signature(val)
@@ -504,7 +541,8 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
 
     Raises:
         ShapeError, DTypeError: a bound is not a scalar integer, or ``body_fun`` changes
-            the carry.
+            the carry; ``body_fun`` is not callable or an ``init_val`` leaf is not an array
+            or a number (``DTypeError``).
         TypeError: ``body_fun`` changes the carry's structure.
 
     Example:
@@ -524,6 +562,8 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
     """
     lo_aval = _scalar_operand("fori_loop", "lower", lower, "iu")
     hi_aval = _scalar_operand("fori_loop", "upper", upper, "iu")
+    _functions("fori_loop", body_fun=body_fun)
+    _leaves("fori_loop", "init_val", init_val)
     # Python ints are weak (as in JAX): the index takes a Tensor bound's dtype.
     strong = [a.dtype for b, a in ((lower, lo_aval), (upper, hi_aval)) if isinstance(b, _Tensor)]
     dtype = np.result_type(*strong) if strong else np.dtype(np.int64)
@@ -611,6 +651,8 @@ def scan(
         DTypeError: ``f`` changes a carry leaf's dtype.
         TypeError: ``f`` does not return a pair, or changes the carry's structure, or
             ``unroll`` is not a positive int or a bool.
+        DTypeError: ``f`` is not callable, a leaf of ``init`` or ``xs`` is not an array
+            or a number, ``length`` is not an int or ``reverse`` not a bool.
 
     Example:
         >>> def cumsum(xs):
@@ -625,8 +667,12 @@ def scan(
     """
     if not (type(unroll) is bool or (type(unroll) is int and unroll >= 1)):
         raise TypeError(f"scan: unroll must be a positive int or a bool, got {unroll!r}")
+    _functions("scan", f=f)
+    _leaves("scan", "init", init)
+    length = _args.size(length, "scan", "length", none_ok=True)
+    reverse = _args.flag(reverse, "scan", "reverse")
     x_leaves, x_tree = tree.flatten(xs)
-    x_leaves = [_as_tensor(x) for x in x_leaves]
+    x_leaves = [_as_named_tensor(x, "scan", "xs") for x in x_leaves]
     lengths = []
     for x in x_leaves:
         if not x.shape:
@@ -735,5 +781,14 @@ def _scan_eager(f, init, x_leaves, x_tree, length, reverse):
             for a in (traced.out_aval(k)[0] for k in range(len(traced.outvars)))
         ]
         return carry, tree.unflatten(trees["y"], empty)
-    stacked = [fnp.stack([y[j] for y in ys]) for j in range(len(ys[0]))]
+    stacked = []
+    for j in range(len(ys[0])):
+        shapes = sorted({tuple(np.shape(y[j])) for y in ys})
+        if len(shapes) > 1:
+            raise _ShapeError(
+                f"scan: f returned y leaf {j} with different shapes at different steps "
+                f"({shapes}); every step's y must have one shape (a Python-number carry "
+                "that becomes an array changes it: start from an array of the final shape)"
+            )
+        stacked.append(fnp.stack([y[j] for y in ys]))
     return carry, tree.unflatten(y_tree, stacked)

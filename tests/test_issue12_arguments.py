@@ -344,3 +344,27 @@ def test_issue_12_losses_and_one_hot_name_themselves():
     with pytest.raises(DTypeError, match="^one_hot: num_classes must be an int, got 2.0"):
         nn.one_hot(fnp.array([0, 1]), 2.0)
     assert nn.mse(fnp.ones(3, dtype="float32"), 0.0).dtype == np.float32
+
+
+# --------------------------------------------------------------------------- lax
+
+
+def test_issue_12_lax_refuses_string_predicates_and_non_functions():
+    lax = fgrad.lax
+    x = fnp.ones(2)
+    with pytest.raises(DTypeError, match="^cond: pred must be numeric.*'yes'"):
+        lax.cond("yes", lambda x: x, lambda x: -x, x)
+    with pytest.raises(DTypeError, match="^cond: pred"):
+        lax.cond(None, lambda x: x, lambda x: -x, x)
+    with pytest.raises(DTypeError, match="^cond: false_fun must be a function"):
+        lax.cond(True, lambda x: x, None, x)
+    with pytest.raises(DTypeError, match="^while_loop: cond_fun must be a function"):
+        lax.while_loop("c < 3", lambda c: c + 1, 0)
+    with pytest.raises(DTypeError, match="^fori_loop: lower must be numeric"):
+        lax.fori_loop("0", 3, lambda i, c: c, x)
+    with pytest.raises(DTypeError, match="^fori_loop: init_val must be numeric"):
+        lax.fori_loop(0, 3, lambda i, c: c, {"a": "abc"})
+    with pytest.raises(DTypeError, match="^switch: branches must be a sequence of functions"):
+        lax.switch(0, lambda x: x, x)
+    with pytest.raises(DTypeError, match="^scan: length must be an int"):
+        lax.scan(lambda c, _: (c, c), 0.0, None, length=2.5)

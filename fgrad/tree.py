@@ -12,6 +12,9 @@ import dataclasses
 from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
+from fgrad import _args
+from fgrad.errors import DTypeError
+
 __all__ = [
     "TreeDef",
     "flatten",
@@ -48,6 +51,7 @@ def register(
 
     Raises:
         ValueError: ``cls`` is already registered.
+        DTypeError: ``cls`` is not a class, or a function is not callable.
 
     Example:
         >>> class Pair:
@@ -57,6 +61,10 @@ def register(
         >>> leaves(Pair(1, (2, 3)))
         [1, 2, 3]
     """
+    if not isinstance(cls, type):
+        raise DTypeError(f"tree.register: cls must be a class, got {_args.describe(cls)}")
+    _args.function(flatten_fn, "tree.register", "flatten_fn")
+    _args.function(unflatten_fn, "tree.register", "unflatten_fn")
     if cls in _REGISTRY:
         raise ValueError(f"tree.register: {cls.__qualname__} is already a registered pytree node")
     _REGISTRY[cls] = _NodeType(
@@ -80,7 +88,10 @@ def register_dataclass(cls: type | None = None, *, meta_fields: tuple[str, ...] 
         meta_fields: names of static fields.
 
     Raises:
-        TypeError: ``cls`` is not a dataclass.
+        TypeError: ``cls`` is not a dataclass, or ``meta_fields`` is not a sequence of
+            field names.
+        ValueError: a name in ``meta_fields`` is not a field of ``cls``, or ``cls`` is
+            already registered.
 
     Example:
         >>> @register_dataclass
@@ -92,10 +103,29 @@ def register_dataclass(cls: type | None = None, *, meta_fields: tuple[str, ...] 
         [1.0, 2.0]
     """
 
+    if isinstance(meta_fields, str) or not isinstance(meta_fields, (tuple, list)) or not all(
+        isinstance(m, str) for m in meta_fields
+    ):
+        raise DTypeError(
+            "register_dataclass: meta_fields must be a tuple of field names, got "
+            f"{_args.describe(meta_fields)}"
+        )
+
     def wrap(klass: type) -> type:
-        if not dataclasses.is_dataclass(klass):
-            raise TypeError(f"register_dataclass: {klass.__qualname__} is not a dataclass")
+        if not isinstance(klass, type) or not dataclasses.is_dataclass(klass):
+            what = klass.__qualname__ if isinstance(klass, type) else _args.describe(klass)
+            raise TypeError(f"register_dataclass: {what} is not a dataclass")
+        if klass in _REGISTRY:
+            raise ValueError(
+                f"register_dataclass: {klass.__qualname__} is already a registered pytree node"
+            )
         names = [f.name for f in dataclasses.fields(klass)]
+        unknown = [m for m in meta_fields if m not in names]
+        if unknown:
+            raise ValueError(
+                f"register_dataclass: meta_fields {unknown} are not fields of "
+                f"{klass.__qualname__} (its fields: {names})"
+            )
         data = tuple(n for n in names if n not in meta_fields)
         meta = tuple(n for n in names if n in meta_fields)
 
@@ -203,6 +233,9 @@ def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[li
     Returns:
         ``(leaves, treedef)``: leaves in depth-first order, dict keys sorted.
 
+    Raises:
+        DTypeError: ``is_leaf`` is neither None nor callable.
+
     Example:
         >>> leaves_, treedef = flatten({"b": (1, 2), "a": [3]})
         >>> leaves_
@@ -210,6 +243,7 @@ def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[li
         >>> unflatten(treedef, [30, 10, 20])
         {'a': [30], 'b': (10, 20)}
     """
+    _args.function(is_leaf, "tree.flatten", "is_leaf", none_ok=True)
     out: list[Any] = []
     return out, _flatten(tree, is_leaf, out)
 
@@ -228,11 +262,17 @@ def unflatten(treedef: TreeDef, leaves: Any) -> Any:
 
     Raises:
         ValueError: the number of leaves differs from ``treedef.num_leaves``.
+        DTypeError: ``treedef`` is not a TreeDef, or ``leaves`` is not a sequence.
 
     Example:
         >>> unflatten(structure((0, [0, 0])), [1, 2, 3])
         (1, [2, 3])
     """
+    _treedef(treedef, "tree.unflatten")
+    if isinstance(leaves, (str, bytes, dict)) or not hasattr(leaves, "__iter__"):
+        raise DTypeError(
+            f"tree.unflatten: leaves must be a sequence of leaves, got {_args.describe(leaves)}"
+        )
     leaves = list(leaves)
     if len(leaves) != treedef.num_leaves:
         raise ValueError(
@@ -241,6 +281,15 @@ def unflatten(treedef: TreeDef, leaves: Any) -> Any:
         )
     it = iter(leaves)
     return _unflatten(treedef, it)
+
+
+def _treedef(treedef: Any, fn: str) -> None:
+    if not isinstance(treedef, TreeDef):
+        raise DTypeError(
+            f"{fn}: treedef must be a TreeDef, got {_args.describe(treedef)}; for a pytree "
+            "pass its structure: tree.structure(tree) (or the second result of "
+            "tree.flatten(tree))"
+        )
 
 
 def _unflatten(treedef: TreeDef, it) -> Any:
@@ -253,20 +302,28 @@ def _unflatten(treedef: TreeDef, it) -> Any:
 def leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
     """The leaves of ``tree`` in flatten order.
 
+    Raises:
+        DTypeError: ``is_leaf`` is neither None nor callable.
+
     Example:
         >>> leaves([1, (2, None), {"x": 3}])
         [1, 2, 3]
     """
+    _args.function(is_leaf, "tree.leaves", "is_leaf", none_ok=True)
     return flatten(tree, is_leaf)[0]
 
 
 def structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> TreeDef:
     """The treedef of ``tree``.
 
+    Raises:
+        DTypeError: ``is_leaf`` is neither None nor callable.
+
     Example:
         >>> structure((1, {"a": 2}))
         TreeDef(tuple(*, {'a': *}))
     """
+    _args.function(is_leaf, "tree.structure", "is_leaf", none_ok=True)
     return flatten(tree, is_leaf)[1]
 
 
@@ -281,11 +338,14 @@ def map(f: Callable, tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | Non
 
     Raises:
         ValueError: a tree in ``rest`` has a different structure.
+        DTypeError: ``f`` is not callable, or ``is_leaf`` neither None nor callable.
 
     Example:
         >>> map(lambda a, b: a + b, {"w": 1, "b": 2}, {"w": 10, "b": 20})
         {'b': 22, 'w': 11}
     """
+    _args.function(f, "tree.map", "f")
+    _args.function(is_leaf, "tree.map", "is_leaf", none_ok=True)
     leaves_, treedef = flatten(tree, is_leaf)
     others = []
     for r in rest:
@@ -309,10 +369,15 @@ def leaf_paths(treedef: TreeDef) -> list[tuple[str, ...]]:
     Returns:
         One tuple of key strings per leaf (empty for a tree that is a single leaf).
 
+    Raises:
+        DTypeError: ``treedef`` is not a TreeDef (a pytree itself: pass
+            ``tree.structure(tree)``).
+
     Example:
         >>> ["".join(p) for p in leaf_paths(structure(({"w": 1, "b": 2}, [3])))]
         ["[0]['b']", "[0]['w']", '[1][0]']
     """
+    _treedef(treedef, "tree.leaf_paths")
     out: list[tuple[str, ...]] = []
     _paths(treedef, (), out)
     return out

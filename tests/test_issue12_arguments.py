@@ -368,3 +368,30 @@ def test_issue_12_lax_refuses_string_predicates_and_non_functions():
         lax.switch(0, lambda x: x, x)
     with pytest.raises(DTypeError, match="^scan: length must be an int"):
         lax.scan(lambda c, _: (c, c), 0.0, None, length=2.5)
+
+
+# --------------------------------------------------------------------------- tree
+
+
+def test_issue_12_tree_functions_check_their_arguments():
+    from fgrad import tree
+
+    params = {"w": 1, "b": [2, 3]}
+    with pytest.raises(DTypeError, match=r"^tree.leaf_paths: treedef must be a TreeDef.*"
+                       r"tree.structure\(tree\)"):
+        tree.leaf_paths(params)
+    assert tree.leaf_paths(tree.structure(params)) == [("['b']", "[0]"), ("['b']", "[1]"),
+                                                       ("['w']",)]
+    with pytest.raises(DTypeError, match="^tree.unflatten: treedef must be a TreeDef"):
+        tree.unflatten(params, [1, 2, 3])
+    with pytest.raises(DTypeError, match="^tree.map: f must be a function"):
+        tree.map(params, params)
+    with pytest.raises(DTypeError, match="^tree.flatten: is_leaf must be a function"):
+        tree.flatten(params, is_leaf=True)
+    with pytest.raises(ValueError, match="^register_dataclass: meta_fields .* are not fields"):
+        import dataclasses
+
+        @tree.register_dataclass(meta_fields=("c",))
+        @dataclasses.dataclass
+        class P:
+            a: int

@@ -395,3 +395,35 @@ def test_issue_12_tree_functions_check_their_arguments():
         @dataclasses.dataclass
         class P:
             a: int
+
+
+# --------------------------------------------------------------------------- sorting
+
+
+def test_issue_12_percentile_of_nan_is_refused():
+    x = fnp.array([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"^percentile: percentiles must be in \[0, 100\], got nan"):
+        fnp.percentile(x, float("nan"))
+    with pytest.raises(ValueError, match=r"^percentile: percentiles must be in \[0, 100\]"):
+        fnp.percentile(x, 150)
+    with pytest.raises(ValueError, match=r"^quantile: quantiles must be in \[0, 1\]"):
+        fnp.quantile(x, fnp.array([0.5, float("nan")]))
+    assert float(fnp.percentile(x, 50)) == 2.0
+
+
+def test_issue_12_sorting_arguments_name_the_function():
+    x = fnp.array([3.0, 1.0, 2.0])
+    with pytest.raises(DTypeError, match="^sort: axis must be an int"):
+        fnp.sort(x, axis=0.0)
+    with pytest.raises(DTypeError, match="^argsort: complex values have no order"):
+        fnp.argsort(x + 1j)
+    with pytest.raises(DTypeError, match="^top_k: k must be a static int, got 2.0"):
+        fnp.top_k(x, 2.0)
+    with pytest.raises(ValueError, match="^searchsorted: side must be one of"):
+        fnp.searchsorted(x, 1.0, side="middle")
+    with pytest.raises(DTypeError, match="^nonzero: size must be an int"):
+        fnp.nonzero(x, size=1.5)
+    with pytest.raises(DTypeError, match="^unique: return_counts must be True or False"):
+        fnp.unique(x, return_counts="yes")
+    with pytest.raises(ValueError, match="^median: method|^quantile: method must be one of"):
+        fnp.quantile(x, 0.5, method="cubic")

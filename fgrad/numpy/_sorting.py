@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from fgrad import backend, dtypes
+from fgrad import _args, backend, dtypes
 from fgrad.core.trace import concrete_value
 from fgrad.errors import ConcretizationError, DTypeError, ShapeError
 from fgrad.numpy._indexing import take, take_along_axis
@@ -46,14 +46,25 @@ def _prepare(name: str, a: Any, axis: Any, kind: Any, order: Any) -> tuple:
     """``a`` as a Tensor and ``axis`` as a non-negative int (``None`` flattens ``a``)."""
     if order is not None:
         raise ValueError(f"{name}: order= (sorting structured arrays by field) is not supported")
-    if kind not in (None, "stable", "mergesort", "quicksort", "heapsort"):
-        raise ValueError(f"{name}: unknown kind {kind!r}")
-    a = _tensor(a)
+    _args.choice(kind, name, "kind", ("stable", "mergesort", "quicksort", "heapsort"), none_ok=True)
+    a = _real(a, name, "a")
     if axis is None:
         return ravel(a), 0
     if a.ndim == 0:
+        _args.index(axis, name, "axis")
         raise ShapeError(f"{name}: a 0-d Tensor has no axis {axis}; pass axis=None to flatten it")
-    return a, norm_axes(name, axis, a.ndim)[0]
+    return a, _args.axis(axis, name, a.ndim)
+
+
+def _real(a: Any, name: str, arg: str) -> Any:
+    """``a`` as a Tensor of real numbers: complex values have no order."""
+    a = _tensor(a, name, arg)
+    if dtypes.is_complex(a.dtype):
+        raise DTypeError(
+            f"{name}: complex values have no order, got dtype {a.dtype}; sort by fnp.real, "
+            "fnp.abs or a key of your choice"
+        )
+    return a
 
 
 # ------------------------------------------------------------------------ sort, argsort
@@ -89,6 +100,9 @@ def sort(
 
     Raises:
         ShapeError: ``axis`` is out of range.
+        DTypeError: ``a`` is not real numbers, ``axis`` is not an int, or a flag not a
+            bool.
+        ValueError: an unknown ``kind`` or an ``order``.
 
     Example:
         >>> fnp.sort(fnp.array([[3.0, 1.0], [0.0, 2.0]]), axis=0)
@@ -100,7 +114,8 @@ def sort(
         Tensor([0., 1., 0.], dtype=float64)
     """
     a, axis = _prepare("sort", a, axis, kind, order)
-    return _so.sort(a, axis=axis, descending=bool(descending))
+    _args.flag(stable, "sort", "stable")
+    return _so.sort(a, axis=axis, descending=_args.flag(descending, "sort", "descending"))
 
 
 def argsort(
@@ -131,6 +146,9 @@ def argsort(
 
     Raises:
         ShapeError: ``axis`` is out of range.
+        DTypeError: ``a`` is not real numbers, ``axis`` is not an int, or a flag not a
+            bool.
+        ValueError: an unknown ``kind`` or an ``order``.
 
     Example:
         >>> fnp.argsort(fnp.array([2.0, 1.0, 2.0, 0.0]))
@@ -139,7 +157,8 @@ def argsort(
         Tensor([0, 2, 1, 3], dtype=int64)
     """
     a, axis = _prepare("argsort", a, axis, kind, order)
-    return _so.argsort(a, axis=axis, descending=bool(descending))
+    _args.flag(stable, "argsort", "stable")
+    return _so.argsort(a, axis=axis, descending=_args.flag(descending, "argsort", "descending"))
 
 
 def top_k(x: Any, k: int) -> tuple:
@@ -159,6 +178,7 @@ def top_k(x: Any, k: int) -> tuple:
 
     Raises:
         ShapeError: ``x`` is 0-d or ``k`` is out of range.
+        DTypeError: ``x`` is not real numbers, or ``k`` is not an int.
 
     Example:
         >>> values, indices = fnp.top_k(fnp.array([1.0, 4.0, 2.0, 4.0]), 3)
@@ -167,12 +187,11 @@ def top_k(x: Any, k: int) -> tuple:
         >>> fgrad.grad(lambda x: fnp.sum(fnp.top_k(x, 2)[0]))(fnp.array([1.0, 3.0, 2.0]))
         Tensor([0., 1., 1.], dtype=float64)
     """
-    x = _tensor(x)
+    x = _real(x, "top_k", "x")
     if x.ndim == 0:
         raise ShapeError("top_k: needs a Tensor of at least one dimension, got a 0-d one")
     n = x.shape[-1]
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-        raise TypeError(f"top_k: k must be a static int, got {k!r}")
+    k = _args.index(k, "top_k", "k", what="a static int")
     if not 0 <= k <= n:
         raise ShapeError(f"top_k: k={k} is out of range for a last axis of size {n}")
     indices = _so.argsort(x, axis=x.ndim - 1, descending=True)[..., : int(k)]
@@ -193,20 +212,30 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
         int64 Tensor of ``v``'s shape, values in ``[0, len(a)]``. Carries no derivative.
 
     Raises:
-        ShapeError: ``a`` is not 1-D.
+        ShapeError: ``a`` is not 1-D, or ``sorter`` does not index it.
         ValueError: ``side`` is not ``"left"`` or ``"right"``.
+        DTypeError: ``a`` or ``v`` is not real numbers, or ``sorter`` not integers.
 
     Example:
         >>> fnp.searchsorted(fnp.array([1.0, 2.0, 3.0]), fnp.array([0.5, 2.0, 9.0]))
         Tensor([0, 1, 3], dtype=int64)
     """
-    if side not in ("left", "right"):
-        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
-    a = _tensor(a)
+    _args.choice(side, "searchsorted", "side", ("left", "right"))
+    a = _real(a, "searchsorted", "a")
+    if a.ndim != 1:
+        raise ShapeError(f"searchsorted: a must be 1-D, got shape {tuple(a.shape)}")
     if sorter is not None:
+        sorter = _tensor(sorter, "searchsorted", "sorter")
+        if not dtypes.is_integer(sorter.dtype) or tuple(sorter.shape) != tuple(a.shape):
+            raise DTypeError(
+                f"searchsorted: sorter must be integer indices of a's shape {tuple(a.shape)} "
+                f"(fnp.argsort(a)), got {sorter.aval}"
+            )
         a = take(a, sorter)
     if not isinstance(v, (Tensor, int, float)):
-        v = asarray(v)
+        v = _real(v, "searchsorted", "v")
+    elif isinstance(v, Tensor) and dtypes.is_complex(v.dtype):
+        v = _real(v, "searchsorted", "v")
     return _so.searchsorted(a, v, side=side)
 
 
@@ -256,7 +285,8 @@ def quantile(
 
     Raises:
         ShapeError: ``a`` is empty along ``axis``, or an axis is out of range.
-        ValueError: an unknown ``method``, or a concrete ``q`` outside ``[0, 1]``.
+        ValueError: an unknown ``method``, or a concrete ``q`` outside ``[0, 1]`` (or NaN).
+        DTypeError: ``a`` or ``q`` is not real numbers, or ``keepdims`` not a bool.
 
     Example:
         >>> a = fnp.array([[1.0, 2.0, 4.0], [3.0, 0.0, 5.0]])
@@ -265,26 +295,36 @@ def quantile(
         >>> fnp.quantile(a, fnp.array([0.0, 1.0]))
         Tensor([0., 5.], dtype=float64)
     """
-    if method not in _METHODS:
-        raise ValueError(f"quantile: method must be one of {_METHODS}, got {method!r}")
-    a = _tensor(a)
+    return _quantile(a, q, axis, method, keepdims, "quantile", 1)
+
+
+def _quantile(a: Any, q: Any, axis: Any, method: Any, keepdims: Any, name: str, scale: int):
+    """quantile (``scale`` 1), percentile (100) and median, their errors naming ``name``."""
+    _args.choice(method, name, "method", _METHODS)
+    keepdims = _args.flag(keepdims, name, "keepdims")
+    a = _tensor(a, name, "a")
     dtype = np.dtype(a.dtype)
     if dtypes.is_complex(dtype):
-        raise DTypeError(f"quantile: complex values have no order, got dtype {dtype}")
+        raise DTypeError(f"{name}: complex values have no order, got dtype {dtype}")
     if not dtypes.is_floating(dtype):
         a = _e.astype(a, dtype=dtypes.float64)
         dtype = dtypes.float64
-    flat, kept = _last_axis("quantile", a, axis)
+    flat, kept = _last_axis(name, a, axis)
     n = flat.shape[-1]
     if n == 0:
-        raise ShapeError(f"quantile: cannot take quantiles of an empty slice (shape {a.shape})")
-    q = q if isinstance(q, Tensor) else asarray(np.asarray(q, dtype=dtype))
+        raise ShapeError(f"{name}: cannot take quantiles of an empty slice (shape {a.shape})")
+    what = "percentiles" if scale == 100 else "quantiles"
+    if not isinstance(q, Tensor):
+        q = _tensor(q, name, "q")
+    if dtypes.is_complex(q.dtype) or dtypes.is_bool(q.dtype):
+        raise DTypeError(f"{name}: q must be real numbers, got dtype {q.dtype}")
     try:
         qdata = np.asarray(_wrap(concrete_value(q)))
-        if np.any((qdata < 0) | (qdata > 1)):
-            raise ValueError(f"quantile: quantiles must be in [0, 1], got {qdata}")
+        if np.any(~((qdata >= 0) & (qdata <= scale))):  # NaN too
+            raise ValueError(f"{name}: {what} must be in [0, {scale}], got {qdata}")
     except ConcretizationError:
         pass  # traced q: unchecked, as in jax.numpy
+    q = _e.astype(q, dtype=dtype) if scale == 1 else _e.divide(_e.astype(q, dtype=dtype), scale)
     s = _so.sort(flat, axis=flat.ndim - 1, descending=False)
     # Positions in float64 whatever a's dtype, so floor() is exact for long slices.
     pos = _e.multiply(_e.astype(q, dtype=dtypes.float64), n - 1)
@@ -345,16 +385,14 @@ def percentile(
 
     Raises:
         ShapeError: as :func:`quantile`.
-        ValueError: as :func:`quantile`.
+        ValueError: as :func:`quantile`; a concrete ``q`` outside ``[0, 100]`` or NaN.
+        DTypeError: as :func:`quantile`.
 
     Example:
         >>> fnp.percentile(fnp.array([1.0, 2.0, 3.0, 4.0]), 50)
         Tensor(2.5, dtype=float64)
     """
-    a = _tensor(a)
-    if not isinstance(q, Tensor):
-        q = np.asarray(q, dtype=np.dtype(a.dtype) if dtypes.is_floating(a.dtype) else np.float64)
-    return quantile(a, _e.divide(q, 100), axis, method=method, keepdims=keepdims)
+    return _quantile(a, q, axis, method, keepdims, "percentile", 100)
 
 
 def median(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
@@ -374,6 +412,8 @@ def median(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
 
     Raises:
         ShapeError: ``a`` is empty along ``axis``, or an axis is out of range.
+        DTypeError: ``a`` is not real numbers, ``axis`` not an int or a tuple of ints, or
+            ``keepdims`` not a bool.
 
     Example:
         >>> fnp.median(fnp.array([[3.0, 1.0, 2.0], [4.0, 0.0, 9.0]]), axis=1)
@@ -381,7 +421,7 @@ def median(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
         >>> fgrad.grad(fnp.median)(fnp.array([4.0, 1.0, 3.0, 2.0]))
         Tensor([0. , 0. , 0.5, 0.5], dtype=float64)
     """
-    return quantile(a, 0.5, axis, keepdims=keepdims)
+    return _quantile(a, 0.5, axis, "linear", keepdims, "median", 1)
 
 
 # ------------------------------------------------------------------------ data-dependent shapes
@@ -423,7 +463,10 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
 
     Raises:
         ConcretizationError: ``a`` is traced abstractly and ``size`` is None.
-        ShapeError: ``a`` is 0-d.
+        ShapeError: ``a`` is 0-d, or ``fill_value`` has the wrong length.
+        DTypeError: ``a`` is not numeric, ``size`` is not an int or ``fill_value`` not
+            ints.
+        ValueError: ``size`` is negative.
 
     Example:
         >>> fnp.nonzero(fnp.array([[0.0, 1.0], [2.0, 0.0]]))
@@ -431,25 +474,31 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
         >>> fnp.nonzero(fnp.array([0, 3, 0, 4]), size=3, fill_value=-1)
         (Tensor([ 1,  3, -1], dtype=int64),)
     """
-    ndim = len(getattr(a, "shape", np.shape(a)))
-    if ndim == 0:
+    return _nonzero("nonzero", a, size, fill_value)
+
+
+def _nonzero(name: str, a: Any, size: Any, fill_value: Any) -> tuple:
+    a = _tensor(a, name, "a")
+    size = _args.size(size, name, "size", none_ok=True)
+    if a.ndim == 0:
         raise ShapeError(
-            "nonzero: a 0-d Tensor has no axes to index (numpy 2 refuses it too); use "
+            f"{name}: a 0-d Tensor has no axes to index (numpy 2 refuses it too); use "
             "fnp.atleast_1d(a) first"
         )
     if size is None:
-        data = _concrete("nonzero", a, _SIZE_HINT)
+        data = _concrete(name, a, _SIZE_HINT)
         return tuple(_wrap(i) for i in backend.namespace_of(data).nonzero(data))
-    return _nonzero_sized(_tensor(a), int(size), fill_value)
+    return _nonzero_sized(a, size, fill_value, name)
 
 
-def _nonzero_sized(a: Any, size: int, fill_value: Any) -> tuple:
+def _nonzero_sized(a: Any, size: int, fill_value: Any, name: str = "nonzero") -> tuple:
     """``nonzero`` with a static ``size``, from ops only (traceable): a stable argsort of
     ``a == 0`` puts the nonzero positions first, in order."""
     shape = tuple(a.shape)
     fills = fill_value if isinstance(fill_value, tuple) else (fill_value,) * len(shape)
     if len(fills) != len(shape):
-        raise ShapeError(f"nonzero: fill_value {fill_value} needs one entry per axis of {shape}")
+        raise ShapeError(f"{name}: fill_value {fill_value} needs one entry per axis of {shape}")
+    fills = tuple(_args.index(f, name, "fill_value", none_ok=True) for f in fills)
     flat = ravel(_e.not_equal(a, 0))
     n = flat.shape[0]
     perm = _so.argsort(
@@ -474,11 +523,14 @@ def flatnonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> A
 
     Needs a concrete ``a`` unless a static ``size`` is given (see :func:`nonzero`).
 
+    Raises:
+        As :func:`nonzero` (a 0-d ``a`` is fine: it is flattened first).
+
     Example:
         >>> fnp.flatnonzero(fnp.array([[0, 5], [7, 0]]))
         Tensor([1, 2], dtype=int64)
     """
-    return nonzero(ravel(_tensor(a)), size=size, fill_value=fill_value)[0]
+    return _nonzero("flatnonzero", ravel(_tensor(a, "flatnonzero", "a")), size, fill_value)[0]
 
 
 def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
@@ -486,16 +538,19 @@ def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
 
     Needs a concrete ``a`` unless a static ``size`` is given (see :func:`nonzero`).
 
+    Raises:
+        As :func:`nonzero` (a 0-d ``a`` gives ``(N, 0)``).
+
     Example:
         >>> fnp.argwhere(fnp.array([[0.0, 1.0], [2.0, 0.0]]))
         Tensor([[0, 1],
                 [1, 0]], dtype=int64)
     """
-    a = _tensor(a)
+    a = _tensor(a, "argwhere", "a")
     if a.ndim == 0:
-        idx = nonzero(reshape(a, (1,)), size=size, fill_value=fill_value)
+        idx = _nonzero("argwhere", reshape(a, (1,)), size, fill_value)
         return reshape(idx[0], (-1, 1))[:, :0]
-    return stack(nonzero(a, size=size, fill_value=fill_value), axis=1)
+    return stack(_nonzero("argwhere", a, size, fill_value), axis=1)
 
 
 def unique(
@@ -535,7 +590,9 @@ def unique(
     Raises:
         ConcretizationError: ``ar`` is traced abstractly and ``size`` is None.
         ShapeError: ``axis`` is out of range.
-        ValueError: ``size`` is given together with ``axis``.
+        ValueError: ``size`` is given together with ``axis``, or is negative.
+        DTypeError: ``ar`` is not numeric, ``size`` or ``axis`` not an int, or a flag not
+            a bool.
 
     Example:
         >>> fnp.unique(fnp.array([3, 1, 3, 2, 1]))
@@ -546,14 +603,27 @@ def unique(
         >>> fnp.unique(fnp.array([2, 2, 5]), size=3, fill_value=0)
         Tensor([2, 5, 0], dtype=int64)
     """
-    ar = _tensor(ar)
+    ar = _tensor(ar, "unique", "ar")
+    flags = {
+        name: _args.flag(value, "unique", name)
+        for name, value in (
+            ("return_index", return_index),
+            ("return_inverse", return_inverse),
+            ("return_counts", return_counts),
+            ("equal_nan", equal_nan),
+        )
+    }
+    equal_nan = flags["equal_nan"]
+    size = _args.size(size, "unique", "size", none_ok=True)
+    if axis is not None:
+        _args.index(axis, "unique", "axis")
     if size is not None:
         if axis is not None:
             raise ValueError("unique: size= works with axis=None only")
-        out = _unique_sized(ar, int(size), fill_value, equal_nan)
+        out = _unique_sized(ar, size, fill_value, equal_nan)
     else:
         out = _unique_eager(ar, axis, equal_nan)
-    want = (True, return_index, return_inverse, return_counts)
+    want = (True, flags["return_index"], flags["return_inverse"], flags["return_counts"])
     picked = tuple(o for o, w in zip(out, want) if w)
     return picked[0] if len(picked) == 1 else picked
 
@@ -564,7 +634,7 @@ def _unique_eager(ar: Any, axis: Any, equal_nan: bool) -> tuple:
     if axis is not None:
         if ar.ndim == 0:
             raise ShapeError("unique: a 0-d Tensor has no axis; pass axis=None")
-        axis = norm_axes("unique", axis, ar.ndim)[0]
+        axis = _args.axis(axis, "unique", ar.ndim)
     _, index, inverse, counts = np.unique(
         host,
         return_index=True,
@@ -599,10 +669,12 @@ def _unique_sized(ar: Any, size: int, fill_value: Any, equal_nan: bool) -> tuple
             differs, _e.logical_not(_e.logical_and(_e.isnan(s[1:]), _e.isnan(s[:-1])))
         )
     first = concatenate([asarray(np.ones(1, bool), device=ar.device), differs])
-    starts = nonzero(first, size=size + 1, fill_value=n)[0]
+    starts = _nonzero_sized(first, size + 1, n, "unique")[0]
     count = _r.sum(_e.astype(first, dtype=dtypes.int64), axes=(0,), keepdims=False)
     valid = _e.less(asarray(np.arange(size), device=ar.device), count)
     pos = _e.minimum(starts[:size], n - 1)
+    if fill_value is not None and not isinstance(fill_value, Tensor):
+        fill_value = _tensor(fill_value, "unique", "fill_value")
     fill = _r.min(flat, axes=(0,), keepdims=False) if fill_value is None else fill_value
     values = _e.where(valid, take(s, pos), fill)
     index = _e.where(valid, take(perm, pos), 0)

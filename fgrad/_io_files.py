@@ -1,19 +1,22 @@
 """Atomic file writes for :mod:`fgrad.io`, and the removal of temporaries that crashes left.
 
-A checkpoint is written to a temporary file next to its target, fsynced and renamed over
-the target, so readers see the old file or the complete new one. The temporary's name
-says whose it is: ``.{target}.fgrad-{host}-{pid}-{random}.tmp``, where ``host`` is a short
-hash of the machine's name and ``pid`` the writing process. A process killed while
-writing (SIGKILL, out of memory, power loss) cannot remove its temporary, which may be as
-large as the checkpoint; the next write of the same target removes every such temporary
-of this machine whose process no longer exists. Nothing else is ever removed: not other
+A checkpoint is written (by the ``safetensors`` package) into a private directory next to
+its target, moved to a temporary file, fsynced and renamed over the target, so readers see
+the old file or the complete new one. The names say whose they are:
+``.{target}.fgrad-{host}-{pid}-{random}.tmp`` for the file and the same with ``.dir`` for
+the directory, where ``host`` is a short hash of the machine's name and ``pid`` the writing
+process. (The library writes through a temporary of its own, named by it alone, so that one
+is made inside fgrad's directory, where it is known whose it is.) A process killed while
+writing (SIGKILL, out of memory, power loss) cannot remove its temporaries, which may be as
+large as the checkpoint; the next write of the same target removes every such temporary of
+this machine whose process no longer exists. Nothing else is ever removed: not other
 targets' temporaries, not those of live processes, not those of other machines (a shared
 file system), and on systems without POSIX process checks (Windows) nothing at all.
 
 Example:
     >>> import os, tempfile
     >>> target = os.path.join(tempfile.mkdtemp(), "ckpt.safetensors")
-    >>> write_atomic(target, lambda f: f.write(b"data"))
+    >>> write_atomic(target, lambda tmp: open(tmp, "wb").write(b"data"))
     >>> open(target, "rb").read(), os.listdir(os.path.dirname(target))
     (b'data', ['ckpt.safetensors'])
 """
@@ -24,8 +27,8 @@ import hashlib
 import os
 import re
 import secrets
+import stat
 from collections.abc import Callable
-from typing import BinaryIO
 
 __all__ = ["write_atomic", "remove_stale_temporaries", "temporary_name"]
 
@@ -71,7 +74,8 @@ def _pid_alive(pid: int) -> bool:
 def remove_stale_temporaries(target: str) -> list[str]:
     """Remove the temporaries of writes of ``target`` whose writing process has died.
 
-    Only files named by :func:`temporary_name` for this exact target, made on this
+    Only files named by :func:`temporary_name` for this exact target, and directories named
+    as :func:`write_atomic` names them (with the plain files in them), made on this
     machine, by a process that no longer exists, are removed. Errors (a file already gone,
     no permission) leave the file where it is: cleaning up must never make a save fail.
 
@@ -95,7 +99,7 @@ def remove_stale_temporaries(target: str) -> list[str]:
         return []
     directory, base = os.path.split(os.path.abspath(target))
     pattern = re.compile(
-        re.escape(f".{base}.fgrad-{_host_tag()}-") + r"([1-9][0-9]{0,9})-[0-9a-f]{8}\.tmp"
+        re.escape(f".{base}.fgrad-{_host_tag()}-") + r"([1-9][0-9]{0,9})-[0-9a-f]{8}\.(tmp|dir)"
     )
     removed = []
     try:
@@ -107,24 +111,41 @@ def remove_stale_temporaries(target: str) -> list[str]:
         if m is None or _pid_alive(int(m.group(1))):
             continue
         try:
-            if not entry.is_file(follow_symlinks=False):
+            if m.group(2) == "dir":
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                _remove_directory(entry.path)
+            elif entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+            else:
                 continue
-            os.unlink(entry.path)
         except OSError:
             continue
         removed.append(entry.path)
     return removed
 
 
-def write_atomic(target: str, write: Callable[[BinaryIO], object]) -> None:
-    """Write a file through ``write(f)`` into a fsynced temporary renamed over ``target``.
+def _remove_directory(path: str) -> None:
+    """Remove a working directory and the plain files in it (OSError if more is there)."""
+    for entry in os.scandir(path):
+        if entry.is_file(follow_symlinks=False):
+            os.unlink(entry.path)
+    os.rmdir(path)
+
+
+def write_atomic(target: str, write: Callable[[str], object]) -> None:
+    """Write a file through ``write(tmp)`` into a fsynced temporary renamed over ``target``.
 
     Stale temporaries of ``target`` are removed first (:func:`remove_stale_temporaries`).
-    If ``write`` or the sync fails, the temporary is removed and ``target`` is untouched.
+    ``write`` is given a path in a fresh private directory next to ``target``; it may
+    write there directly or through temporaries of its own in that directory. The file is
+    then moved to fgrad's temporary (made first, so that it has the permissions of an
+    ordinary new file), fsynced and renamed over ``target``. If anything fails, the
+    temporaries are removed and ``target`` is untouched.
 
     Args:
         target: the file to write; replaced if it exists.
-        write: writes the contents to the binary file it is given (which is seekable).
+        write: writes the contents to the file named by the path it is given.
 
     Raises:
         OSError: the directory is missing or not writable, the disk is full, ...; for a
@@ -134,18 +155,19 @@ def write_atomic(target: str, write: Callable[[BinaryIO], object]) -> None:
     Example:
         >>> import tempfile
         >>> target = os.path.join(tempfile.mkdtemp(), "x.bin")
-        >>> write_atomic(target, lambda f: f.write(b"12"))
+        >>> write_atomic(target, lambda tmp: open(tmp, "wb").write(b"12"))
         >>> os.path.getsize(target)
         2
     """
     directory = os.path.dirname(os.path.abspath(target))
     remove_stale_temporaries(target)
     tmp = temporary_name(target)
+    work = tmp[: -len(".tmp")] + ".dir"
     # 0o666 and O_EXCL: the umask applies as for an ordinary file, and no existing file is
     # ever reused as the temporary.
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     try:
-        fd = os.open(tmp, flags, 0o666)
+        os.close(os.open(tmp, flags, 0o666))
     except OSError as e:  # name the path asked for, not the hidden temporary file
         if not os.path.isdir(directory):
             reason = f"its directory {directory!r} does not exist (create it first)"
@@ -153,10 +175,23 @@ def write_atomic(target: str, write: Callable[[BinaryIO], object]) -> None:
             reason = e.strerror or str(e)
         raise type(e)(e.errno, f"fgrad.io.save: cannot write {target!r}: {reason}") from None
     try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
+        os.mkdir(work, 0o700)
+        try:
+            data = os.path.join(work, "data")
+            write(data)
+            # Libraries create files 0o600; the checkpoint keeps the temporary's mode.
+            os.chmod(data, stat.S_IMODE(os.stat(tmp).st_mode))
+            os.replace(data, tmp)
+        finally:
+            try:
+                _remove_directory(work)
+            except FileNotFoundError:
+                pass
+        fd = os.open(tmp, os.O_RDWR | getattr(os, "O_BINARY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, target)
     except BaseException:
         try:

@@ -3,9 +3,10 @@
 The safetensors format is an 8-byte little-endian header length, a JSON header (each
 tensor's dtype, shape and byte range, plus a ``__metadata__`` object of string metadata)
 and the tensors' raw little-endian bytes, one after the other with neither gaps nor
-overlaps. It holds no code, so loading never runs anything (no pickle). fgrad names each
-tensor by its path in the pytree, as a JSON pointer (RFC 6901: ``/layers/0/w``), and
-stores in the metadata:
+overlaps. It holds no code, so loading never runs anything (no pickle). The bytes are read
+and written by the ``safetensors`` package (``pip install 'fgrad[io]'``), imported on
+first use. fgrad names each tensor by its path in the pytree, as a JSON pointer (RFC 6901:
+``/layers/0/w``), and stores in the metadata:
 
 * ``fgrad.tree``: the tree's structure as JSON, so :func:`load` rebuilds the same nesting
   of dicts, lists, tuples and ``None`` (at any depth: nothing recurses);
@@ -15,6 +16,11 @@ stores in the metadata:
   with renamed keys or a flattened tree. (Checksums find accidental damage, from disks,
   copies and downloads; they are not signatures: whoever can write the file can forge
   them.)
+
+Before the library parses a header, fgrad checks it with bounded cost (its length against
+the file, at most 100 MB, at most 262 144 tensors, JSON nesting, duplicate keys, each
+tensor's dtype, shape and byte range), so that a hostile header is refused in a fraction
+of a second and messages name the file and the tensor.
 
 The files stay plain safetensors files that other tools (the ``safetensors`` package,
 PyTorch, JAX) read; fgrad reads theirs, as flat dicts from tensor name to Tensor. Files are
@@ -73,8 +79,8 @@ _CODES = {
     "float64": "F64",
     "complex64": "C64",
 }
-# What each code is read into: BF16 as its 16 raw bits, widened to float32 after reading.
-_DTYPES = {code: np.dtype("uint16" if code == "BF16" else name) for name, code in _CODES.items()}
+_NAMES = {code: name for name, code in _CODES.items()}  # the dtype the library reads into
+_ITEMSIZE = {code: 2 if code == "BF16" else np.dtype(n).itemsize for n, code in _CODES.items()}
 
 # Limits on what a header may make load do, each far above any real checkpoint, so that
 # the memory and time spent on a file are bounded by its size.
@@ -86,7 +92,24 @@ _MAX_BYTES = 2**62  # elements x itemsize, zero dimensions left out: more than n
 # than twice the data section plus _SLACK bytes: overlapping ranges, or a file cut short.
 _SLACK = 65_536
 _EARLY = 1024
-_CHUNK = 16 * 2**20  # bytes read or written, and checksummed, at a time
+
+
+def _safetensors(fn: str) -> Any:
+    """The ``safetensors`` package, imported on first use; ImportError saying how to get it."""
+    try:
+        import safetensors
+        import safetensors.numpy
+    except ImportError as e:
+        raise ImportError(
+            f"fgrad.io.{fn} reads and writes files with the safetensors package, which is "
+            "not installed: pip install 'fgrad[io]' (or: pip install safetensors ml_dtypes)"
+        ) from e
+    return safetensors
+
+
+def _crc(arr: np.ndarray) -> int:
+    """CRC-32 of a C-contiguous array's bytes (no copy)."""
+    return zlib.crc32(arr.reshape(-1).view(np.uint8))
 
 
 # --------------------------------------------------------------------------- save
@@ -95,14 +118,15 @@ _CHUNK = 16 * 2**20  # bytes read or written, and checksummed, at a time
 def save(path: str | os.PathLike, params: Any) -> None:
     """Save a pytree of Tensors to a safetensors file, atomically, with checksums.
 
-    The data go to a temporary file in the same directory, which is flushed, fsynced and
-    then renamed over ``path`` (``os.replace``), so readers see the old file or the complete
-    new one. Temporaries left in that directory by earlier saves of ``path`` whose process
-    was killed are removed first (on POSIX systems, where a process can be looked up).
-    Tensors are written one at a time (a CUDA Tensor is copied to the host just before it
-    is written), so saving needs no second copy of the checkpoint in memory. The pytree's
-    structure and a CRC-32 of every tensor are stored in the file's metadata (see the
-    module's description).
+    The ``safetensors`` package writes the file into a private temporary directory next to
+    ``path``; it is moved to a temporary file, flushed, fsynced and then renamed over
+    ``path`` (``os.replace``), so readers see the old file or the complete new one.
+    Temporaries left in that directory by earlier saves of ``path`` whose process was
+    killed are removed first (on POSIX systems, where a process can be looked up). CPU
+    Tensors and C-contiguous numpy arrays are written from their own memory, without a
+    copy; CUDA Tensors are copied to the host first (all of them: the library writes from
+    host memory). The pytree's structure and a CRC-32 of every tensor are stored in the
+    file's metadata (see the module's description).
 
     Args:
         path: file to write (``str`` or path-like); replaced if it exists. The suffix
@@ -121,6 +145,7 @@ def save(path: str | os.PathLike, params: Any) -> None:
             262 144 leaves, or a header (names and tree) over 100 MB.
         OSError: the directory is missing or not writable, or the disk is full (no partial
             file is left, and an existing ``path`` is unchanged).
+        ImportError: the ``safetensors`` package is not installed.
 
     Example:
         >>> import os, tempfile
@@ -136,54 +161,33 @@ def save(path: str | os.PathLike, params: Any) -> None:
         codes[name] = _code_of(leaf, name)
 
     tree_text, leaves = _io_tree.encode(params, check_leaf)
-    # Widest items first, as the safetensors library orders them, so that every tensor
-    # starts at a multiple of its item size (the header is padded to 8 bytes).
-    layout = sorted(
-        ((name, codes[name], tuple(int(d) for d in leaf.shape), leaf) for name, leaf in leaves),
-        key=lambda t: (-_DTYPES[t[1]].itemsize, t[0]),
-    )
-    if len(layout) > _MAX_TENSORS:
+    if len(leaves) > _MAX_TENSORS:
         raise ValueError(
-            f"fgrad.io.save: the pytree for {path!r} has {len(layout)} leaves, more than the "
+            f"fgrad.io.save: the pytree for {path!r} has {len(leaves)} leaves, more than the "
             f"{_MAX_TENSORS} tensors that load accepts in one file; stack small leaves into "
             "larger arrays, or save the pytree in several files"
         )
-    spans, offset = [], 0
-    for name, code, shape, _ in layout:
-        nbytes = _DTYPES[code].itemsize * _product(shape)
-        spans.append((offset, offset + nbytes))
-        offset += nbytes
+    st = _safetensors("save")
+    arrays = {name: _host_array(leaf) for name, leaf in leaves}
+    crcs = {name: f"{_crc(arr):08x}" for name, arr in arrays.items()}
+    crc_text = json.dumps(crcs, ensure_ascii=False, separators=(",", ":"))
+    metadata = {_FORMAT_KEY: _FORMAT_VERSION, _TREE_KEY: tree_text, _CRC_KEY: crc_text}
+    described = ((name, codes[name], arr.shape) for name, arr in arrays.items())
+    metadata[_HEADER_CRC_KEY] = _header_digest(metadata, described)
 
-    def header(crcs: list[int]) -> bytes:
-        crc_text = json.dumps(
-            {name: f"{crc:08x}" for (name, *_), crc in zip(layout, crcs)},
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
-        metadata = {_FORMAT_KEY: _FORMAT_VERSION, _TREE_KEY: tree_text, _CRC_KEY: crc_text}
-        metadata[_HEADER_CRC_KEY] = _header_digest(metadata, ((n, c, s) for n, c, s, _ in layout))
-        entries: dict[str, Any] = {"__metadata__": metadata}
-        for (name, code, shape, _), span in zip(layout, spans):
-            entries[name] = {"dtype": code, "shape": list(shape), "data_offsets": list(span)}
-        raw = json.dumps(entries, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        raw += b" " * (-len(raw) % 8)  # pad with spaces, as the format allows: data 8-aligned
-        if len(raw) > _MAX_HEADER:
+    def write(tmp: str) -> None:
+        try:
+            st.numpy.save_file(arrays, tmp, metadata=metadata)
+        except st.SafetensorError as e:  # the library's I/O errors (disk full, ...)
+            raise OSError(f"fgrad.io.save: cannot write {path!r}: {e}") from None
+        with open(tmp, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+        if n > _MAX_HEADER:
             raise ValueError(
                 f"fgrad.io.save: the header of {path!r} (tensor names and the tree) would take "
-                f"{len(raw)} bytes, over the format's limit of {_MAX_HEADER}; save the "
-                "pytree in several files"
+                f"{n} bytes, over the format's limit of {_MAX_HEADER}; save the pytree in "
+                "several files"
             )
-        return len(raw).to_bytes(8, "little") + raw
-
-    placeholder = header([0] * len(layout))  # checksums have a fixed width: same length
-
-    def write(f: BinaryIO) -> None:
-        f.write(placeholder)
-        crcs = [_write_tensor(f, t[3], end - begin) for t, (begin, end) in zip(layout, spans)]
-        final = header(crcs)
-        assert len(final) == len(placeholder)
-        f.seek(0)
-        f.write(final)
 
     _io_files.write_atomic(path, write)
 
@@ -205,33 +209,15 @@ def _code_of(leaf: Any, name: str) -> str:
     return code
 
 
-def _write_tensor(f: BinaryIO, leaf: Any, nbytes: int) -> int:
-    """Write one leaf's bytes (little-endian, C order); return their CRC-32."""
-    if nbytes == 0:
-        return 0
-    arr = np.asarray(leaf)  # a CUDA Tensor is copied to the host here, one at a time
+def _host_array(leaf: Any) -> np.ndarray:
+    """A leaf as a little-endian, C-contiguous host array (a copy only where it must be)."""
+    arr = np.asarray(leaf)  # a CUDA Tensor is copied to the host here
     order = arr.dtype.byteorder
     if order == ">" or (order == "=" and sys.byteorder == "big"):
         arr = arr.astype(arr.dtype.newbyteorder("<"))
-    # The bytes are read in C order, so the array must be C-contiguous.
+    # The library writes data_ptr..data_ptr + nbytes, whatever the strides: C order needed.
     # (np.ascontiguousarray would turn 0-d arrays into 1-d ones.)
-    if not arr.flags.c_contiguous:
-        arr = arr.copy(order="C")
-    data = memoryview(arr.reshape(-1).view(np.uint8))
-    crc = 0
-    for start in range(0, nbytes, _CHUNK):
-        chunk = data[start : start + _CHUNK]
-        crc = zlib.crc32(chunk, crc)
-        f.write(chunk)
-    return crc
-
-
-def _product(shape: Any) -> int:
-    """The number of elements of ``shape``, as a Python int (no overflow)."""
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
 
 
 def _header_digest(metadata: dict[str, str], tensors: Any) -> str:
@@ -257,11 +243,12 @@ def load(path: str | os.PathLike, *, device: Any = None) -> Any:
     The whole header is checked before any tensor is read: its length against the file's
     size, its JSON, every tensor's dtype, shape and byte range (the ranges must tile the
     data section, with no gap and no overlap), fgrad's metadata and, in files fgrad wrote,
-    the header's checksum. Then the tensors are read one at a time into fresh arrays (peak
-    memory about one checkpoint), each checked against its checksum. Nothing is unpickled or
-    executed. A safetensors file written by another tool (no fgrad tree in its metadata)
-    loads as a flat ``dict`` from tensor name to Tensor, sorted by name; files of fgrad's
-    format 1 (which had no checksums) load unchecked.
+    the header's checksum. Then the ``safetensors`` package reads the tensors one at a time
+    (with ``pread``, so a file that shrinks meanwhile is an error, not a crash) into fresh
+    arrays (peak memory about one checkpoint), each checked against its checksum. Nothing is
+    unpickled or executed. A safetensors file written by another tool (no fgrad tree in its
+    metadata) loads as a flat ``dict`` from tensor name to Tensor, sorted by name; files of
+    fgrad's format 1 (which had no checksums) load unchecked.
 
     Args:
         path: the file to read (``str`` or path-like).
@@ -282,6 +269,8 @@ def load(path: str | os.PathLike, *, device: Any = None) -> Any:
             tensor), or an fgrad tree that does not match the tensors. The message names
             ``path`` and says what to do.
         OSError: the file cannot be read (for example ``FileNotFoundError``).
+        ImportError: the ``safetensors`` package is not installed, or the file holds
+            ``BF16`` tensors and ``ml_dtypes`` is not installed.
 
     Example:
         >>> import os, tempfile
@@ -292,17 +281,36 @@ def load(path: str | os.PathLike, *, device: Any = None) -> Any:
     """
     path = os.fspath(path)
     on_cpu = device is None or backend.get_device(device).platform == "cpu"
-    with open(path, "rb", buffering=0) as f:
+    with open(path, "rb") as f:  # fgrad's checks, before the library parses anything
         size = os.fstat(f.fileno()).st_size
         text, start = _read_header(path, f, size)  # start: where the data section begins
-        metadata, entries = _parse_header(path, text, size - start)
-        del text
-        fgrad_meta = _check_fgrad_metadata(path, metadata, entries)
+    metadata, entries = _parse_header(path, text, size - start)
+    del text
+    st = _safetensors("load")
+    if any(e[0] == "BF16" for e in entries.values()):
+        _need_ml_dtypes(path)
+    changed = f"{path}: the file changed while it was loaded; load it again"
+    try:
+        opened = st.safe_open(path, framework="np", backend="pread")
+    except st.SafetensorError as e:
+        raise ValueError(f"{path}: not a safetensors file the library accepts: {e}") from None
+    with opened as f:
+        if (f.metadata() or {}) != metadata or set(f.keys()) != entries.keys():
+            raise ValueError(changed)  # the library read another header than fgrad checked
+        fgrad_meta = _check_fgrad_metadata(path, f.metadata() or {}, entries)
         crcs = None if fgrad_meta is None else fgrad_meta[1]
         tensors = {}
-        for name, (code, shape, begin, end) in entries.items():  # in file order: sequential
-            crc = None if crcs is None else crcs[name]
-            arr = _read_tensor(path, f, name, code, shape, start + begin, end - begin, crc)
+        for name, (code, shape, _, _) in entries.items():  # in file order: sequential
+            try:
+                arr = f.get_tensor(name)
+            except (st.SafetensorError, ValueError, TypeError) as e:
+                raise ValueError(
+                    f"{path}: tensor {name!r} could not be read ({e}); the file was truncated "
+                    "or changed while it was loaded"
+                ) from None
+            if arr.dtype.name != _NAMES[code] or arr.shape != shape:
+                raise ValueError(changed)
+            arr = _checked(path, name, code, arr, None if crcs is None else crcs[name])
             # copy=False: the array is fresh and ours; a CUDA load copies it to the device
             # and drops it, so that only one host array exists at a time.
             tensors[name] = asarray(arr, device=device, copy=False if on_cpu else None)
@@ -329,21 +337,39 @@ def load(path: str | os.PathLike, *, device: Any = None) -> Any:
     return tree
 
 
+def _need_ml_dtypes(path: str) -> None:
+    """Import ml_dtypes, which gives numpy the bfloat16 dtype the library reads BF16 into."""
+    try:
+        import ml_dtypes  # noqa: F401
+    except ImportError as e:
+        raise ImportError(
+            f"{path} holds BF16 tensors, which need the ml_dtypes package to be read: "
+            "pip install 'fgrad[io]' (or: pip install ml_dtypes)"
+        ) from e
+
+
+def _checked(path: str, name: str, code: str, arr: np.ndarray, crc: int | None) -> np.ndarray:
+    """A tensor as read, checked against its CRC-32 when ``crc`` is given, as fgrad holds it."""
+    if crc is not None and arr.size:
+        actual = _crc(arr)
+        if actual != crc:
+            raise ValueError(
+                f"{path}: tensor {name!r} is corrupt: its {arr.nbytes} bytes do not match the "
+                f"checksum saved with it (crc32 {crc:08x}, the data give {actual:08x}); the "
+                "file was damaged after it was saved (disk, copy or download): restore it "
+                "from a good copy, or save it again"
+            )
+    if code == "BOOL":  # numpy needs 0 or 1 in a bool; other tools may have written 0xff
+        raw = arr.view(np.uint8)
+        np.not_equal(raw, 0, out=arr)
+    elif code == "BF16":  # fgrad Tensors have no bfloat16: widen exactly to float32
+        arr = arr.astype(np.float32)
+    return arr
+
+
 def _too_many() -> str:
     """The message for a header of more than ``_MAX_TENSORS`` tensors."""
     return f"more than {_MAX_TENSORS} tensors, far more than a checkpoint holds"
-
-
-def _read_exactly(f: BinaryIO, n: int) -> bytes:
-    """Up to ``n`` bytes; fewer only at the end of the file."""
-    parts, got = [], 0
-    while got < n:
-        part = f.read(n - got)
-        if not part:
-            break
-        parts.append(part)
-        got += len(part)
-    return b"".join(parts)
 
 
 def _read_header(path: str, f: BinaryIO, size: int) -> tuple[str, int]:
@@ -356,7 +382,7 @@ def _read_header(path: str, f: BinaryIO, size: int) -> tuple[str, int]:
         raise ValueError(
             f"{path}: not a safetensors file: {size} bytes, fewer than the 8-byte header length"
         )
-    first = _read_exactly(f, 8)
+    first = f.read(8)
     n = int.from_bytes(first, "little")
     if n > _MAX_HEADER:
         raise ValueError(
@@ -370,7 +396,7 @@ def _read_header(path: str, f: BinaryIO, size: int) -> tuple[str, int]:
         )
     if n < 2:
         raise ValueError(f"{path}: not a safetensors file: invalid header length {n}")
-    raw = _read_exactly(f, n)
+    raw = f.read(n)  # buffered: n bytes, fewer only at the end of the file
     if len(raw) < n:
         raise ValueError(f"{path}: truncated while it was read: the file shrank during load")
     # Inside JSON strings a quote is escaped, so the key, spelt plainly, occurs once per
@@ -456,11 +482,11 @@ def _check_entry(path: str, name: str, entry: Any, available: int) -> tuple:
             f"{path}: corrupt header: tensor {name!r} lacks dtype, shape or data_offsets"
         )
     code, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
-    if not isinstance(code, str) or code not in _DTYPES:
+    if not isinstance(code, str) or code not in _ITEMSIZE:
         hint = "fgrad Tensors have no such dtype; " if isinstance(code, str) else ""
         raise ValueError(
             f"{path}: tensor {name!r} has dtype {code!r}, which fgrad cannot load ({hint}"
-            f"supported: {', '.join(_DTYPES)}); convert it, e.g. to F32, when writing the file"
+            f"supported: {', '.join(_ITEMSIZE)}); convert it, e.g. to F32, when writing the file"
         )
     well_formed = _naturals(shape) and _naturals(offsets) and len(offsets) == 2
     if not well_formed or offsets[0] > offsets[1]:
@@ -470,7 +496,7 @@ def _check_entry(path: str, name: str, entry: Any, available: int) -> tuple:
             f"{path}: corrupt header: tensor {name!r} has {len(shape)} dimensions, more than "
             f"the {_MAX_NDIM} numpy supports"
         )
-    itemsize = _DTYPES[code].itemsize
+    itemsize = _ITEMSIZE[code]
     # Python ints, checked as they grow: a dimension of 2**70 is an error, not an overflow.
     virtual = itemsize
     for d in shape:
@@ -591,50 +617,3 @@ def _check_fgrad_metadata(
             f"{path}: corrupt header: {_CRC_KEY} holds a checksum that is not hexadecimal; "
             f"{restore}"
         ) from None
-
-
-def _read_tensor(
-    path: str,
-    f: BinaryIO,
-    name: str,
-    code: str,
-    shape: tuple,
-    offset: int,
-    nbytes: int,
-    crc: int | None,
-) -> np.ndarray:
-    """Read one tensor into a fresh array, checking its CRC-32 when ``crc`` is given."""
-    dtype = _DTYPES[code]
-    if sys.byteorder != "little":  # the format is little-endian
-        dtype = dtype.newbyteorder("<")
-    arr = np.empty(shape, dtype=dtype)
-    if nbytes:
-        data = memoryview(arr.reshape(-1).view(np.uint8))
-        f.seek(offset)
-        got, actual = 0, 0
-        while got < nbytes:
-            n = f.readinto(data[got : got + _CHUNK])
-            if not n:
-                raise ValueError(
-                    f"{path}: truncated while it was read: tensor {name!r} ends at byte "
-                    f"{offset + got}; the file shrank during load"
-                )
-            if crc is not None:
-                actual = zlib.crc32(data[got : got + n], actual)
-            got += n
-        if crc is not None and actual != crc:
-            raise ValueError(
-                f"{path}: tensor {name!r} is corrupt: its {nbytes} bytes do not match the "
-                f"checksum saved with it (crc32 {crc:08x}, the data give {actual:08x}); the "
-                "file was damaged after it was saved (disk, copy or download): restore it "
-                "from a good copy, or save it again"
-            )
-    if not dtype.isnative:
-        arr = arr.astype(dtype.newbyteorder("="))
-    if code == "BOOL":  # numpy needs 0 or 1 in a bool; other tools may have written 0xff
-        arr = arr.view(np.uint8) != 0
-    elif code == "BF16":  # bfloat16 is the top half of a float32: widen exactly
-        wide = arr.astype(np.uint32)
-        wide <<= 16
-        arr = wide.view(np.float32)
-    return arr

@@ -427,3 +427,33 @@ def test_issue_12_sorting_arguments_name_the_function():
         fnp.unique(x, return_counts="yes")
     with pytest.raises(ValueError, match="^median: method|^quantile: method must be one of"):
         fnp.quantile(x, 0.5, method="cubic")
+
+
+# --------------------------------------------------------------------------- extras
+
+
+def test_issue_12_diff_with_many_differences_does_not_loop():
+    x = fnp.array([1.0, 4.0, 9.0])
+    assert fnp.diff(x, n=10**12).shape == np.diff(np.array([1.0, 4.0, 9.0]), n=5).shape == (0,)
+    with pytest.raises(DTypeError, match="^diff: n must be an int, got 1.5"):
+        fnp.diff(x, n=1.5)
+    with pytest.raises(ValueError, match="^diff: n=18446744073709551616 is beyond"):
+        fnp.diff(x, n=2**64)
+
+
+def test_issue_12_extras_check_their_arguments():
+    m = fnp.ones((2, 2))
+    with pytest.raises(DTypeError, match="^tril: k must be an int, got 1.5"):
+        fnp.tril(m, 1.5)
+    with pytest.raises(DTypeError, match="^diag: k must be an int"):
+        fnp.diag(m, k=(1,))
+    with pytest.raises(DTypeError, match="^isclose: rtol must be a real number"):
+        fnp.isclose(m, m, rtol="1e-5")
+    with pytest.raises(ShapeError, match="^allclose: input shapes do not broadcast"):
+        fnp.allclose(m, fnp.ones(3))
+    with pytest.raises(ShapeError, match="^cross: incompatible vector lengths 0"):
+        fnp.cross(fnp.ones(0), fnp.ones(3))
+    with pytest.raises(ShapeError, match="^interp: left must be a scalar"):
+        fnp.interp(fnp.ones(2), fnp.array([0.0, 1.0]), fnp.array([0.0, 1.0]), left=fnp.ones(2))
+    with pytest.raises(ValueError, match="^meshgrid: indexing must be one of"):
+        fnp.meshgrid(fnp.ones(2), indexing="ji")

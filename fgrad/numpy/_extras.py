@@ -30,7 +30,7 @@ from fgrad.ops import elementwise as _e
 from fgrad.ops import linalg as _la
 from fgrad.ops import reduction as _r
 from fgrad.ops import sorting as _so
-from fgrad.ops._rules import norm_axes
+from fgrad.ops._rules import broadcast_shapes, norm_axes
 from fgrad.tensor import Tensor, _asarray, as_tensor, asarray, device_arg
 
 __all__ = [
@@ -49,9 +49,9 @@ __all__ = [
 ]
 
 
-def _floating(x: Any) -> Any:
+def _floating(x: Any, fn: str = "asarray", arg: str = "x") -> Any:
     """``x`` as a Tensor of a floating (or complex) dtype; ints and bools become float64."""
-    x = _tensor(x)
+    x = _tensor(x, fn, arg)
     return x if dtypes.is_inexact(x.dtype) else _e.astype(x, dtype=dtypes.float64)
 
 
@@ -137,6 +137,7 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = 
 
     Raises:
         ValueError: ``indexing`` is not ``"xy"`` or ``"ij"``.
+        DTypeError: an input is not numeric, or a flag is not a bool.
 
     Example:
         >>> xs, ys = fnp.meshgrid(fnp.array([1.0, 2.0, 3.0]), fnp.array([10.0, 20.0]))
@@ -147,9 +148,10 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = 
         Tensor([[10., 10., 10.],
                 [20., 20., 20.]], dtype=float64)
     """
-    if indexing not in ("xy", "ij"):
-        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
-    vecs = [reshape(_tensor(x), (-1,)) for x in xi]
+    _args.choice(indexing, "meshgrid", "indexing", ("xy", "ij"))
+    _args.flag(copy, "meshgrid", "copy")
+    sparse = _args.flag(sparse, "meshgrid", "sparse")
+    vecs = [reshape(_tensor(x, "meshgrid", "xi"), (-1,)) for x in xi]
     ndim = len(vecs)
     sizes = [v.shape[0] for v in vecs]
     if indexing == "xy" and ndim > 1:
@@ -182,6 +184,7 @@ def diag(v: Any, k: int = 0) -> Any:
 
     Raises:
         ShapeError: ``v`` is not 1-D or 2-D.
+        DTypeError: ``v`` is not numeric, or ``k`` is not an int.
 
     Example:
         >>> fnp.diag(fnp.array([1.0, 2.0]))
@@ -190,8 +193,8 @@ def diag(v: Any, k: int = 0) -> Any:
         >>> fnp.diag(fnp.array([[1.0, 2.0], [3.0, 4.0]]), k=1)
         Tensor([2.], dtype=float64)
     """
-    v = _tensor(v)
-    k = int(k)
+    v = _tensor(v, "diag", "v")
+    k = _args.index(k, "diag", "k")
     if v.ndim == 1:
         n = v.shape[0] + abs(k)
         return _la.diag_embed(v, offset=k, n=n, m=n)
@@ -201,7 +204,7 @@ def diag(v: Any, k: int = 0) -> Any:
 
 
 def _matrices(name: str, m: Any) -> Any:
-    m = _tensor(m)
+    m = _tensor(m, name, "m")
     if m.ndim == 0:
         raise ShapeError(f"{name}: input must be at least 1-D, got a 0-d Tensor")
     if m.ndim == 1:  # numpy treats a vector as the rows of a square matrix
@@ -215,12 +218,16 @@ def tril(m: Any, k: int = 0) -> Any:
     Acts on the last two axes (a 1-D ``m`` is read as the rows of a square matrix, as in
     numpy); the derivative passes through on the kept entries.
 
+    Raises:
+        ShapeError: ``m`` is 0-d.
+        DTypeError: ``m`` is not numeric, or ``k`` is not an int.
+
     Example:
         >>> fnp.tril(fnp.array([[1.0, 2.0], [3.0, 4.0]]))
         Tensor([[1., 0.],
                 [3., 4.]], dtype=float64)
     """
-    return _la.tril(_matrices("tril", m), k=int(k))
+    return _la.tril(_matrices("tril", m), k=_args.index(k, "tril", "k"))
 
 
 def triu(m: Any, k: int = 0) -> Any:
@@ -229,13 +236,17 @@ def triu(m: Any, k: int = 0) -> Any:
     The transpose of :func:`tril` of the transpose, so infinities below the diagonal do
     not leak in as NaN (as ``m - tril(m)`` would).
 
+    Raises:
+        ShapeError: ``m`` is 0-d.
+        DTypeError: ``m`` is not numeric, or ``k`` is not an int.
+
     Example:
         >>> fnp.triu(fnp.array([[1.0, 2.0], [3.0, 4.0]]), k=1)
         Tensor([[0., 2.],
                 [0., 0.]], dtype=float64)
     """
     m = _matrices("triu", m)
-    return matrix_transpose(_la.tril(matrix_transpose(m), k=-int(k)))
+    return matrix_transpose(_la.tril(matrix_transpose(m), k=-_args.index(k, "triu", "k")))
 
 
 # ------------------------------------------------------------------------ comparisons
@@ -260,12 +271,25 @@ def isclose(
 
     Raises:
         ShapeError: the shapes do not broadcast.
+        DTypeError: an input is not numeric, a tolerance not a real number, or
+            ``equal_nan`` not a bool.
 
     Example:
         >>> fnp.isclose(fnp.array([1.0, 1.1, fnp.inf]), fnp.array([1.0 + 1e-9, 1.0, fnp.inf]))
         Tensor([ True, False,  True], dtype=bool)
     """
-    a, b = _tensor(a), _tensor(b)
+    return _isclose(a, b, rtol, atol, equal_nan, "isclose")
+
+
+def _isclose(a: Any, b: Any, rtol: Any, atol: Any, equal_nan: Any, name: str) -> Any:
+    a, b = _tensor(a, name, "a"), _tensor(b, name, "b")
+    broadcast_shapes(name, a, b)
+    for arg, tol in (("rtol", rtol), ("atol", atol)):
+        if isinstance(tol, Tensor):
+            broadcast_shapes(name, a, b, tol)
+        else:
+            _args.real(tol, name, arg)
+    equal_nan = _args.flag(equal_nan, name, "equal_nan")
     if not dtypes.is_inexact(dtypes.result_type(a, b)):
         a, b = _floating(a), _floating(b)
     finite = _e.logical_and(_e.isfinite(a), _e.isfinite(b))
@@ -287,11 +311,14 @@ def allclose(
     Returns a 0-d bool Tensor (as JAX; numpy returns a Python bool), so it can be traced;
     ``bool(...)`` or ``if`` on it works on concrete values.
 
+    Raises:
+        As :func:`isclose`.
+
     Example:
         >>> bool(fnp.allclose(fnp.array([1.0, 2.0]), fnp.array([1.0, 2.0 + 1e-7])))
         True
     """
-    close = isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    close = _isclose(a, b, rtol, atol, equal_nan, "allclose")
     return _r.all(close, axes=tuple(range(close.ndim)), keepdims=False)
 
 
@@ -316,8 +343,10 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
         Tensor with ``axis`` shorter by ``n``; bool inputs give ``a[1:] != a[:-1]``.
 
     Raises:
-        ShapeError: ``a`` is 0-d or ``axis`` is out of range.
+        ShapeError: ``a`` is 0-d, ``axis`` is out of range, or ``prepend``/``append`` do
+            not fit ``a`` off ``axis``.
         ValueError: ``n`` is negative.
+        DTypeError: ``a`` is not numeric, or ``n`` or ``axis`` is not an int.
 
     Example:
         >>> fnp.diff(fnp.array([1.0, 4.0, 9.0, 16.0]))
@@ -325,25 +354,34 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
         >>> fnp.diff(fnp.array([1.0, 4.0, 9.0, 16.0]), n=2, prepend=0.0)
         Tensor([2., 2., 2.], dtype=float64)
     """
+    n = _args.index(n, "diff", "n", bool_ok=True)
     if n < 0:
         raise ValueError(f"diff: order n must be non-negative, got {n}")
-    a = _tensor(a)
+    a = _tensor(a, "diff", "a")
     if n == 0:
         return a  # numpy returns the input itself, without prepend or append
     if a.ndim == 0:
         raise ShapeError("diff: needs an input of at least one dimension")
-    axis = norm_axes("diff", axis, a.ndim)[0]
+    axis = _args.axis(axis, "diff", a.ndim)
     if prepend is not None or append is not None:
         parts = []
-        for extra in (prepend, None, append):
+        for name, extra in (("prepend", prepend), ("", None), ("append", append)):
             if extra is None:
                 continue
-            extra = _tensor(extra)
+            extra = _tensor(extra, "diff", name)
             if extra.ndim == 0:
                 extra = broadcast_to(extra, a.shape[:axis] + (1,) + a.shape[axis + 1 :])
+            if extra.ndim != a.ndim or any(
+                e != d for i, (e, d) in enumerate(zip(extra.shape, a.shape)) if i != axis
+            ):
+                raise ShapeError(
+                    f"diff: {name} of shape {tuple(extra.shape)} must be a scalar or match "
+                    f"a's shape {tuple(a.shape)} off axis {axis}"
+                )
             parts.append(extra)
         parts.insert(1 if prepend is not None else 0, a)
         a = concatenate(parts, axis=axis)
+    n = min(n, a.shape[axis])  # numpy: more differences than elements leave an empty axis
     lo = _index_along(axis, a.ndim, slice(None, -1))
     hi = _index_along(axis, a.ndim, slice(1, None))
     for _ in range(int(n)):
@@ -376,22 +414,25 @@ def cross(
 
     Raises:
         ShapeError: a vector axis does not have length 2 or 3, or the rest do not broadcast.
+        DTypeError: an input is not numeric, or an axis is not an int.
 
     Example:
         >>> fnp.cross(fnp.array([1.0, 0.0, 0.0]), fnp.array([0.0, 1.0, 0.0]))
         Tensor([0., 0., 1.], dtype=float64)
     """
     if axis is not None:
-        axisa = axisb = axisc = axis
-    a, b = _tensor(a), _tensor(b)
+        axisa = axisb = axisc = _args.index(axis, "cross", "axis")
+    a, b = _tensor(a, "cross", "a"), _tensor(b, "cross", "b")
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError("cross: inputs must have a vector axis of length 2 or 3, got a 0-d one")
-    a = moveaxis(a, norm_axes("cross", axisa, a.ndim)[0], -1)
-    b = moveaxis(b, norm_axes("cross", axisb, b.ndim)[0], -1)
+    a = moveaxis(a, _args.axis(axisa, "cross", a.ndim, "axisa"), -1)
+    b = moveaxis(b, _args.axis(axisb, "cross", b.ndim, "axisb"), -1)
+    _args.index(axisc, "cross", "axisc")
     if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
         raise ShapeError(
             f"cross: incompatible vector lengths {a.shape[-1]} and {b.shape[-1]} (must be 2 or 3)"
         )
+    broadcast_shapes("cross", a[..., 0], b[..., 0])
     a0, a1 = a[..., 0], a[..., 1]
     b0, b1 = b[..., 0], b[..., 1]
     z = _e.subtract(_e.multiply(a0, b1), _e.multiply(a1, b0))
@@ -407,7 +448,7 @@ def cross(
         x = _e.subtract(_e.multiply(a1, b2), _e.multiply(a2, b1))
         y = _e.subtract(_e.multiply(a2, b0), _e.multiply(a0, b2))
     out = stack(broadcast_arrays(x, y, z), axis=-1)
-    return moveaxis(out, -1, norm_axes("cross", axisc, out.ndim)[0])
+    return moveaxis(out, -1, _args.axis(axisc, "cross", out.ndim, "axisc"))
 
 
 def interp(
@@ -432,7 +473,11 @@ def interp(
         Tensor of ``x``'s shape; floating dtype of ``x`` and ``fp`` (ints give float64).
 
     Raises:
-        ShapeError: ``xp`` and ``fp`` are not 1-D of one non-zero length.
+        ShapeError: ``xp`` and ``fp`` are not 1-D of one non-zero length, or ``left``,
+            ``right`` or ``period`` is not a scalar.
+        DTypeError: an input is not numeric, ``x`` or ``xp`` is complex, or ``period`` is
+            not a real number.
+        ValueError: ``period`` is 0.
 
     Example:
         >>> fnp.interp(fnp.array([0.5, 1.5, 3.0]), fnp.array([0.0, 1.0, 2.0]), fnp.array([0.0, 10.0, 0.0]))
@@ -440,7 +485,26 @@ def interp(
         >>> fgrad.grad(lambda x: fnp.interp(x, fnp.array([0.0, 2.0]), fnp.array([1.0, 5.0])))(0.5)
         Tensor(2., dtype=float64)
     """
-    x, xp, fp = _floating(x), _floating(xp), _floating(fp)
+    x = _floating(x, "interp", "x")
+    xp, fp = _floating(xp, "interp", "xp"), _floating(fp, "interp", "fp")
+    for name, t in (("x", x), ("xp", xp)):
+        if dtypes.is_complex(t.dtype):
+            raise DTypeError(f"interp: {name} must be real (complex values have no order)")
+    for name, value in (("left", left), ("right", right)):
+        if value is not None:
+            value = _tensor(value, "interp", name)
+            if value.ndim:
+                raise ShapeError(
+                    f"interp: {name} must be a scalar (as numpy's), got shape {value.shape}"
+                )
+            if dtypes.is_complex(value.dtype) and not dtypes.is_complex(fp.dtype):
+                raise DTypeError(f"interp: {name} is complex but fp is real ({fp.dtype})")
+    if period is not None:
+        if isinstance(period, Tensor):
+            if period.ndim:
+                raise ShapeError(f"interp: period must be a scalar, got shape {period.shape}")
+        else:
+            _args.real(period, "interp", "period")
     if xp.ndim != 1 or fp.ndim != 1 or xp.shape != fp.shape or xp.shape[0] == 0:
         raise ShapeError(
             f"interp: xp and fp must be 1-D of one non-zero length, got {tuple(xp.shape)} and "

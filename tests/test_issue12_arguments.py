@@ -457,3 +457,22 @@ def test_issue_12_extras_check_their_arguments():
         fnp.interp(fnp.ones(2), fnp.array([0.0, 1.0]), fnp.array([0.0, 1.0]), left=fnp.ones(2))
     with pytest.raises(ValueError, match="^meshgrid: indexing must be one of"):
         fnp.meshgrid(fnp.ones(2), indexing="ji")
+
+
+# --------------------------------------------------------------------------- indexing
+
+
+def test_issue_12_take_and_dynamic_slices_check_their_arguments():
+    x = fnp.arange(6.0).reshape(2, 3)
+    with pytest.raises(DTypeError, match="^take: indices must be integers, got 1.5"):
+        fnp.take(x, 1.5)
+    with pytest.raises(IndexError, match="^take: index 5 is out of bounds"):
+        fnp.take(x, 5, axis=1)
+    with pytest.raises(DTypeError, match="^take_along_axis: indices must be integers"):
+        fnp.take_along_axis(x, fnp.ones((2, 1)), axis=1)
+    with pytest.raises(DTypeError, match="^dynamic_slice: slice_sizes must be an int or a tuple"):
+        fnp.dynamic_slice(x, (0, 0), (1.0, 2))
+    with pytest.raises(DTypeError, match="^dynamic_slice: start_indices must be a sequence"):
+        fnp.dynamic_slice(x, 0, (1, 2))
+    with pytest.raises(DTypeError, match="^dynamic_update_slice: start_indices must be integer"):
+        fnp.dynamic_update_slice(x, fnp.ones((1, 1)), (0.5, 0))

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from fgrad import backend
+from fgrad import _args, backend, dtypes
 from fgrad.core.trace import concrete_value
-from fgrad.errors import ConcretizationError, ShapeError
+from fgrad.errors import ConcretizationError, DTypeError, ShapeError
 from fgrad.ops import indexing as _ix
 from fgrad.ops.elementwise import add, divide, full_like, multiply, power, subtract
 from fgrad.ops.shape import reshape as _reshape
@@ -568,13 +568,14 @@ def _at(x: Any) -> _IndexUpdateHelper:
 
 
 def _norm_axis(axis: int, ndim: int, where: str) -> int:
+    axis = _args.index(axis, where, "axis")
     if not -ndim <= axis < ndim:
         raise ShapeError(f"{where}: axis {axis} is out of range for a Tensor of {ndim} dimensions")
     return axis % ndim
 
 
-def _as_tensor(x: Any) -> Any:
-    return as_tensor(x)
+def _as_tensor(x: Any, fn: str = "asarray", arg: str = "x") -> Any:
+    return as_tensor(x, fn, arg)
 
 
 def take(x: Any, indices: Any, axis: int | None = None, mode: str | None = None) -> Any:
@@ -595,34 +596,56 @@ def take(x: Any, indices: Any, axis: int | None = None, mode: str | None = None)
     Raises:
         IndexError: an index is out of range (mode ``"raise"``).
         ShapeError: ``axis`` is out of range.
+        DTypeError: ``x`` is not numeric, ``indices`` not integers (as numpy's ``take``,
+            which refuses to cast floats), or ``axis`` not an int.
+        ValueError: an unknown ``mode``.
 
     Example:
         >>> fnp.take(fnp.array([[1.0, 2.0], [3.0, 4.0]]), fnp.array([1, 1]), axis=1)
         Tensor([[2., 2.],
                 [4., 4.]], dtype=float64)
     """
-    x = _as_tensor(x)
+    x = _as_tensor(x, "take")
     if axis is None:
         x = _reshape(x, shape=(x.size,))
         axis = 0
     axis = _norm_axis(axis, x.ndim, "take")
-    if mode not in (None, "raise", "wrap", "clip"):
-        raise ValueError(f"take: mode must be None, 'raise', 'wrap' or 'clip', got {mode!r}")
+    _args.choice(mode, "take", "mode", ("raise", "wrap", "clip"), none_ok=True)
+    indices = _index_array_arg(indices, "take")
     if mode in ("wrap", "clip"):
         n = x.shape[axis]
         data = np.asarray(indices)
         indices = data % n if mode == "wrap" else np.clip(data, 0, n - 1)
-    return _getitem(x, (slice(None),) * axis + (_index_array_arg(indices),))
+    return _named_getitem(x, (slice(None),) * axis + (indices,), "take")
 
 
-def _index_array_arg(indices: Any) -> Any:
+def _named_getitem(x: Any, index: tuple, where: str) -> Any:
+    """``x[index]``, its IndexError (an index out of range, as numpy's) naming ``where``."""
+    try:
+        return _getitem(x, index)
+    except IndexError as err:
+        message = str(err)
+        if message.startswith("x[idx]"):
+            message = message.split(": ", 1)[-1]
+        raise IndexError(f"{where}: {message}") from None
+
+
+def _index_array_arg(indices: Any, where: str = "take") -> Any:
     if isinstance(indices, (Tensor, np.ndarray)) or hasattr(indices, "dtype"):
         if np.dtype(indices.dtype).kind not in "iu":
-            raise IndexError(f"take: indices must be integers, got dtype {indices.dtype}")
+            raise DTypeError(
+                f"{where}: indices must be integers, got dtype {indices.dtype}; cast them "
+                "(indices.astype(int)) if the values are whole numbers"
+            )
         return indices
-    data = np.asarray(indices)
+    if isinstance(indices, (bool, np.bool_)):
+        raise DTypeError(f"{where}: indices must be integers, got {indices!r}")
+    try:
+        data = np.asarray(indices)
+    except (TypeError, ValueError):
+        data = np.asarray(None)
     if data.dtype.kind not in "iu":
-        raise IndexError(f"take: indices must be integers, got {indices!r}")
+        raise DTypeError(f"{where}: indices must be integers, got {_args.describe(indices)}")
     return data
 
 
@@ -642,6 +665,7 @@ def take_along_axis(x: Any, indices: Any, axis: int | None) -> Any:
 
     Raises:
         ShapeError: ``indices`` has another number of dimensions, or ``axis`` is out of range.
+        DTypeError: ``x`` is not numeric, ``indices`` not integers, or ``axis`` not an int.
 
     Example:
         >>> x = fnp.array([[10.0, 30.0, 20.0], [60.0, 40.0, 50.0]])
@@ -649,8 +673,8 @@ def take_along_axis(x: Any, indices: Any, axis: int | None) -> Any:
         Tensor([[30.],
                 [60.]], dtype=float64)
     """
-    x = _as_tensor(x)
-    indices = _index_array_arg(indices)
+    x = _as_tensor(x, "take_along_axis")
+    indices = _index_array_arg(indices, "take_along_axis")
     if axis is None:
         x = _reshape(x, shape=(x.size,))
         axis = 0
@@ -667,7 +691,7 @@ def take_along_axis(x: Any, indices: Any, axis: int | None) -> Any:
         else:
             shape = (1,) * d + (n,) + (1,) * (x.ndim - d - 1)
             idx.append(np.arange(n).reshape(shape))
-    return _getitem(x, tuple(idx))
+    return _named_getitem(x, tuple(idx), "take_along_axis")
 
 
 # ------------------------------------------------------------------------ dynamic slices
@@ -677,8 +701,25 @@ def _starts(start_indices: Any, where: str) -> tuple:
     if isinstance(start_indices, Tensor) or hasattr(start_indices, "shape"):
         if len(start_indices.shape) != 1:
             raise ShapeError(f"{where}: start_indices must be a sequence or a 1-D integer Tensor")
+        if np.dtype(start_indices.dtype).kind not in "iu":
+            raise DTypeError(
+                f"{where}: start_indices must be integers, got dtype {start_indices.dtype}"
+            )
         return tuple(start_indices[i] for i in range(start_indices.shape[0]))
-    return tuple(int(s) if isinstance(s, _INT_TYPES) else s for s in start_indices)
+    if isinstance(start_indices, (str, bytes, dict)) or not hasattr(start_indices, "__iter__"):
+        raise DTypeError(
+            f"{where}: start_indices must be a sequence of integer scalars or a 1-D integer "
+            f"Tensor, got {_args.describe(start_indices)}"
+        )
+    out = []
+    for s in start_indices:
+        if isinstance(s, Tensor):  # maybe traced: an integer scalar
+            if tuple(s.shape) != () or not dtypes.is_integer(s.dtype):
+                raise DTypeError(f"{where}: start_indices must be integer scalars, got {s.aval}")
+            out.append(s)
+        else:
+            out.append(_args.index(s, where, "start_indices", what="integer scalars"))
+    return tuple(out)
 
 
 def dynamic_slice(x: Any, start_indices: Any, slice_sizes: Any) -> Any:
@@ -698,6 +739,7 @@ def dynamic_slice(x: Any, start_indices: Any, slice_sizes: Any) -> Any:
 
     Raises:
         ShapeError: wrong number of start indices or sizes, or a size larger than ``x``.
+        DTypeError: ``x`` is not numeric, or a start index or size is not an int.
 
     Example:
         >>> x = fnp.arange(12.0).reshape(3, 4)
@@ -705,8 +747,13 @@ def dynamic_slice(x: Any, start_indices: Any, slice_sizes: Any) -> Any:
         Tensor([[ 6.,  7.],
                 [10., 11.]], dtype=float64)
     """
-    x = _as_tensor(x)
-    sizes = tuple(int(k) for k in slice_sizes)
+    x = _as_tensor(x, "dynamic_slice")
+    if _args._int_or_none(slice_sizes) is not None:
+        raise DTypeError(
+            f"dynamic_slice: slice_sizes must be a sequence of ints, one per axis, got "
+            f"{_args.describe(slice_sizes)}"
+        )
+    sizes = _args.shape(slice_sizes, "dynamic_slice", "slice_sizes")
     starts = _starts(start_indices, "dynamic_slice")
     _ix.dynamic_slice.abstract_eval(x, *starts, slice_sizes=sizes)  # the kernel would not check
     return _ix.dynamic_slice(x, *starts, slice_sizes=sizes)
@@ -729,14 +776,15 @@ def dynamic_update_slice(x: Any, update: Any, start_indices: Any) -> Any:
 
     Raises:
         ShapeError: ``update`` has another number of dimensions or does not fit.
+        DTypeError: an input is not numeric, or a start index is not an int.
 
     Example:
         >>> fnp.dynamic_update_slice(fnp.zeros((2, 3)), fnp.ones((1, 2)), (1, 1))
         Tensor([[0., 0., 0.],
                 [0., 1., 1.]], dtype=float64)
     """
-    x = _as_tensor(x)
-    update = _as_tensor(update)
+    x = _as_tensor(x, "dynamic_update_slice")
+    update = _as_tensor(update, "dynamic_update_slice", "update")
     starts = _starts(start_indices, "dynamic_update_slice")
     _ix.dynamic_update_slice.abstract_eval(x, update, *starts)  # raises on a bad fit
     return _ix.dynamic_update_slice(x, update, *starts)

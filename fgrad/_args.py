@@ -344,9 +344,10 @@ def dtype(value: Any, fn: str, arg: str = "dtype", *, none_ok: bool = True) -> n
         if none_ok:
             return None
         raise DTypeError(f"{fn}: {arg} must be a dtype, got None; pass one such as 'float32'")
-    if isinstance(value, (bool, int, float, complex, np.ndarray)) or (
-        hasattr(value, "shape") and not isinstance(value, (np.dtype, type))
-    ):
+    if isinstance(value, (bool, int, float, complex, np.ndarray, np.generic)) or (
+        not isinstance(value, (np.dtype, type))
+        and (hasattr(value, "__array__") or hasattr(value, "__array_namespace__"))
+    ):  # an array (a Tensor) is no dtype, though np.dtype would take its .dtype
         raise DTypeError(
             f"{fn}: {arg} must be a dtype (a name such as 'float32', a numpy dtype or scalar "
             f"type), got {describe(value)}"

@@ -476,3 +476,27 @@ def test_issue_12_take_and_dynamic_slices_check_their_arguments():
         fnp.dynamic_slice(x, 0, (1, 2))
     with pytest.raises(DTypeError, match="^dynamic_update_slice: start_indices must be integer"):
         fnp.dynamic_update_slice(x, fnp.ones((1, 1)), (0.5, 0))
+
+
+# --------------------------------------------------------------------------- dtype names
+
+
+@pytest.mark.parametrize("name", ["bool_", "bool", "int32", "int64", "float16", "float32",
+                                  "float64", "complex64", "complex128"])
+def test_issue_12_numpy_dtype_names_are_callable(name):
+    t = getattr(fnp, name)
+    want = np.dtype(getattr(np, name))
+    x = t(1)
+    assert isinstance(x, fgrad.Tensor) and x.shape == () and x.dtype == want
+    assert t([1, 0]).dtype == want and t([1, 0]).shape == (2,)
+    assert np.dtype(t) == want and t == want and want == t and t == getattr(np, name)
+    assert fnp.zeros(2, dtype=t).dtype == want
+    assert t.kind == want.kind and t.itemsize == want.itemsize
+    assert {want: 1}[t] == 1
+
+
+def test_issue_12_dtype_names_refuse_strings_and_trace():
+    with pytest.raises(DTypeError, match="^float32: value must be numeric"):
+        fnp.float32("1.5")
+    assert fgrad.jit(lambda v: fnp.float32(v))(2.0).dtype == np.float32
+    assert fgrad.grad(lambda v: fnp.float64(v) * 3.0)(2.0) == 3.0

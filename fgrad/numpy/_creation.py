@@ -24,6 +24,15 @@ __all__ = [
     "full_like",
     "zeros_like",
     "ones_like",
+    # numpy's scalar types, callable: fnp.float32(1.0) is a 0-d float32 Tensor
+    "bool_",
+    "int32",
+    "int64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
 ]
 
 
@@ -324,7 +333,9 @@ def linspace(start: float, stop: float, num: int = 50, *, endpoint: bool = True,
     except ValueError as err:
         raise ShapeError(f"linspace: start and stop do not broadcast: {err}") from None
     except TypeError as err:
-        raise DTypeError(f"linspace: cannot compute with start {start!r}, stop {stop!r}: {err}") from None
+        raise DTypeError(
+            f"linspace: cannot compute with start {start!r}, stop {stop!r}: {err}"
+        ) from None
     return _asarray(data, None, dev, None, "linspace")
 
 
@@ -451,3 +462,63 @@ def ones_like(a: Any, dtype: Any = None) -> Tensor:
         Tensor([1.], dtype=float64)
     """
     return _like("ones_like", a, 1, dtype)
+
+
+class ScalarType:
+    """A numpy dtype name that can also be called, as numpy's scalar types: ``fnp.float32``.
+
+    As a dtype it is the numpy dtype (``np.dtype(fnp.float32)``, ``x.dtype == fnp.float32``,
+    ``dtype=fnp.float32``, its ``kind``, ``name`` and ``itemsize``); called, it makes a
+    Tensor of that dtype, as ``np.float32(1.0)`` makes a numpy scalar: a 0-d Tensor from a
+    number (``jnp.float32(1.0)`` is a 0-d array too), or the cast of an array.
+
+    Raises:
+        DTypeError: (when called) the value is not numeric, such as a string.
+
+    Example:
+        >>> fnp.float32(1.5)
+        Tensor(1.5, dtype=float32)
+        >>> fnp.int32([1, 2])
+        Tensor([1, 2], dtype=int32)
+        >>> fnp.ones(2, dtype=fnp.float16).dtype == fnp.float16
+        True
+    """
+
+    __slots__ = ("dtype", "__name__")
+
+    def __init__(self, dtype: Any):
+        self.dtype = np.dtype(dtype)
+        self.__name__ = self.dtype.name if self.dtype.kind != "b" else "bool_"
+
+    def __call__(self, value: Any = 0) -> Tensor:
+        if isinstance(value, Tensor):
+            return value.astype(self.dtype)
+        return _asarray(value, self.dtype, None, None, self.__name__, "value")
+
+    def __eq__(self, other: Any) -> bool:
+        try:
+            return self.dtype == np.dtype(other)
+        except TypeError:
+            return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.dtype)
+
+    def __getattr__(self, name: str) -> Any:  # kind, name, itemsize, ...: the dtype's
+        return getattr(object.__getattribute__(self, "dtype"), name)
+
+    def __repr__(self) -> str:
+        return f"fgrad.numpy.{self.__name__}"
+
+    def __str__(self) -> str:
+        return self.dtype.name
+
+
+bool_ = ScalarType(dtypes.bool_)
+int32 = ScalarType(dtypes.int32)
+int64 = ScalarType(dtypes.int64)
+float16 = ScalarType(dtypes.float16)
+float32 = ScalarType(dtypes.float32)
+float64 = ScalarType(dtypes.float64)
+complex64 = ScalarType(dtypes.complex64)
+complex128 = ScalarType(dtypes.complex128)

@@ -35,7 +35,9 @@ import numpy as np
 from fgrad.core.op import Check, defop
 from fgrad.core.trace import Tracer, active_traces
 from fgrad.ops._batch import batch_size
+from fgrad.core.graph import Var
 from fgrad.ops.control import SubGraph, _example_graph, _match, _vmapped
+from fgrad.ops.traits import ops_named
 from fgrad.ops.elementwise import add, cos, full_like, multiply, optimization_barrier, sin, tanh
 from fgrad.tensor import ShapeDtype
 from fgrad.transforms.ad import JVPTrace, ReverseTrace, jvp, vjp
@@ -47,7 +49,13 @@ def _inexact(x: Any) -> bool:
     return np.dtype(x.dtype).kind in "fc"
 
 
-def _closure_error(kind: str, name: str) -> TypeError:
+def _closure_error(kind: str, name: str, role: str = "") -> TypeError:
+    if role:  # a traced nondiff_argnums argument
+        return TypeError(
+            f"{kind} {name}: {role} is in nondiff_argnums but is being differentiated; its "
+            "rule gives no derivative for it (JAX refuses it too). Make it a differentiable "
+            "argument, or wrap it in fgrad.stop_gradient where it is passed"
+        )
     return TypeError(
         f"{kind} {name}: the function closes over a value that is being differentiated; "
         "its rule gives no derivative for it. Pass that value as an argument instead"
@@ -83,11 +91,11 @@ def _run(xp: Any, *args: Any, fun: SubGraph, **params: Any) -> tuple:
 # ------------------------------------------------------------------------ custom_vjp_call
 
 
-def _vjp_call_aval(*args, fun, fwd, bwd, n_consts, name):
+def _vjp_call_aval(*args, fun, fwd, bwd, n_consts, name, roles=()):
     return _check_inputs(f"custom_vjp {name}", args, fun)
 
 
-def _vjp_call_forward(*args, fun, fwd, bwd, n_consts, name):
+def _vjp_call_forward(*args, fun, fwd, bwd, n_consts, name, roles=()):
     outs = fwd.call(list(args))
     n_out = len(fun.out_avals)
     return tuple(outs[:n_out]), tuple(outs[n_out:])
@@ -108,7 +116,7 @@ def _under_reverse() -> bool:
     return False
 
 
-def _vjp_call_jvp(tangents, out, *args, fun, fwd, bwd, n_consts, name):
+def _vjp_call_jvp(tangents, out, *args, fun, fwd, bwd, n_consts, name, roles=()):
     if not _under_reverse():
         raise TypeError(
             f"custom_vjp {name}: forward-mode differentiation (jvp, jacfwd, linearize) of a "
@@ -120,15 +128,15 @@ def _vjp_call_jvp(tangents, out, *args, fun, fwd, bwd, n_consts, name):
     return tuple(t_outs[: len(fun.out_avals)])
 
 
-def _vjp_call_vjp(ct, out, *args, fun, fwd, bwd, n_consts, name):
+def _vjp_call_vjp(ct, out, *args, fun, fwd, bwd, n_consts, name, roles=()):
     n_out = len(fun.out_avals)
     residuals = list(out[n_out:])
     in_cts = bwd.call([*args[:n_consts], *residuals, *ct[:n_out]])
-    refused = _closure_error("custom_vjp", name)
-    return (refused,) * n_consts + tuple(in_cts)
+    roles = roles or ("",) * n_consts
+    return tuple(_closure_error("custom_vjp", name, r) for r in roles) + tuple(in_cts)
 
 
-def _vjp_call_batch(op, args, dims, *, fun, fwd, bwd, n_consts, name):
+def _vjp_call_batch(op, args, dims, *, fun, fwd, bwd, n_consts, name, roles=()):
     size = batch_size(args, dims)
     n_out, n_res = len(fun.out_avals), len(fwd.out_avals) - len(fun.out_avals)
     bwd_dims = (*dims[:n_consts], *(0,) * (n_res + n_out))
@@ -139,6 +147,7 @@ def _vjp_call_batch(op, args, dims, *, fun, fwd, bwd, n_consts, name):
         bwd=_all_mapped(bwd, bwd_dims, size),
         n_consts=n_consts,
         name=name,
+        roles=roles,
     )
     return out, (0,) * n_out
 
@@ -222,6 +231,7 @@ def _jvp_call_jvp(tangents, out, *args, fun, rule, n_consts, name):
 
 
 def _jvp_call_vjp(ct, out, *args, fun, rule, n_consts, name):
+    _check_linear(rule, len(args), len(fun.out_avals), name)
     pos = _tangent_inputs(args, n_consts)
     n_out = len(fun.out_avals)
     n_args = len(args)
@@ -235,6 +245,86 @@ def _jvp_call_vjp(ct, out, *args, fun, rule, n_consts, name):
     for k, c in zip(pos, t_out_cts):
         res[k] = c
     return tuple(res)
+
+
+# Which ops a JVP rule may apply to tangents, by how they are linear: in their first
+# input only (the others must not depend on the tangents), in all inputs jointly (each
+# depends on them or is zero), in exactly one input, or as ``where`` (a branch select).
+_LINEAR_FIRST = ops_named(
+    "negative", "reshape", "broadcast_to", "permute_dims", "sum", "real", "imag", "conj",
+    "astype", "optimization_barrier", "getitem", "dynamic_slice", "cumsum", "flip", "roll",
+    "pad", "diagonal", "diag_embed", "tril", "split", "sum_rows", "avg_pool2d",
+    "avg_pool2d_transpose", "divide",
+)
+_LINEAR_JOINT = ops_named("add", "subtract", "concatenate", "bias_add")
+_LINEAR_ONE = ops_named("multiply", "matmul", "einsum", "conv2d")
+_WHERE, _FULL_LIKE, _STOP = ops_named("where"), ops_named("full_like"), ops_named("stop_gradient")
+
+
+def _is_zero(x: Any) -> bool:
+    data = getattr(x, "_data", x)
+    return hasattr(data, "shape") and not np.any(np.asarray(data)) or (
+        type(x) in (int, float, complex) and x == 0
+    )
+
+
+def _check_linear(rule: SubGraph, n_args: int, n_out: int, name: str) -> None:
+    """Raise unless ``rule``'s tangent outputs are linear in its tangent inputs.
+
+    Reverse mode transposes the rule, which is only its derivative when the rule is linear
+    in the tangents (``t ** 2`` or ``t * x + 1`` would give a silently wrong gradient).
+    Checked on the graph's structure, once per rule; JAX also refuses to transpose such a
+    rule.
+    """
+    if rule.derived.get(("linear",)):
+        return
+    graph = rule.graph
+    dep = {id(v) for v in graph.invars[n_args:]}  # the tangent inputs
+    zero: set[int] = set()
+
+    def dependent(v: Any) -> bool:
+        return isinstance(v, Var) and id(v) in dep
+
+    def zero_or_dependent(v: Any) -> bool:
+        return dependent(v) or (id(v) in zero if isinstance(v, Var) else _is_zero(v))
+
+    for node in graph.nodes:
+        flags = [dependent(v) for v in node.inputs]
+        op = node.op
+        if op in _FULL_LIKE and node.params.get("fill_value") == 0:
+            zero.update(id(v) for v in node.outputs)
+            continue
+        if not any(flags) or op in _STOP or op in _FULL_LIKE:
+            zeros = [id(v) in zero if isinstance(v, Var) else _is_zero(v) for v in node.inputs]
+            if (  # zero tangents of untraced arguments stay zero through linear maps
+                (op in _LINEAR_ONE and any(zeros))
+                or (op in _LINEAR_FIRST and zeros and zeros[0])
+                or (op in _LINEAR_JOINT and zeros and all(zeros))
+            ):
+                zero.update(id(v) for v in node.outputs)
+            continue
+        ok = (
+            (op in _LINEAR_FIRST and not any(flags[1:]))
+            or (op in _LINEAR_JOINT and all(zero_or_dependent(v) for v in node.inputs))
+            or (op in _LINEAR_ONE and sum(flags) == 1)
+            or (op in _WHERE and not flags[0] and all(map(zero_or_dependent, node.inputs[1:])))
+        )
+        if not ok:
+            raise TypeError(
+                f"custom_jvp {name}: the rule's tangent output is not linear in the tangents "
+                f"(it applies {op.name!r} to them as no linear map does); reverse mode "
+                "transposes the rule, which then is not the derivative. Write the rule's "
+                "tangent as a linear function of the tangents (t * f'(x)), as JAX requires"
+            )
+        dep.update(id(v) for v in node.outputs)
+    for o in graph.outvars[n_out:]:
+        if not zero_or_dependent(o) and not _is_zero(o) and isinstance(o, Var):
+            raise TypeError(
+                f"custom_jvp {name}: a tangent output does not depend on the tangents and is "
+                "not zero (an affine rule such as t * x + 1 is not a derivative); write the "
+                "tangent as a linear function of the tangents"
+            )
+    rule.derived[("linear",)] = True
 
 
 def _jvp_call_batch(op, args, dims, *, fun, rule, n_consts, name):

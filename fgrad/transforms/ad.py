@@ -232,8 +232,8 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
 
     Raises:
         ShapeError: ``vjp_fn`` got cotangents of a different structure or shape.
-        TypeError: ``vjp_fn`` got an integer cotangent, or a complex one for a real
-            output (a Python number is taken in the output's dtype).
+        TypeError: ``vjp_fn`` got a cotangent of another dtype than its output (a Python
+            number is taken in the output's dtype).
 
     Example:
         >>> y, f_vjp = fgrad.vjp(fnp.sin, fnp.array([0.0, 1.0]))
@@ -264,8 +264,8 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
             if dtypes.is_inexact(aval.dtype) and not weak and not _cotangent_fits(ct, aval):
                 raise TypeError(
                     f"vjp_fn: cotangent leaf {k} is {ct.aval} for the output {aval}; a "
-                    "cotangent of a real output is real and of a floating output floating "
-                    f"(nothing is dropped or cast silently): pass .astype({str(aval.dtype)!r})"
+                    "cotangent has its output's dtype (nothing is dropped or cast silently): "
+                    f"pass .astype({str(aval.dtype)!r})"
                 )
             if type(o) is ReverseTracer and o._trace is trace:
                 seeds.append((o.node, o.index, _fit(ct, aval)))
@@ -275,12 +275,10 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
 
 
 def _cotangent_fits(ct: Tensor, aval: ShapeDtype) -> bool:
-    """A cotangent may differ from its output in precision, not in kind: a complex one
-    for a real output (its imaginary part would be dropped) or an integer one is refused,
-    as JAX refuses them."""
-    if not dtypes.is_inexact(ct.dtype):
-        return False
-    return dtypes.is_complex(ct.dtype) <= dtypes.is_complex(aval.dtype)
+    """A cotangent has its output's dtype, as in JAX: an integer one, a complex one for a
+    real output (its imaginary part would be dropped) or one of another precision (it
+    would be cast) is refused, as jvp refuses such tangents."""
+    return ct.dtype == aval.dtype
 
 
 _LEAF_TREE = tree.structure(0)

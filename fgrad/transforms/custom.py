@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from fgrad import tree
-from fgrad.core.trace import Tracer, top_trace
+from fgrad.core.trace import Tracer, active_traces, top_trace
 from fgrad.errors import ShapeError
 from fgrad.ops.control import Traced, close, trace_function
 from fgrad.ops.elementwise import full_like
@@ -35,14 +35,27 @@ def _is_array_leaf(x: Any) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=256)
+def _signature(fn: Callable) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or C function: positional arguments only
+        return None
+
+
 def _positional(fn: Callable, name: str, args: tuple, kwargs: dict) -> tuple:
-    """Keyword arguments bound to their positions, so rules see one flat argument list."""
-    if not kwargs:
+    """Every argument bound to its position, defaults included (as JAX binds them), so the
+    rules see one flat argument list of the same length however the function was called."""
+    sig = _signature(fn)
+    if sig is None:
+        if kwargs:
+            raise TypeError(f"{name}: keyword arguments need a function with a signature")
         return args
     try:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
+        bound = sig.bind(*args, **kwargs)
     except TypeError as err:
         raise TypeError(f"{name}: {err}") from None
+    bound.apply_defaults()
     if bound.kwargs:
         raise TypeError(
             f"{name}: keyword-only arguments {sorted(bound.kwargs)} cannot be passed to a "
@@ -116,12 +129,24 @@ class _tracing_rule:
         _RULES.ids.discard(self.key)
 
 
+def _roles(consts: list, nondiff: dict) -> tuple[str, ...]:
+    """What each closed-over value of a custom_vjp node is, for its refusal message: a
+    traced nondiff argument, or (where there are such) possibly a value computed from one
+    (bwd's ``k - 1`` is computed outside, on the traced ``k``)."""
+    if not nondiff:
+        return ()
+    named = ", ".join(sorted(set(nondiff.values())))
+    return tuple(nondiff.get(id(c), f"{named} (or a value computed from it)") for c in consts)
+
+
 def _zeros(aval: Any) -> Tensor:
     return _wrap(np.zeros(tuple(aval.shape), dtype=aval.dtype))
 
 
 def _check_like(what: str, values: list, like: list) -> None:
-    """A user rule's cotangents/tangents must match the primals leaf by leaf, in shape."""
+    """A user rule's cotangents/tangents must match the primals leaf by leaf, in shape and
+    (for arrays; a Python number takes the primal's dtype) in dtype, as JAX requires:
+    nothing is cast silently, no imaginary part dropped."""
     if len(values) != len(like):
         raise TypeError(f"{what} has {len(values)} leaves; expected {len(like)} (one per primal leaf)")
     for v, p in zip(values, like):
@@ -130,6 +155,15 @@ def _check_like(what: str, values: list, like: list) -> None:
             raise ShapeError(
                 f"{what} has shape {got} where the primal has shape {want}; return one value "
                 "of the primal's shape for each primal leaf"
+            )
+        v_dtype, p_dtype = getattr(v, "dtype", None), getattr(p, "dtype", None)
+        if v_dtype is None or p_dtype is None or np.dtype(p_dtype).kind not in "fc":
+            continue  # a Python number, or an integer primal (its derivative is unused)
+        if np.dtype(v_dtype) != np.dtype(p_dtype):
+            raise TypeError(
+                f"{what} has dtype {np.dtype(v_dtype)} where the primal has dtype "
+                f"{np.dtype(p_dtype)}; return values of the primal's dtype (cast with "
+                f".astype({np.dtype(p_dtype).name!r}))"
             )
 
 
@@ -180,7 +214,13 @@ class custom_vjp:
         self.bwd: Callable | None = None
 
     def defvjp(self, fwd: Callable, bwd: Callable) -> None:
-        """Set the forward function (returning residuals) and the backward function."""
+        """Set the forward function (returning residuals) and the backward function.
+
+        Raises:
+            TypeError: ``fwd`` or ``bwd`` is not callable.
+        """
+        check_function(fwd, f"custom_vjp {self.__name__}.defvjp (fwd)")
+        check_function(bwd, f"custom_vjp {self.__name__}.defvjp (bwd)")
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -190,7 +230,7 @@ class custom_vjp:
         args = _positional(self.fun, name, args, kwargs)
         diff_pos = [i for i in range(len(args)) if i not in self.nondiff_argnums]
         staged = _Staged([args[i] for i in diff_pos], name)
-        if not staged.tracers or id(self) in _RULES.ids:
+        if id(self) in _RULES.ids or not active_traces():
             return self.fun(*args)
         top_trace(staged.tracers, name)  # a leaked tracer is named here, not in a rule
 
@@ -201,6 +241,8 @@ class custom_vjp:
             return full
 
         fun = trace_function(lambda ts: self.fun(*full_args(ts)), staged.avals)
+        if not staged.tracers and not fun.consts:  # nothing traced reaches it: no node
+            return self.fun(*args)
         n_out = len(fun.outvars)
         res: dict = {}
 
@@ -259,6 +301,13 @@ class custom_vjp:
         with _tracing_rule(self):
             bwd = trace_function(bwd_flat, [*res_avals, *out_avals])
         consts = _consts(fun, fwd, bwd)
+        # A traced nondiff argument reaches the node as a closed-over value; say which.
+        nondiff = {
+            id(leaf): f"argument {i}"
+            for i in self.nondiff_argnums
+            for leaf in tree.leaves(args[i])
+            if isinstance(leaf, Tracer)
+        }
         outs = custom_vjp_call(
             *consts,
             *staged.tracers,
@@ -267,6 +316,7 @@ class custom_vjp:
             bwd=close(bwd, consts, f"{self.__name__}_bwd"),
             n_consts=len(consts),
             name=self.__name__,
+            roles=_roles(consts, nondiff),
         )
         return tree.unflatten(fun.out_tree, list(outs))
 
@@ -303,7 +353,12 @@ class custom_jvp:
         self.rule: Callable | None = None
 
     def defjvp(self, rule: Callable) -> Callable:
-        """Set the JVP rule; returns it, so it can be used as a decorator."""
+        """Set the JVP rule; returns it, so it can be used as a decorator.
+
+        Raises:
+            TypeError: ``rule`` is not callable.
+        """
+        check_function(rule, f"custom_jvp {self.__name__}.defjvp")
         self.rule = rule
         return rule
 
@@ -313,10 +368,12 @@ class custom_jvp:
         name = f"custom_jvp {self.__name__}"
         args = _positional(self.fun, name, args, kwargs)
         staged = _Staged(list(args), name)
-        if not staged.tracers or id(self) in _RULES.ids:
+        if id(self) in _RULES.ids or not active_traces():
             return self.fun(*args)
         top_trace(staged.tracers, name)
         fun = trace_function(lambda ts: self.fun(*staged.rebuild(ts)), staged.avals)
+        if not staged.tracers and not fun.consts:  # nothing traced reaches it: no node
+            return self.fun(*args)
         n_out, n_in = len(fun.outvars), len(staged.tracers)
         t_pos = [j for j, a in enumerate(staged.avals) if np.dtype(a.dtype).kind in "fc"]
 
@@ -331,9 +388,15 @@ class custom_jvp:
             for j, x in enumerate(xs):
                 t = tangents.get(j)
                 t_leaves[staged.pos[j]] = full_like(x, fill_value=0, dtype=None) if t is None else t
-            out, t_out = self.rule(
+            result = self.rule(
                 tuple(staged.rebuild(xs)), tuple(tree.unflatten(staged.in_tree, t_leaves))
             )
+            if not (isinstance(result, (tuple, list)) and len(result) == 2):
+                raise TypeError(
+                    f"{name}: the rule must return a pair (primal output, tangent output), "
+                    f"got {type(result).__name__}"
+                )
+            out, t_out = result
             out_leaves = tree.leaves(out)
             if len(out_leaves) != n_out:
                 raise TypeError(
@@ -392,7 +455,7 @@ def checkpoint(f: Callable) -> Callable:
         # Traced arrays are inputs of the node; other leaves (strings, flags, None, plain
         # arrays) are fixed in the traced function as given.
         pos = [i for i, x in enumerate(leaves) if isinstance(x, Tracer)]
-        if not pos:
+        if not active_traces():
             return f(*args, **kwargs)
         tracers = [leaves[i] for i in pos]
         top_trace(tracers, f"checkpoint {name}")
@@ -405,6 +468,8 @@ def checkpoint(f: Callable) -> Callable:
             return f(*a, **k)
 
         fun = trace_function(call, [x.aval for x in tracers])
+        if not pos and not fun.consts:  # nothing traced reaches it: no node
+            return f(*args, **kwargs)
         consts = _consts(fun)
         outs = checkpoint_call(*consts, *tracers, fun=close(fun, consts, name), name=name)
         return tree.unflatten(fun.out_tree, list(outs))

@@ -305,28 +305,30 @@ def axes(
 NUMERIC_KINDS = frozenset("biufc")
 
 
-def _bfloat16() -> Any:
-    try:
-        import ml_dtypes
-    except ImportError:  # pragma: no cover - ml_dtypes is optional
-        return None
-    return np.dtype(ml_dtypes.bfloat16)
-
-
-_BFLOAT16 = _bfloat16()
-
-
 def is_numeric(dt: np.dtype) -> bool:
-    """Whether ``dt`` is a dtype a Tensor may have (numeric, or ml_dtypes' bfloat16)."""
-    return dt.kind in NUMERIC_KINDS or (_BFLOAT16 is not None and dt == _BFLOAT16)
+    """Whether ``dt`` is a dtype a Tensor may have: bool, integers, floats, complex.
+
+    bfloat16 (``ml_dtypes``, numpy kind ``V``) is not one yet: differentiation, promotion
+    and the kernels know it as no floating type, so a bfloat16 Tensor would be treated as
+    an integer (no tangent) and promote wrongly. ``fgrad.io`` reads bfloat16 files as
+    float32 instead. (Checked by name, so ``ml_dtypes`` is never imported here: importing
+    it costs about a second.)
+    """
+    return dt.kind in NUMERIC_KINDS
+
+
+def dtype_hint(dt: Any) -> str:
+    """What to do instead of a dtype no Tensor may have (empty when nothing special)."""
+    if getattr(dt, "name", None) == "bfloat16":
+        return "; bfloat16 is not a Tensor dtype yet: cast to float32 (fgrad.io loads bfloat16 files as float32)"
+    return ""
 
 
 def dtype(value: Any, fn: str, arg: str = "dtype", *, none_ok: bool = True) -> np.dtype | None:
     """A numeric numpy dtype from a name, a scalar type or a dtype; None stays None.
 
-    Tensors hold numbers only (bool, integers, floats, complex; bfloat16 with
-    ``ml_dtypes``): strings, objects, dates and raw bytes cannot be differentiated or
-    computed with.
+    Tensors hold numbers only (bool, integers, floats, complex): strings, objects, dates
+    and raw bytes cannot be differentiated or computed with (nor, yet, bfloat16).
 
     Raises:
         DTypeError: ``value`` is no dtype, or a dtype that is not numeric.
@@ -363,7 +365,7 @@ def dtype(value: Any, fn: str, arg: str = "dtype", *, none_ok: bool = True) -> n
         name = getattr(value, "__name__", None) or str(value)
         raise DTypeError(
             f"{fn}: {arg} {name} ({dt.str}) is not numeric; Tensors hold bool, integer, "
-            "floating or complex numbers"
+            f"floating or complex numbers{dtype_hint(dt)}"
         )
     return dt
 

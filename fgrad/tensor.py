@@ -313,7 +313,7 @@ def asarray(value: Any, dtype: Any = None, *, device: Any = None, copy: bool | N
 
     Data from numpy arrays and lists is copied, so later changes to them do not reach the
     Tensor. Python floats become float64 and ints int64, as in numpy. Tensors hold numbers
-    only: bool, integers, floats, complex (and bfloat16 where ``ml_dtypes`` is installed).
+    only: bool, integers, floats, complex (not yet bfloat16: cast it to float32).
 
     Args:
         value: Tensor, numpy/cupy array, DLPack-capable array, Python scalar or nested lists.
@@ -381,6 +381,7 @@ def _not_numeric(fn: str, arg: str, value: Any, dtype: Any = None) -> DTypeError
     return DTypeError(
         f"{fn}: {arg} must be numeric (a Tensor, an array or nested lists of numbers), got "
         f"{got}; Tensors hold bool, integer, floating or complex numbers"
+        + _args.dtype_hint(dtype if dtype is not None else getattr(value, "dtype", None))
     )
 
 

@@ -36,3 +36,13 @@ def test_issue_11_nothing_is_traced_at_import():
 
 def test_lazy_names_are_listed():
     assert {"nn", "optim", "io", "random", "test_util"} <= set(dir(fgrad))
+
+
+def test_import_does_not_load_optional_packages():
+    """ml_dtypes alone takes about a second to import; scipy, sklearn and safetensors are
+    optional extras."""
+    loaded = _run(
+        "import sys, fgrad, fgrad.numpy; print(sorted(m for m in ('ml_dtypes', 'scipy', "
+        "'sklearn', 'safetensors', 'matplotlib') if m in sys.modules))"
+    )
+    assert loaded == "[]"

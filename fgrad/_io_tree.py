@@ -155,7 +155,11 @@ def _unsupported(node: Any, where: str) -> str:
 
     hint = ""
     if isinstance(node, tuple) and hasattr(node, "_fields"):
-        hint = "; convert a namedtuple with ._asdict() (or tuple(x)) first"
+        hint = (
+            "; save its leaves (fgrad.tree.leaves(x)) and rebuild it after loading with "
+            "fgrad.tree.unflatten(fgrad.tree.structure(x), leaves), as docs/optim.md shows "
+            "for optimiser states (or convert it with ._asdict() where a dict will do)"
+        )
     elif isinstance(node, (bool, int, float, complex, np.generic)):
         hint = "; wrap Python and numpy scalars with fnp.array(x)"
     elif isinstance(node, dict):

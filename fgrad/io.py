@@ -143,8 +143,9 @@ def save(path: str | os.PathLike, params: Any) -> None:
             (complex128, float8); the message names the leaf's path.
         ValueError: the checkpoint would break a limit that :func:`load` enforces: more than
             262 144 leaves, or a header (names and tree) over 100 MB.
-        OSError: the directory is missing or not writable, or the disk is full (no partial
-            file is left, and an existing ``path`` is unchanged).
+        OSError: ``path`` is a directory (IsADirectoryError), the directory is missing or
+            not writable, or the disk is full (no partial file is left, and an existing
+            ``path`` is unchanged).
         ImportError: the ``safetensors`` package is not installed.
 
     Example:
@@ -155,6 +156,11 @@ def save(path: str | os.PathLike, params: Any) -> None:
         {'w': Tensor([1., 2.], dtype=float64), 'step': Tensor(7, dtype=int64)}
     """
     path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(
+            f"fgrad.io.save: {path!r} is a directory; pass a file path inside it (for "
+            f"example {os.path.join(path, 'params.safetensors')!r})"
+        )
     codes: dict[str, str] = {}
 
     def check_leaf(name: str, leaf: Any) -> None:

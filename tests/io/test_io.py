@@ -321,3 +321,14 @@ def test_round_trip_from_and_to_each_backend(tmp_path, xp):
     loaded = fio.load(path, device=device)
     assert loaded["w"].device == backend.get_device(device) and loaded["n"] == [None]
     np.testing.assert_array_equal(np.asarray(loaded["w"]), [[1.5, -2.0]])
+
+
+def test_issue_12_save_into_a_directory_names_save():
+    import tempfile
+
+    import pytest
+
+    d = tempfile.mkdtemp()
+    with pytest.raises(IsADirectoryError, match="fgrad.io.save: .* is a directory"):
+        fgrad.io.save(d, {"w": fgrad.numpy.ones(2)})
+    assert os.listdir(d) == []  # no temporary left behind

@@ -361,7 +361,8 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, *, min: Any = None, max: 
         >>> fgrad.grad(lambda x: fnp.sum(fnp.clip(x, 0.0, 1.0)))(fnp.array([-2.0, 0.5, 1.0]))
         Tensor([0. , 1. , 0.5], dtype=float64)
     """
-    for numpy_name, name, value, other in (("a_min", "min", a_min, min), ("a_max", "max", a_max, max)):
+    bounds = (("a_min", "min", a_min, min), ("a_max", "max", a_max, max))
+    for numpy_name, name, value, other in bounds:
         if value is not None and other is not None:
             raise ValueError(
                 f"clip: the {name} bound is given twice, as {numpy_name}={value!r} and "

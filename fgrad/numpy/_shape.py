@@ -620,7 +620,9 @@ def _int_tuple(value: Any, fn: str, arg: str) -> tuple[int, ...]:
     if _args._int_or_none(value) is not None:
         return (_args.index(value, fn, arg),)
     if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
-        raise DTypeError(f"{fn}: {arg} must be an int or a tuple of ints, got {_args.describe(value)}")
+        raise DTypeError(
+            f"{fn}: {arg} must be an int or a tuple of ints, got {_args.describe(value)}"
+        )
     return tuple(_args.index(v, fn, arg, what="an int or a tuple of ints") for v in value)
 
 

@@ -417,14 +417,9 @@ def test_issue_12_temporary_of_a_killed_save_is_removed_by_the_next_save(tmp_pat
 
 
 @pytest.mark.skipif(os.name != "posix", reason="the pid check needs POSIX")
-def test_issue_12_only_dead_writers_temporaries_of_the_same_target_are_removed(tmp_path):
+def test_issue_12_only_dead_writers_temporaries_of_the_same_target_are_removed(tmp_path, dead_pid):
     target = str(tmp_path / "ckpt.safetensors")
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    dead = dead_pid
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         mine = os.path.basename(_io_files.temporary_name(target))

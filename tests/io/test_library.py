@@ -96,14 +96,9 @@ def test_big_endian_and_strided_leaves_are_written_in_order(tmp_path):
 
 
 @pytest.mark.skipif(os.name != "posix", reason="the pid check needs POSIX")
-def test_working_directory_of_a_killed_save_is_removed_with_the_librarys_temporary(tmp_path):
+def test_working_directory_of_a_killed_save_is_removed_with_the_librarys_temporary(tmp_path, dead_pid):
     target = str(tmp_path / "ckpt.safetensors")
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    dead = dead_pid
     mine = os.path.basename(_io_files.temporary_name(target))
     host = mine.split("-")[1]
     stale = tmp_path / f".ckpt.safetensors.fgrad-{host}-{dead}-0123abcd.dir"

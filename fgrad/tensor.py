@@ -364,8 +364,13 @@ def _asarray(value: Any, dtype: Any, device: Any, copy: Any, fn: str, arg: str =
     try:
         data = backend.asarray_on(value, target, dtype=dtype, copy=copy)
     except (TypeError, ValueError, OverflowError) as err:
-        if isinstance(err, FgradError) or (copy is False and isinstance(err, ValueError)):
+        if isinstance(err, FgradError):
             raise
+        if copy is False and isinstance(err, ValueError):
+            raise ValueError(
+                f"{fn}: copy=False, but a Tensor of {_args.describe(value)} needs a copy (of "
+                "a list, to another dtype or device); pass copy=None to copy only when needed"
+            ) from None
         with_dtype = f" with dtype {dtype}" if dtype is not None else ""
         cls = ShapeError if isinstance(err, ValueError) else DTypeError
         raise cls(

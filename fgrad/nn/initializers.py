@@ -64,7 +64,7 @@ def _factory(make: Callable) -> Callable:
     """Let ``make(key, shape, dtype)`` stand for ``make()(key, shape, dtype)``."""
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if args and isinstance(args[0], Tensor):  # a key: initialise with the defaults
+        if args and _is_key_call(args, kwargs):  # a key: initialise with the defaults
             return make()(*args, **kwargs)
         return make(*args, **kwargs)
 
@@ -73,6 +73,17 @@ def _factory(make: Callable) -> Callable:
     wrapper.__module__ = make.__module__
     wrapper.__wrapped__ = make
     return wrapper
+
+
+def _is_key_call(args: tuple, kwargs: dict) -> bool:
+    """Whether a factory was called as an initialiser, ``(key, shape[, dtype])``: a key
+    first (a Tensor of a key's shape and dtype) with a shape after it, not a
+    hyper-parameter that happens to be a Tensor."""
+    first = args[0]
+    if not isinstance(first, Tensor):
+        return False
+    keylike = tuple(first.shape) == (2,) and str(first.dtype) == "uint32"
+    return keylike or len(args) > 1 or "shape" in kwargs
 
 
 def _shape(shape: Any, name: str) -> tuple[int, ...]:

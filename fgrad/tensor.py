@@ -122,6 +122,10 @@ class Tensor:
     changed in place: ``x[0] = 1`` raises ``MutationError`` (a ``TypeError``); write
     ``x = x.at[0].set(1)`` instead, which returns a new Tensor.
 
+    Raises:
+        TypeError: the class is called (``Tensor()``, ``fnp.ndarray(shape)``): that would
+            be a Tensor without data.
+
     Example:
         >>> import fgrad
         >>> x = fgrad.asarray([1.0, 2.0], dtype="float32")
@@ -133,6 +137,15 @@ class Tensor:
 
     __slots__ = ("_data",)
     __array_priority__ = 100  # so ``np_array + tensor`` defers to Tensor.__radd__
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        # Tensors are made by asarray and the ops (which skip __init__); calling the class
+        # (fnp.ndarray(...), as np.ndarray(shape)) would give a Tensor without data.
+        if type(self) is Tensor:
+            raise TypeError(
+                "Tensor: Tensors are not made by calling the class; use fgrad.asarray(data) "
+                "or fgrad.numpy.array(data), or fgrad.numpy.zeros(shape) for a shape"
+            )
     weak = False  # only jit's traced Python scalars are weakly typed (see WeakShapeDtype)
 
     @property

@@ -504,3 +504,9 @@ def test_issue_12_dtype_names_refuse_strings_and_trace():
         fnp.float32("1.5")
     assert fgrad.jit(lambda v: fnp.float32(v))(2.0).dtype == np.float32
     assert fgrad.grad(lambda v: fnp.float64(v) * 3.0)(2.0) == 3.0
+
+
+def test_issue_12_calling_the_tensor_class_is_refused():
+    for make in (lambda: fgrad.Tensor(), lambda: fnp.ndarray((2, 3))):
+        with pytest.raises(TypeError, match="^Tensor: Tensors are not made by calling"):
+            make()

@@ -510,3 +510,14 @@ def test_issue_12_calling_the_tensor_class_is_refused():
     for make in (lambda: fgrad.Tensor(), lambda: fnp.ndarray((2, 3))):
         with pytest.raises(TypeError, match="^Tensor: Tensors are not made by calling"):
             make()
+
+
+def test_issue_12_conv_op_refuses_zero_dilation_eagerly():
+    from fgrad.ops import conv
+
+    x, w = fnp.ones((1, 1, 4, 4)), fnp.ones((1, 1, 1, 1))
+    pad = ((0, 0), (0, 0))
+    with pytest.raises(ShapeError, match="^conv2d: bad parameters"):
+        conv.conv2d(x, w, stride=(1, 1), padding=pad, dilation=(0, 1), groups=1)
+    with pytest.raises(ShapeError, match="^max_pool2d: window"):
+        conv.max_pool2d(x, window=(0, 2), stride=(1, 1), padding=pad)

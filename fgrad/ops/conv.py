@@ -140,8 +140,9 @@ def _conv_kernel(xp, x, w, *, stride, padding, dilation, groups):
     # Checked here, not only in the shape rule (which eager calls skip): a channel mismatch
     # with an empty output would otherwise reshape without complaint. The ValueError is
     # replaced by the shape rule's ShapeError (fgrad.core.op._explain).
-    if c != cg * groups or o % groups or oh < 1 or ow < 1:
-        raise ValueError("conv2d: inconsistent shapes")
+    if c != cg * groups or o % groups or oh < 1 or ow < 1 or min(*stride, *dilation) < 1:
+        # (a dilation of 0 gave every window the same pixel: a silent wrong result)
+        raise ValueError("conv2d: inconsistent shapes or parameters")
     cols = _im2col(xp, x, kh, kw, oh, ow, stride, padding, dilation)
     cols = xp.reshape(cols, (groups, cg * kh * kw, n * oh * ow))
     wm = xp.reshape(w, (groups, o // groups, cg * kh * kw))
@@ -630,7 +631,15 @@ def _pool_choice(xp, x, window, stride, padding):
     return taps == first
 
 
+def _check_window(window, stride) -> None:
+    """Eager kernels skip the shape rule: refuse windows and strides below 1 here too (the
+    ValueError is replaced by the rule's ShapeError, fgrad.core.op._explain)."""
+    if min(*window, *stride) < 1:
+        raise ValueError("pool: windows and strides must be positive")
+
+
 def _max_pool_kernel(xp, x, *, window, stride, padding):
+    _check_window(window, stride)
     wins = _pool_windows(xp, x, _lowest(xp, x.dtype), window, stride, padding)
     return xp.max(wins, axis=2)
 
@@ -835,6 +844,7 @@ def _avg_divisor(xp, shape, dtype, window, stride, padding, count_include_pad):
 
 
 def _avg_pool_kernel(xp, x, *, window, stride, padding, count_include_pad):
+    _check_window(window, stride)
     wins = _pool_windows(xp, x, 0, window, stride, padding)
     div = _avg_divisor(xp, x.shape, x.dtype, window, stride, padding, count_include_pad)
     return xp.sum(wins, axis=2) / div

@@ -8,6 +8,7 @@ methods (``+``, ``@``, ``x[i]``, ``x.T``, ``x.at[i].set(v)``) are installed by
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -368,6 +369,8 @@ def _asarray(value: Any, dtype: Any, device: Any, copy: Any, fn: str, arg: str =
         isinstance(value, np.ndarray) and not _args.is_numeric(value.dtype)
     ):
         raise _not_numeric(fn, arg, value)
+    if not isinstance(value, _ARRAY_LIKE) and not any(hasattr(value, a) for a in _PROTOCOLS):
+        raise _not_numeric(fn, arg, value)  # object(): numpy would make it True for bool
     if target is None:  # stay where an array already is (cupy, Array API arrays)
         xp = backend._XP_BY_TYPE.get(type(value))
         if xp is np or (xp is None and not hasattr(value, "__array_namespace__")):
@@ -392,6 +395,12 @@ def _asarray(value: Any, dtype: Any, device: Any, copy: Any, fn: str, arg: str =
     if not _args.is_numeric(data.dtype):
         raise _not_numeric(fn, arg, value, data.dtype)
     return _wrap(data)
+
+
+# What asarray converts: numbers, sequences and arrays (by their protocols); any other
+# object is refused before numpy could make it an object array or, for dtype=bool, True.
+_ARRAY_LIKE = (list, tuple, np.ndarray, np.generic, numbers.Number)
+_PROTOCOLS = ("__array__", "__array_namespace__", "__dlpack__", "__len__", "__float__")
 
 
 def _not_numeric(fn: str, arg: str, value: Any, dtype: Any = None) -> DTypeError:

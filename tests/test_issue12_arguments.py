@@ -521,3 +521,10 @@ def test_issue_12_conv_op_refuses_zero_dilation_eagerly():
         conv.conv2d(x, w, stride=(1, 1), padding=pad, dilation=(0, 1), groups=1)
     with pytest.raises(ShapeError, match="^max_pool2d: window"):
         conv.max_pool2d(x, window=(0, 2), stride=(1, 1), padding=pad)
+
+
+def test_issue_12_asarray_refuses_objects_even_as_bool():
+    for make in (lambda: fgrad.asarray(object(), dtype=bool), lambda: fnp.bool_(object())):
+        with pytest.raises(DTypeError, match="must be numeric"):
+            make()
+    np.testing.assert_array_equal(fgrad.asarray(range(3)), [0, 1, 2])

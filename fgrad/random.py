@@ -149,6 +149,16 @@ def _key_data(key: Any, fn: str, where: str | None = None) -> tuple[Any, Any]:
     return key, backend.device_of(key._data if isinstance(key, Tensor) else key)
 
 
+def _numeric(data: Any, fn: str, arg: str) -> None:
+    """Refuse an array of strings, objects or dates: samples are Tensors of numbers."""
+    try:
+        dt = np.dtype(data.dtype)
+    except TypeError:  # an Array API namespace's own dtype object: numeric by construction
+        return
+    if not _args.is_numeric(dt):
+        raise DTypeError(f"{fn}: {arg} must hold numbers, got an array of dtype {dt}")
+
+
 def _is_int_scalar(value: Any) -> bool:
     """A Python int or a 0-d integer array (bools excluded)."""
     if isinstance(value, int):
@@ -672,7 +682,8 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> T
         int64 Tensor of shape ``(n,)`` for an int; otherwise a Tensor like ``x``.
 
     Raises:
-        TypeError: ``key`` is not a key, or ``x`` is differentiated (shuffle it as
+        TypeError: ``key`` is not a key, ``x`` holds no numbers, ``axis`` is not an int
+            or ``independent`` not a bool, or ``x`` is differentiated (shuffle it as
             ``x[random.permutation(key, len(x))]``, which is differentiable; an ``x`` traced
             by :func:`fgrad.jit` alone is fine), or ``x`` is a traced int.
         ValueError: ``x`` is a negative int or a 0-d array.
@@ -706,6 +717,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> T
             return random_permutation(key, shape=(n,))
         if not hasattr(raw, "shape"):
             raw = np.asarray(raw)
+        _numeric(raw, "random.permutation", "x")
         if device is not None and backend.device_of(raw) != device:
             raw = backend.to_device(raw, device)
         x = _wrap(raw)
@@ -807,8 +819,8 @@ def choice(
         shape ``a.shape[:axis] + shape + a.shape[axis + 1:]``.
 
     Raises:
-        TypeError: ``key`` is not a key; ``a`` is not an int or an array (or is a traced
-            int).
+        TypeError: ``key`` is not a key; ``a`` is not an int or an array of numbers (or
+            is a traced int); ``replace`` is not a bool or ``axis`` not an int.
         ValueError: ``replace=False`` with more draws than candidates; ``a`` has no
             candidates (``n <= 0``) while draws are asked for; ``a`` is a 0-d array; ``p``
             does not have shape ``(n,)``, or has negative entries or a zero sum.
@@ -853,6 +865,7 @@ def choice(
             )
         if not hasattr(raw, "shape"):
             raw = np.asarray(raw)
+        _numeric(raw, "random.choice", "a")
         if device is not None and backend.device_of(raw) != device:
             raw = backend.to_device(raw, device)
         arr = a if isinstance(a, Tensor) else _wrap(raw)

@@ -276,9 +276,15 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, de
     dtype = _args.dtype(dtype, "arange")
     dev = device_arg(device, "arange")
     try:
-        return _make("arange", *args, dtype=dtype, device=dev)
+        out = _make("arange", *args, dtype=dtype, device=dev)
     except (ValueError, OverflowError, MemoryError) as err:
         raise ValueError(f"arange: cannot make the range {args}: {err}") from None
+    if not _args.is_numeric(out.dtype):  # Python ints beyond int64 give an object array
+        raise ValueError(
+            f"arange: the bounds {args} are beyond the int64 range; pass floats or a float "
+            "dtype"
+        )
+    return out
 
 
 def _real_scalar(value: Any, fn: str, arg: str) -> Any:

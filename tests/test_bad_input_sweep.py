@@ -436,6 +436,12 @@ KINDS = {
     "nn:avg_pool2d.stride": "stride",
     "nn:max_pool2d.window": "stride",
     "nn:max_pool2d.stride": "stride",
+    "numpy:repeat.repeats": "size",
+    "ndarray:repeat.repeats": "size",
+    "numpy:roll.shift": "axis",  # an int or a tuple of ints
+    "numpy:split.indices_or_sections": "axis",
+    "numpy:array_split.indices_or_sections": "axis",
+    "numpy:pad.pad_width": "axis",
     "numpy:reshape.shape": "newshape",
     "numpy:reshape.more": "newshape",
     "ndarray:reshape.shape": "newshape",

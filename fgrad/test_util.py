@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from fgrad import tree
+from fgrad import _args, tree
 from fgrad.tensor import Tensor, asarray
 from fgrad.transforms.ad import jvp, vjp
 
@@ -64,7 +64,11 @@ def check_grads(
     Raises:
         AssertionError: a derivative disagrees with finite differences; the message gives
             the order, the mode and both values.
-        ValueError: an unknown mode.
+        ValueError: an unknown mode, an ``order`` outside 1 to 3, a step ``eps`` that is
+            not positive or a negative tolerance.
+        TypeError: ``f`` is not callable, ``args`` is not a tuple or list of arguments
+            (a Tensor is one argument: pass ``(x,)``), or ``order``, ``eps``, the
+            tolerances or ``seed`` are not numbers of the right kind (a ``DTypeError``).
 
     Example:
         >>> check_grads(fnp.sin, (fnp.array([0.3, 1.2]),), order=2, modes=("rev", "fwd"))
@@ -73,9 +77,25 @@ def check_grads(
         The random-direction check of autograd's ``check_grads`` and JAX's
         ``jax.test_util.check_grads``.
     """
+    _args.function(f, "check_grads", "f")
+    if not isinstance(args, (tuple, list)):
+        raise TypeError(
+            f"check_grads: args must be a tuple (or list) of f's arguments, got "
+            f"{_args.describe(args)}; for one argument x pass (x,)"
+        )
+    order = _args.index(order, "check_grads", "order", minimum=1, maximum=3)
+    modes = (modes,) if isinstance(modes, str) else modes
+    if not isinstance(modes, (tuple, list)) or not modes:
+        raise TypeError(
+            f"check_grads: modes must be 'rev', 'fwd' or a tuple of them, got {modes!r}"
+        )
     for mode in modes:
         if mode not in ("rev", "fwd"):
             raise ValueError(f"check_grads: unknown mode {mode!r}; use 'rev' or 'fwd'")
+    eps = _args.real(eps, "check_grads", "eps", above=0.0, none_ok=True)
+    atol = _args.real(atol, "check_grads", "atol", minimum=0.0, none_ok=True)
+    rtol = _args.real(rtol, "check_grads", "rtol", minimum=0.0, none_ok=True)
+    seed = _args.index(seed, "check_grads", "seed", minimum=0)
     args = tuple(tree.map(lambda x: asarray(x) if not isinstance(x, Tensor) else x, tuple(args)))
     leaves = tree.leaves(args)
     f64 = all(np.dtype(x.dtype) in (np.float64, np.complex128) for x in leaves)

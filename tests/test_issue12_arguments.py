@@ -528,3 +528,16 @@ def test_issue_12_asarray_refuses_objects_even_as_bool():
         with pytest.raises(DTypeError, match="must be numeric"):
             make()
     np.testing.assert_array_equal(fgrad.asarray(range(3)), [0, 1, 2])
+
+
+def test_issue_12_check_grads_checks_its_arguments():
+    from fgrad.test_util import check_grads
+
+    x = fnp.array([0.3, 1.2])
+    with pytest.raises(DTypeError, match="^check_grads: order must be an int, got 1.5"):
+        check_grads(fnp.sin, (x,), order=1.5)  # it checked nothing of order 1.5
+    with pytest.raises(ValueError, match="^check_grads: order must be >= 1"):
+        check_grads(fnp.sin, (x,), order=0)
+    with pytest.raises(TypeError, match=r"^check_grads: args must be a tuple .* pass \(x,\)"):
+        check_grads(fnp.sin, x)
+    check_grads(fnp.sin, (x,), order=1, modes="fwd")  # one mode as a string

@@ -61,9 +61,9 @@ def describe(value: Any) -> str:
         >>> describe(1.5)
         '1.5 (a float)'
     """
-    if hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, np.generic):
+    if _is_array(value):
         kind = "Tensor" if type(value).__name__ != "ndarray" else "array"
-        return f"a {np.dtype(value.dtype).name} {kind} of shape {tuple(value.shape)}"
+        return f"a {_dtype_name(value.dtype)} {kind} of shape {tuple(value.shape)}"
     if isinstance(value, (str, bytes)):
         text = repr(value)
         return (text if len(text) <= 40 else text[:37] + "...") + " (a str)"
@@ -79,6 +79,23 @@ def describe(value: Any) -> str:
     return f"{text} ({_a(type(value).__qualname__)})"
 
 
+def _is_array(value: Any) -> bool:
+    """A Tensor or an array (numpy, cupy, Array API), not a numpy scalar or dtype."""
+    return (
+        hasattr(value, "shape")
+        and hasattr(value, "dtype")
+        and not isinstance(value, (np.generic, np.dtype, type))
+        and (hasattr(value, "__array__") or hasattr(value, "__array_namespace__"))
+    )
+
+
+def _dtype_name(dtype: Any) -> str:
+    try:
+        return np.dtype(dtype).name
+    except TypeError:  # an Array API namespace's own dtype object
+        return str(dtype)
+
+
 def _a(noun: str) -> str:
     return ("an " if noun[:1].lower() in "aeio" else "a ") + noun
 
@@ -87,7 +104,7 @@ def _int_or_none(value: Any) -> int | None:
     """``operator.index(value)``, or None where ``value`` is no integer (a bool neither)."""
     if isinstance(value, (bool, np.bool_)):
         return None
-    if getattr(value, "dtype", None) is not None and np.dtype(value.dtype).kind == "b":
+    if _is_array(value) and _dtype_name(value.dtype) == "bool":
         return None  # a bool array or Tensor (its __index__ would give 0 or 1)
     try:
         return operator.index(value)
@@ -104,10 +121,10 @@ def _why_not_int(value: Any) -> str:
         return "a float"
     if isinstance(value, (complex, np.complexfloating)):
         return "a complex number"
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
+    if _is_array(value):
         if tuple(value.shape) != ():
             return f"an array of shape {tuple(value.shape)}"
-        return f"a {np.dtype(value.dtype).name} array"
+        return f"a {_dtype_name(value.dtype)} array"
     if value is None:
         return "None"
     return _a(type(value).__qualname__)
@@ -204,7 +221,7 @@ def shape(value: Any, fn: str, arg: str = "shape", *, minus_one: bool = False) -
     if n is not None:
         dims = (n,)
     elif isinstance(value, (str, bytes)) or not isinstance(value, Iterable) or (
-        getattr(value, "dtype", None) is not None and np.dtype(value.dtype).kind not in "iu"
+        _is_array(value) and not _dtype_name(value.dtype).startswith(("int", "uint"))
     ):
         raise DTypeError(
             f"{fn}: {arg} must be an int or a tuple of ints, got {describe(value)}; pass "
@@ -236,7 +253,7 @@ def shape(value: Any, fn: str, arg: str = "shape", *, minus_one: bool = False) -
 
 
 def _short(value: Any) -> str:
-    if hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, np.generic):
+    if _is_array(value):
         return describe(value)
     text = repr(tuple(value)) if isinstance(value, list) else repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -416,8 +433,9 @@ def real(
     ok_type = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
         value, (bool, np.bool_)
     )
-    if not ok_type and hasattr(value, "shape") and hasattr(value, "dtype"):
-        ok_type = tuple(value.shape) == () and np.dtype(value.dtype).kind in "iuf"
+    if not ok_type and _is_array(value):
+        name = _dtype_name(value.dtype)
+        ok_type = tuple(value.shape) == () and name.startswith(("int", "uint", "float"))
     if not ok_type:
         raise DTypeError(f"{fn}: {arg} must be a real number, got {describe(value)}")
     x = float(value)

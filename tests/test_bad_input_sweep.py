@@ -706,7 +706,7 @@ def _non_numeric(out: Any) -> bool:
     if not isinstance(out, fgrad.Tensor) or isinstance(out, fgrad.core.trace.Tracer):
         return False
     dtype = getattr(out._data, "dtype", None)  # a Tensor around a Python number is broken
-    return dtype is None or (np.dtype(dtype).kind not in "biufc" and dtype.name != "bfloat16")
+    return dtype is None or np.dtype(dtype).kind not in "biufc"
 
 
 def _shapes(out: Any) -> Any:

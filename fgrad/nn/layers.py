@@ -108,7 +108,7 @@ def _check_padding(padding: Any, name: str) -> None:
 def _field_dtype(value: Any, layer: str, field: str = "param_dtype") -> None:
     """A layer's parameter dtype: floating or complex (parameters are differentiated)."""
     dt = _args.dtype(value, layer, field, none_ok=False)
-    if not (dtypes.is_inexact(dt) or dt.name == "bfloat16"):
+    if not dtypes.is_inexact(dt):
         raise DTypeError(
             f"{layer}: {field} must be a floating dtype (parameters are differentiated), "
             f"got {dt}"

@@ -289,8 +289,21 @@ def _template(argcount: int) -> Any:
 
 
 def _bind_kernel(op: Op, array: Any) -> Callable:
-    """The op's kernel bound to ``array``'s namespace, cached by the array's type."""
-    xp = backend.namespace_of(array)
+    """The op's kernel bound to ``array``'s namespace, cached by the array's type.
+
+    Raises:
+        DTypeError: ``array`` is no array (a str, None, a dict): the message names the op.
+    """
+    try:
+        xp = backend.namespace_of(array)
+    except TypeError:
+        from fgrad.errors import DTypeError
+
+        raise DTypeError(
+            f"{op.name}: cannot compute with a {type(array).__qualname__} ({array!r:.40}); "
+            "pass a Tensor, a numpy or cupy array, or a Python number (convert lists with "
+            "fgrad.numpy.asarray)"
+        ) from None
     kernel = None
     real_only = getattr(op.aval_rule, "real_only", False)
     if op._fast and not real_only:  # no params reach the kernel: the namespace function may stand in

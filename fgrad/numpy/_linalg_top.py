@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from fgrad import dtypes
+from fgrad import _args, dtypes
 from fgrad.errors import ShapeError
 from fgrad.ops import linalg as _la
 from fgrad.ops._rules import shape_of
@@ -431,4 +431,4 @@ def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
     """
     d = diagonal(a, offset, axis1, axis2)
     out = _sum(d, axes=(len(shape_of(d)) - 1,), keepdims=False)
-    return out if dtype is None else _astype(out, dtype=np.dtype(dtype))
+    return out if dtype is None else _astype(out, dtype=_args.dtype(dtype, "trace"))

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from fgrad import dtypes
+from fgrad import _args, dtypes
 from fgrad.errors import ShapeError
 from fgrad.ops import elementwise as _e
 from fgrad.ops import reduction as _r
@@ -52,8 +52,10 @@ __all__ = [
 ]
 
 
-def _cast(x: Any, dtype: Any) -> Any:
-    return x if dtype is None else _e.astype(x, dtype=np.dtype(dtype))
+def _cast(x: Any, dtype: Any, fn: str) -> Any:
+    """``x`` in the requested accumulation ``dtype`` (None: as it is); a dtype that is not
+    a numeric one raises a DTypeError naming ``fn``."""
+    return x if dtype is None else _e.astype(x, dtype=_args.dtype(dtype, fn))
 
 
 def _widened(x: Any) -> tuple[Any, Any]:
@@ -103,7 +105,7 @@ def sum(
         >>> fnp.sum(x, where=~fnp.isnan(x))
         Tensor(4., dtype=float64)
     """
-    x = _cast(x, dtype)
+    x = _cast(x, dtype, "sum")
     if where is not None:
         x = _e.where(where, x, 0)
     return _r.sum(x, axes=norm_axes("sum", axis, ndim_of(x)), keepdims=keepdims)
@@ -130,7 +132,7 @@ def prod(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False)
         >>> fgrad.grad(fnp.prod)(fnp.array([2.0, 0.0, 0.0]))
         Tensor([0., 0., 0.], dtype=float64)
     """
-    x = _cast(x, dtype)
+    x = _cast(x, dtype, "prod")
     return _r.prod(x, axes=norm_axes("prod", axis, ndim_of(x)), keepdims=keepdims)
 
 
@@ -158,7 +160,7 @@ def mean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False)
         >>> fnp.mean(fnp.ones(100_000, dtype=fnp.float16))
         Tensor(1., dtype=float16)
     """
-    x, rounded = _widened(_cast(x, dtype))
+    x, rounded = _widened(_cast(x, dtype, "mean"))
     axes = norm_axes("mean", axis, ndim_of(x))
     total = _r.sum(x, axes=axes, keepdims=keepdims)
     n = _count(x, axes)
@@ -280,7 +282,7 @@ def _variance(
         if ddof != 0:
             raise ValueError(f"{name}: give ddof or correction, not both")
         ddof = correction
-    x, rounded = _widened(_cast(x, dtype))
+    x, rounded = _widened(_cast(x, dtype, name))
     axes = norm_axes(name, axis, ndim_of(x))
     if not dtypes.is_inexact(dtypes.result_type(x)):
         x = _e.astype(x, dtype=dtypes.float64)
@@ -565,7 +567,7 @@ def nansum(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = Fals
         >>> fgrad.grad(fnp.nansum)(fnp.array([1.0, fnp.nan]))
         Tensor([1., 0.], dtype=float64)
     """
-    x, _ = _without_nans(_cast(x, dtype))
+    x, _ = _without_nans(_cast(x, dtype, "nansum"))
     return _r.sum(x, axes=norm_axes("nansum", axis, ndim_of(x)), keepdims=keepdims)
 
 
@@ -589,7 +591,7 @@ def nanmean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = Fal
         >>> fnp.nanmean(fnp.array([[1.0, fnp.nan], [2.0, 4.0]]), axis=1)
         Tensor([1., 3.], dtype=float64)
     """
-    x, rounded = _widened(_cast(x, dtype))  # float16: counts past 2048 are not exact
+    x, rounded = _widened(_cast(x, dtype, "nanmean"))  # float16: counts past 2048 are not exact
     clean, nan = _without_nans(x)
     if nan is None:
         return _rounded(mean(x, axis, keepdims=keepdims), rounded)
@@ -601,7 +603,7 @@ def nanmean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = Fal
 
 
 def _scan(name: str, op: Any, x: Any, axis: Any, dtype: Any) -> Any:
-    x = _cast(x, dtype)
+    x = _cast(x, dtype, name)
     if axis is None:  # numpy scans the flattened array
         x = _s.reshape(x, shape=(int(np.prod(shape_of(x), dtype=np.int64)),))
         axis = 0

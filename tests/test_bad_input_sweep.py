@@ -921,13 +921,6 @@ def sweep(sample: float = 1.0, seed: int = 0, only: str | None = None) -> list[d
 ELSEWHERE = {
     "fgrad/core/op.py": "registry ops called with a non-array (a str, None, an object, a "
     "tuple): Op.__call__ raises backend.namespace_of's TypeError, which names no op",
-    "fgrad/numpy/_reductions.py": "reductions' dtype, ddof, where and keepdims arguments",
-    "fgrad/numpy/_linalg_top.py": "dot, inner, outer, kron, tensordot, einsum, vdot, "
-    "vecdot, trace, diagonal: inputs, offsets and axes",
-    "fgrad/numpy/linalg.py": "fgrad.numpy.linalg's inputs and arguments",
-    "fgrad/nn/_activations.py": "activations' inputs and arguments",
-    "fgrad/numpy/_methods.py": "Tensor's reduction methods (their own axis handling)",
-    "layer_norm/rms_norm": "nn.layer_norm and nn.rms_norm (normalisation code)",
 }
 
 
@@ -993,11 +986,6 @@ def test_clear_error_rate_of_the_rest(rows):
     assert rate >= 0.98, report([r for r in rows if not r.get("owner")])
 
 
-@pytest.mark.xfail(
-    reason="ELSEWHERE: the argument handling of registry ops, reductions, linalg, the "
-    "activations, layer_norm/rms_norm and Tensor's reduction methods is not yet checked",
-    strict=False,
-)
 def test_clear_error_rate_overall(rows):
     rate, _ = summary(rows)
     assert rate >= 0.98, report(rows)

@@ -541,3 +541,88 @@ def test_issue_12_check_grads_checks_its_arguments():
     with pytest.raises(TypeError, match=r"^check_grads: args must be a tuple .* pass \(x,\)"):
         check_grads(fnp.sin, x)
     check_grads(fnp.sin, (x,), order=1, modes="fwd")  # one mode as a string
+
+
+# ------------------------------------- linalg, reductions, norms and activations (sweep)
+
+
+def test_issue_12_trace_and_diagonal_check_offset_and_axes():
+    x = fnp.ones((2, 3))
+    with pytest.raises(DTypeError, match=r"^trace: offset must be an int, got 1.5"):
+        fnp.trace(x, offset=1.5)
+    with pytest.raises(DTypeError, match=r"^diagonal: axis2 must be an int"):
+        fnp.diagonal(x, axis2=1.5)
+    with pytest.raises(ValueError, match=r"^diagonal: offset=.* int64"):
+        fnp.diagonal(x, offset=2**64)
+    with pytest.raises(ShapeError, match=r"^trace: axis1 and axis2 are the same axis"):
+        x.trace(axis1=-1)
+    np.testing.assert_array_equal(
+        np.asarray(fnp.diagonal(fnp.arange(6.0).reshape(2, 3), 1)),
+        np.diagonal(np.arange(6.0).reshape(2, 3), 1),
+    )
+
+
+def test_issue_12_products_name_themselves_for_bad_inputs():
+    with pytest.raises(ValueError, match=r"^vdot: a=.* int64"):
+        fnp.vdot(2**64, fnp.ones(1))
+    with pytest.raises(DTypeError, match=r"^dot: a must be"):
+        fnp.dot("abc", fnp.ones(3))
+    with pytest.raises(ShapeError, match=r"^dot: shapes"):
+        fnp.dot(fnp.ones((2, 3)), fnp.ones(2))
+    with pytest.raises(ShapeError, match=r"^vecdot: the summed axis"):
+        fnp.vecdot(fnp.ones((2, 3)), fnp.ones(3), axis=0)
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(6.0, 12.0).reshape(2, 3)
+    np.testing.assert_allclose(
+        np.asarray(fnp.vecdot(fnp.asarray(a), fnp.asarray(b), axis=0)), np.vecdot(a, b, axis=0)
+    )
+
+
+def test_issue_12_linalg_checks_flags_orders_and_tolerances():
+    x = fnp.eye(2)
+    with pytest.raises(DTypeError, match=r"^norm: keepdims must be True or False"):
+        fnp.linalg.norm(x, keepdims="abc")
+    with pytest.raises(ValueError, match=r"^matrix_norm: invalid norm order 1.5"):
+        fnp.linalg.matrix_norm(x, ord=1.5)
+    with pytest.raises(DTypeError, match=r"^pinv: rcond must be a real number"):
+        fnp.linalg.pinv(x, rcond="abc")
+    with pytest.raises(DTypeError, match=r"^pinv: hermitian must be True or False"):
+        fnp.linalg.pinv(x, hermitian="yes")
+    with pytest.raises(ValueError, match=r"^eigh: UPLO must be one of 'L', 'U'"):
+        fnp.linalg.eigh(x, UPLO="X")
+    with pytest.raises(DTypeError, match=r"^cholesky: a must be"):
+        fnp.linalg.cholesky(None)
+
+
+def test_issue_12_reductions_check_ddof_keepdims_and_where():
+    x = fnp.ones((2, 3))
+    with pytest.raises(DTypeError, match=r"^std: ddof must be a real number"):
+        fnp.std(x, ddof="abc")
+    with pytest.raises(DTypeError, match=r"^var: correction must be a real number"):
+        fnp.var(x, correction=(1,))
+    with pytest.raises(DTypeError, match=r"^mean: keepdims must be True or False"):
+        fnp.mean(x, keepdims=None)
+    with pytest.raises(DTypeError, match=r"^sum: where must be a bool"):
+        fnp.sum(x, where=fnp.ones(3))
+    with pytest.raises(DTypeError, match=r"^nansum: x must be"):
+        fnp.nansum(None)
+    np.testing.assert_allclose(
+        np.asarray(fnp.var(x, ddof=1.5, axis=0)), np.var(np.ones((2, 3)), ddof=1.5, axis=0)
+    )
+
+
+def test_issue_12_layer_norm_rms_norm_and_activations_check_arguments():
+    x = fnp.ones((2, 3))
+    with pytest.raises(DTypeError, match=r"^layer_norm: x must be"):
+        fgrad.nn.layer_norm("abc")
+    with pytest.raises(DTypeError, match=r"^layer_norm: axis must be an int"):
+        fgrad.nn.layer_norm(x, axis=1.5)
+    with pytest.raises(ValueError, match=r"^rms_norm: eps must be >= 0"):
+        fgrad.nn.rms_norm(x, eps=-1)
+    with pytest.raises(ShapeError, match=r"^rms_norm: scale of shape \(2,\)"):
+        fgrad.nn.rms_norm(x, fnp.ones(2))
+    with pytest.raises(ValueError, match=r"^gelu: approximate must be one of"):
+        fgrad.nn.gelu(x, approximate="fast")
+    with pytest.raises(DTypeError, match=r"^silu: x must be a Tensor"):
+        fgrad.nn.silu([1.0])
+    with pytest.raises(DTypeError, match=r"^softplus: defined for real input only"):
+        fgrad.nn.softplus(1j)

@@ -11,6 +11,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
+from fgrad import _args
 from fgrad.errors import DTypeError
 from fgrad.ops import nn as _nn
 from fgrad.ops._rules import ndim_of, norm_axes
@@ -18,6 +21,32 @@ from fgrad.ops.elementwise import add, erfc, logaddexp, multiply, sigmoid, tanh
 from fgrad.ops.nn import relu
 
 __all__ = ["gelu", "log_softmax", "relu", "sigmoid", "silu", "softmax", "softplus", "swish"]
+
+def _input(x: Any, fn: str) -> Any:
+    """``x`` checked: a Tensor, a numeric array or a Python number (lists are refused, as
+    the ops refuse them), so that bad input names the activation, not an op inside it."""
+    if isinstance(x, (bool, float, complex)):
+        return x
+    if isinstance(x, int):
+        if abs(x) > 2**63 - 1:
+            raise ValueError(f"{fn}: x={x} is beyond the int64 range; pass a float or an array")
+        return x
+    if hasattr(x, "dtype") and hasattr(x, "shape") and not isinstance(x, (list, tuple)):
+        try:
+            numeric = _args.is_numeric(np.dtype(x.dtype))
+        except TypeError:  # an Array API namespace's own dtype
+            numeric = True
+        if numeric:
+            return x
+        raise DTypeError(
+            f"{fn}: x must be numeric, got {_args.describe(x)}; Tensors hold bool, integer, "
+            "floating or complex numbers"
+        )
+    hint = "; convert lists with fnp.asarray" if isinstance(x, (list, tuple)) else ""
+    raise DTypeError(
+        f"{fn}: x must be a Tensor, an array or a Python number, got {_args.describe(x)}{hint}"
+    )
+
 
 _SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -45,6 +74,7 @@ def softmax(x: Any, axis: Any = -1) -> Any:
         Tensor([[0.09003057, 0.24472847, 0.66524096],
                 [0.33333333, 0.33333333, 0.33333333]], dtype=float64)
     """
+    x = _input(x, "softmax")
     return _nn.softmax(x, axes=norm_axes("softmax", axis, ndim_of(x)))
 
 
@@ -68,6 +98,7 @@ def log_softmax(x: Any, axis: Any = -1) -> Any:
         >>> log_softmax(fnp.array([0.0, 1000.0]))
         Tensor([-1000.,     0.], dtype=float64)
     """
+    x = _input(x, "log_softmax")
     return _nn.log_softmax(x, axes=norm_axes("log_softmax", axis, ndim_of(x)))
 
 
@@ -88,6 +119,12 @@ def softplus(x: Any) -> Any:
         >>> softplus(fnp.array([-1000.0, 0.0, 1000.0]))
         Tensor([0.00000000e+00, 6.93147181e-01, 1.00000000e+03], dtype=float64)
     """
+    x = _input(x, "softplus")
+    if getattr(getattr(x, "dtype", None), "kind", None) == "c" or isinstance(x, complex):
+        raise DTypeError(
+            "softplus: defined for real input only (it is logaddexp(x, 0)), got complex "
+            f"{getattr(x, 'aval', x)}; apply it to real values (fnp.real, fnp.abs)"
+        )
     return logaddexp(x, 0.0)
 
 
@@ -111,6 +148,7 @@ def silu(x: Any) -> Any:
         Ramachandran, Zoph and Le, "Searching for activation functions", 2017,
         arXiv:1710.05941 (swish).
     """
+    x = _input(x, "silu")
     return multiply(x, sigmoid(x))
 
 
@@ -148,6 +186,11 @@ def gelu(x: Any, approximate: bool | str = False) -> Any:
         Hendrycks and Gimpel, "Gaussian error linear units (GELUs)", 2016,
         arXiv:1606.08415 (both forms).
     """
+    x = _input(x, "gelu")
+    if isinstance(approximate, str):
+        _args.choice(approximate, "gelu", "approximate", ("none", "tanh"))
+    else:
+        approximate = _args.flag(approximate, "gelu", "approximate")
     if approximate in (False, "none"):
         if getattr(getattr(x, "dtype", None), "kind", None) == "c" or isinstance(x, complex):
             raise DTypeError(

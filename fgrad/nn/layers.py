@@ -35,6 +35,7 @@ from fgrad import _args, dtypes, random
 from fgrad.errors import ConcretizationError, DTypeError, ShapeError
 from fgrad.nn._activations import relu
 from fgrad.nn.initializers import Initializer, glorot_uniform, normal, ones, zeros
+from fgrad.numpy._linalg_top import _arr
 from fgrad.ops import conv as _conv
 from fgrad.ops import nn as _nn
 from fgrad.tensor import Tensor, as_tensor
@@ -369,9 +370,40 @@ def _fused_norm(x: Any, axis: Any, *params: Any) -> bool:
     if not isinstance(axis, (int, np.integer)) or axis not in (-1, len(shape) - 1):
         return False
     return all(
-        p is None or (getattr(p, "dtype", None) == dtype and tuple(p.shape) in ((), shape[-1:]))
+        p is None
+        or (hasattr(p, "shape") and p.dtype == dtype and tuple(p.shape) in ((), shape[-1:]))
         for p in params
     )
+
+
+def _norm_args(fn: str, x: Any, eps: Any, axis: Any, **params: Any) -> tuple:
+    """``layer_norm``'s and ``rms_norm``'s arguments checked: ``(x, eps, *params)``, with
+    ``x`` and the parameters numeric Tensors, ``eps`` a real ``>= 0`` and ``axis`` an int
+    or a tuple of ints within ``x``'s dimensions."""
+    x = as_tensor(_arr(x, fn, "x"))
+    shape = tuple(x.shape)
+    if not shape:
+        raise ShapeError(f"{fn}: x must have at least one dimension, got a 0-d input")
+    _args.axes(axis, fn, len(shape))
+    if isinstance(eps, Tensor) and tuple(eps.shape) == () and np.dtype(eps.dtype).kind in "iuf":
+        pass  # a traced scalar (jit traces Python floats): its value is unknown here
+    else:
+        eps = _args.real(eps, fn, "eps", minimum=0.0)
+    out = []
+    for name, p in params.items():
+        if p is not None:
+            p = _arr(p, fn, name)  # Python numbers stay weakly typed
+            try:
+                ok = np.broadcast_shapes(tuple(getattr(p, "shape", ())), shape) == shape
+            except ValueError:
+                ok = False
+            if not ok:
+                p_shape = tuple(getattr(p, "shape", ()))
+                raise ShapeError(
+                    f"{fn}: {name} of shape {p_shape} does not broadcast to x's shape {shape}"
+                )
+        out.append(p)
+    return (x, eps, *out)
 
 
 def _widened(x: Any, *params: Any) -> tuple[Any, Any]:
@@ -414,6 +446,7 @@ def layer_norm(
     References:
         Ba, Kiros and Hinton, "Layer Normalization", 2016, arXiv:1607.06450, eq. 4.
     """
+    x, eps, scale, bias = _norm_args("layer_norm", x, eps, axis, scale=scale, bias=bias)
     if _fused_norm(x, axis, scale, bias):
         xhat, _ = _nn.standardize(x, eps=float(eps))
         if scale is None and bias is None:
@@ -454,6 +487,7 @@ def rms_norm(x: Any, scale: Any = None, *, eps: float = 1e-6, axis: int = -1) ->
         Zhang and Sennrich, "Root Mean Square Layer Normalization", NeurIPS 2019,
         arXiv:1910.07467, eq. 4.
     """
+    x, eps, scale = _norm_args("rms_norm", x, eps, axis, scale=scale)
     x, rounded = _widened(x, scale)
     ms = fnp.mean(x * x, axis=axis, keepdims=True)
     y = x / fnp.sqrt(ms + eps)

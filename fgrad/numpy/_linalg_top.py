@@ -6,13 +6,15 @@ of ``diagonal``, ``reshape``, ``sum``), so their derivatives come from those ops
 
 from __future__ import annotations
 
+import functools
+import re
 from collections import Counter
 from typing import Any
 
 import numpy as np
 
 from fgrad import _args, dtypes
-from fgrad.errors import ShapeError
+from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops import linalg as _la
 from fgrad.ops._rules import shape_of
 from fgrad.ops.elementwise import astype as _astype
@@ -42,11 +44,76 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _SCALARS = (bool, int, float, complex)
 
 
-def _arr(x: Any) -> Any:
-    """Tensors, arrays and Python scalars pass; lists and tuples become Tensors."""
-    if isinstance(x, (Tensor, *_SCALARS)) or hasattr(x, "shape"):
+def _arr(x: Any, fn: str | None = None, arg: str = "the input") -> Any:
+    """Tensors, arrays and Python scalars pass; lists and tuples become Tensors.
+
+    With ``fn`` (the public function's name), a non-numeric input (a str, None, an object,
+    a str array) or a Python int beyond int64 raises an error naming ``fn`` and ``arg``.
+    """
+    if fn is None:
+        if isinstance(x, (Tensor, *_SCALARS)) or hasattr(x, "shape"):
+            return x
+        return asarray(x)
+    if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 2**63 - 1:
+        raise ValueError(f"{fn}: {arg}={x} is beyond the int64 range; pass an array or a float")
+    if isinstance(x, (Tensor, *_SCALARS)):
         return x
-    return asarray(x)
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        try:
+            ok = _args.is_numeric(np.dtype(x.dtype))
+        except TypeError:
+            ok = True  # an Array API namespace's own dtype
+        if not ok:
+            raise DTypeError(
+                f"{fn}: {arg} must be numeric, got {_args.describe(x)}; Tensors hold bool, "
+                "integer, floating or complex numbers"
+            )
+        return x
+    try:
+        return asarray(x)
+    except (TypeError, ValueError) as e:
+        raise DTypeError(
+            f"{fn}: {arg} must be a Tensor, an array or nested lists of numbers, got "
+            f"{_args.describe(x)}"
+        ) from e
+
+
+_PREFIXED = re.compile(r"^[A-Za-z_][\w.]*: ")
+
+
+def _renamed(e: BaseException, name: str) -> BaseException | None:
+    """``e`` again with ``name: `` in front, for fgrad's own errors raised inside ``name``
+    (its ShapeErrors and DTypeErrors, and messages in its ``fn: ...`` style): they come
+    from the ops ``name`` is built of, and would name those only. None: leave ``e``."""
+    msg = str(e)
+    fgrad_style = isinstance(e, (ShapeError, DTypeError)) or _PREFIXED.match(msg)
+    if not fgrad_style or msg.startswith(f"{name}:"):
+        return None
+    try:
+        return type(e)(f"{name}: {msg}")
+    except Exception:  # noqa: BLE001 - an error class with another signature
+        return None
+
+
+# Each module defines its own ``_named`` (a copy of this one) so that its functions'
+# code, as inspect and tracebacks see it, stays in that module.
+def _named(name: str):
+    """Decorator: errors raised inside the public function ``name`` name it (_renamed)."""
+
+    def deco(f):
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            try:
+                return f(*args, **kwargs)
+            except (TypeError, ValueError) as e:
+                new = _renamed(e, name)
+                if new is None:
+                    raise
+                raise new.with_traceback(e.__traceback__) from None
+
+        return wrapper
+
+    return deco
 
 
 def _is_complex(x: Any) -> bool:
@@ -54,14 +121,13 @@ def _is_complex(x: Any) -> bool:
 
 
 def _ravel(x: Any) -> Any:
+    if isinstance(x, complex):
+        x = asarray(x)
     return _reshape(x, shape=(int(np.prod(shape_of(x), dtype=np.int64)),))
 
 
-def _norm_axis(name: str, axis: Any, ndim: int) -> int:
-    axis = int(axis)
-    if not -ndim <= axis < ndim:
-        raise ShapeError(f"{name}: axis {axis} is out of range for {ndim} dimensions")
-    return axis % ndim
+def _norm_axis(name: str, axis: Any, ndim: int, arg: str = "axis") -> int:
+    return _args.axis(axis, name, ndim, arg)
 
 
 # ------------------------------------------------------------------------ einsum
@@ -157,7 +223,14 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = None) -> Any:
             "einsum: pass the subscripts as a string first (the interleaved operand/sublist "
             "form is not supported)"
         )
-    operands = tuple(_arr(x) for x in operands)
+    path = isinstance(optimize, (list, tuple)) and list(optimize[:1]) == ["einsum_path"]
+    named = isinstance(optimize, str) and optimize in ("greedy", "optimal")
+    if not (optimize is None or isinstance(optimize, (bool, np.bool_)) or named or path):
+        raise ValueError(
+            "einsum: optimize must be None, True, False, 'greedy', 'optimal' or an einsum_path "
+            f"list, got {_args.describe(optimize)}"
+        )
+    operands = tuple(_arr(x, "einsum", "operands") for x in operands)
     spec = _parse_einsum(subscripts, [shape_of(x) for x in operands])
     return _la.einsum(*operands, subscripts=spec)
 
@@ -187,21 +260,31 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
         >>> fnp.tensordot(a, fnp.ones((4, 2)), axes=([0, 2], [1, 0])).shape
         (3,)
     """
-    a, b = _arr(a), _arr(b)
+    a, b = _arr(a, "tensordot", "a"), _arr(b, "tensordot", "b")
     sa, sb = shape_of(a), shape_of(b)
-    if isinstance(axes, (int, np.integer)):
-        n = int(axes)
+    if not isinstance(axes, (list, tuple)):
+        n = _args.index(axes, "tensordot", "axes", what="an int or a pair of axis sequences")
         if n < 0 or n > min(len(sa), len(sb)):
             raise ShapeError(f"tensordot: axes={n} is out of range for shapes {sa} and {sb}")
         ax_a, ax_b = list(range(len(sa) - n, len(sa))), list(range(n))
     else:
+        if len(axes) != 2:
+            raise ValueError(
+                f"tensordot: axes must be an int or a pair (axes_a, axes_b), got {axes!r}"
+            )
         ax_a, ax_b = axes
+        for part in (ax_a, ax_b):
+            if _args._int_or_none(part) is None and not isinstance(part, (list, tuple, np.ndarray)):
+                raise DTypeError(
+                    "tensordot: axes must be an int or a pair of ints or axis sequences, got "
+                    f"{axes!r} ({_args.describe(part)} is neither)"
+                )
         ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
         ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
         if len(ax_a) != len(ax_b):
             raise ShapeError(f"tensordot: axes {axes} name different numbers of axes")
-        ax_a = [_norm_axis("tensordot", i, len(sa)) for i in ax_a]
-        ax_b = [_norm_axis("tensordot", i, len(sb)) for i in ax_b]
+        ax_a = [_norm_axis("tensordot", i, len(sa), "axes") for i in ax_a]
+        ax_b = [_norm_axis("tensordot", i, len(sb), "axes") for i in ax_b]
     for i, j in zip(ax_a, ax_b):
         if sa[i] != sb[j]:
             raise ShapeError(
@@ -243,10 +326,16 @@ def dot(a: Any, b: Any) -> Any:
         >>> fnp.array([[1.0, 2.0]]).dot(fnp.array([[3.0], [4.0]]))
         Tensor([[11.]], dtype=float64)
     """
-    a, b = _arr(a), _arr(b)
+    a, b = _arr(a, "dot", "a"), _arr(b, "dot", "b")
     na, nb = len(shape_of(a)), len(shape_of(b))
     if na == 0 or nb == 0:
         return _multiply(a, b)
+    sa, sb = shape_of(a), shape_of(b)
+    if sa[-1] != sb[0 if nb == 1 else -2]:
+        raise ShapeError(
+            f"dot: shapes {sa} and {sb} are not aligned: {sa[-1]} (dim {na - 1}) != "
+            f"{sb[0 if nb == 1 else -2]} (dim {0 if nb == 1 else nb - 2})"
+        )
     if na <= 2 and nb <= 2:
         return matmul(a, b)
     return tensordot(a, b, axes=([na - 1], [0 if nb == 1 else nb - 2]))
@@ -269,10 +358,14 @@ def inner(a: Any, b: Any) -> Any:
         >>> fnp.inner(fnp.array([[1.0, 2.0], [3.0, 4.0]]), fnp.array([1.0, 1.0]))
         Tensor([3., 7.], dtype=float64)
     """
-    a, b = _arr(a), _arr(b)
+    a, b = _arr(a, "inner", "a"), _arr(b, "inner", "b")
     na, nb = len(shape_of(a)), len(shape_of(b))
     if na == 0 or nb == 0:
         return _multiply(a, b)
+    if shape_of(a)[-1] != shape_of(b)[-1]:
+        raise ShapeError(
+            f"inner: the last dimensions differ: shapes {shape_of(a)} and {shape_of(b)}"
+        )
     return tensordot(a, b, axes=([na - 1], [nb - 1]))
 
 
@@ -291,7 +384,8 @@ def outer(a: Any, b: Any) -> Any:
         Tensor([[  1.,  10., 100.],
                 [  2.,  20., 200.]], dtype=float64)
     """
-    return _la.einsum(_ravel(_arr(a)), _ravel(_arr(b)), subscripts="a,b->ab")
+    a, b = _arr(a, "outer", "a"), _arr(b, "outer", "b")
+    return _la.einsum(_ravel(a), _ravel(b), subscripts="a,b->ab")
 
 
 def vdot(a: Any, b: Any) -> Any:
@@ -311,7 +405,12 @@ def vdot(a: Any, b: Any) -> Any:
         >>> fnp.vdot(fnp.array([1 + 1j, 2]), fnp.array([1, 1j]))
         Tensor(1.+1.j, dtype=complex128)
     """
-    a, b = _ravel(_arr(a)), _ravel(_arr(b))
+    a, b = _ravel(_arr(a, "vdot", "a")), _ravel(_arr(b, "vdot", "b"))
+    if shape_of(a) != shape_of(b):
+        raise ShapeError(
+            f"vdot: a and b must have as many elements, got {shape_of(a)[0]} and "
+            f"{shape_of(b)[0]}"
+        )
     if _is_complex(a):
         a = _conj(a)
     return _la.einsum(a, b, subscripts="a,a->")
@@ -335,12 +434,31 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
         >>> fnp.vecdot(fnp.array([[1.0, 2.0], [3.0, 4.0]]), fnp.array([1.0, 1.0]))
         Tensor([3., 7.], dtype=float64)
     """
-    x1, x2 = _arr(x1), _arr(x2)
+    x1, x2 = _arr(x1, "vecdot", "x1"), _arr(x2, "vecdot", "x2")
+    s1, s2 = shape_of(x1), shape_of(x2)
+    if not s1 or not s2:
+        raise ShapeError(
+            f"vecdot: x1 and x2 need at least one dimension, got shapes {s1} and {s2}"
+        )
+    ax1 = _norm_axis("vecdot", axis, len(s1))
+    ax2 = _norm_axis("vecdot", axis, len(s2))
+    if s1[ax1] != s2[ax2]:
+        raise ShapeError(
+            f"vecdot: the summed axis {axis} differs in size: {s1[ax1]} (x1 of shape {s1}) and "
+            f"{s2[ax2]} (x2 of shape {s2})"
+        )
+    if ax1 != len(s1) - 1:
+        x1 = _permute_dims(x1, axes=tuple(i for i in range(len(s1)) if i != ax1) + (ax1,))
+    if ax2 != len(s2) - 1:
+        x2 = _permute_dims(x2, axes=tuple(i for i in range(len(s2)) if i != ax2) + (ax2,))
+    try:
+        np.broadcast_shapes(shape_of(x1), shape_of(x2))
+    except ValueError:
+        raise ShapeError(f"vecdot: x1 and x2 do not broadcast: shapes {s1} and {s2}") from None
     if _is_complex(x1):
         x1 = _conj(x1)
     prod = _multiply(x1, x2)
-    ax = _norm_axis("vecdot", axis, len(shape_of(prod)))
-    return _sum(prod, axes=(ax,), keepdims=False)
+    return _sum(prod, axes=(len(shape_of(prod)) - 1,), keepdims=False)
 
 
 def kron(a: Any, b: Any) -> Any:
@@ -358,7 +476,8 @@ def kron(a: Any, b: Any) -> Any:
         Tensor([[1., 2., 0., 0.],
                 [0., 0., 1., 2.]], dtype=float64)
     """
-    a, b = _arr(a), _arr(b)
+    a, b = _arr(a, "kron", "a"), _arr(b, "kron", "b")
+    a, b = (asarray(v) if isinstance(v, complex) else v for v in (a, b))
     sa, sb = shape_of(a), shape_of(b)
     nd = max(len(sa), len(sb))
     if 2 * nd > len(_LETTERS):
@@ -394,17 +513,22 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
         >>> fnp.diagonal(x), x.diagonal(offset=-1)
         (Tensor([1., 4.], dtype=float64), Tensor([3.], dtype=float64))
     """
-    a = _arr(a)
+    return _diagonal(a, offset, axis1, axis2, "diagonal")
+
+
+def _diagonal(a: Any, offset: Any, axis1: Any, axis2: Any, fn: str) -> Any:
+    a = _arr(a, fn, "a")
+    offset = _args.index(offset, fn, "offset")
     nd = len(shape_of(a))
     if nd < 2:
-        raise ShapeError(f"diagonal: needs at least two dimensions; got shape {shape_of(a)}")
-    ax1, ax2 = _norm_axis("diagonal", axis1, nd), _norm_axis("diagonal", axis2, nd)
+        raise ShapeError(f"{fn}: needs at least two dimensions; got shape {shape_of(a)}")
+    ax1, ax2 = _norm_axis(fn, axis1, nd, "axis1"), _norm_axis(fn, axis2, nd, "axis2")
     if ax1 == ax2:
-        raise ShapeError(f"diagonal: axis1 and axis2 are the same axis ({axis1}, {axis2})")
+        raise ShapeError(f"{fn}: axis1 and axis2 are the same axis ({axis1}, {axis2})")
     if (ax1, ax2) != (nd - 2, nd - 1):
         perm = tuple(i for i in range(nd) if i not in (ax1, ax2)) + (ax1, ax2)
         a = _permute_dims(a, axes=perm)
-    return _la.diagonal(a, offset=int(offset))
+    return _la.diagonal(a, offset=offset)
 
 
 def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None) -> Any:
@@ -429,6 +553,7 @@ def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
         (Tensor(5., dtype=float64), Tensor([[1., 0.],
                 [0., 1.]], dtype=float64))
     """
-    d = diagonal(a, offset, axis1, axis2)
+    dtype = _args.dtype(dtype, "trace")
+    d = _diagonal(a, offset, axis1, axis2, "trace")
     out = _sum(d, axes=(len(shape_of(d)) - 1,), keepdims=False)
-    return out if dtype is None else _astype(out, dtype=_args.dtype(dtype, "trace"))
+    return out if dtype is None else _astype(out, dtype=dtype)

@@ -17,17 +17,39 @@ float16 entries is ``float16(1e-5)``, not 0.
 from __future__ import annotations
 
 import builtins
+import functools
 from typing import Any
 
 import numpy as np
 
 from fgrad import _args, dtypes
-from fgrad.errors import ShapeError
+from fgrad.errors import DTypeError, ShapeError
+from fgrad.numpy._linalg_top import _arr, _renamed
 from fgrad.ops import elementwise as _e
 from fgrad.ops import reduction as _r
 from fgrad.ops import shape as _s
 from fgrad.ops._rules import ndim_of, norm_axes, shape_of
 from fgrad.tensor import as_tensor
+
+
+def _named(name: str):
+    """Decorator: errors raised inside the public function ``name`` name it (see
+    ``_linalg_top._renamed``; defined here so inspect finds these functions here)."""
+
+    def deco(f):
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            try:
+                return f(*args, **kwargs)
+            except (TypeError, ValueError) as e:
+                new = _renamed(e, name)
+                if new is None:
+                    raise
+                raise new.with_traceback(e.__traceback__) from None
+
+        return wrapper
+
+    return deco
 
 __all__ = [
     "all",
@@ -52,7 +74,27 @@ __all__ = [
 ]
 
 
+def _input(x: Any, fn: str) -> Any:
+    """``x`` checked to be numeric (a Tensor, an array, a number or nested lists)."""
+    x = _arr(x, fn, "x")
+    return as_tensor(x) if isinstance(x, complex) else x
+
+
+def _keepdims(keepdims: Any, fn: str) -> bool:
+    return _args.flag(keepdims, fn, "keepdims")
+
+
+def _ddof(value: Any, fn: str, arg: str, *, none_ok: bool = True) -> Any:
+    """A real ``ddof`` or ``correction`` within the int64 range (ints stay ints)."""
+    if _args.real(value, fn, arg, none_ok=none_ok) is None:
+        return None
+    if abs(value) > 2**63 - 1:
+        raise ValueError(f"{fn}: {arg}={value} is beyond the int64 range")
+    return value
+
+
 def _cast(x: Any, dtype: Any, fn: str) -> Any:
+    x = _input(x, fn)
     """``x`` in the requested accumulation ``dtype`` (None: as it is); a dtype that is not
     a numeric one raises a DTypeError naming ``fn``."""
     return x if dtype is None else _e.astype(x, dtype=_args.dtype(dtype, fn))
@@ -75,6 +117,7 @@ def _count(x: Any, axes: tuple) -> int:
     return int(np.prod([shape[a] for a in axes], dtype=np.int64))
 
 
+@_named("sum")
 def sum(
     x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False, where: Any = None
 ) -> Any:
@@ -105,12 +148,27 @@ def sum(
         >>> fnp.sum(x, where=~fnp.isnan(x))
         Tensor(4., dtype=float64)
     """
+    keepdims = _keepdims(keepdims, "sum")
     x = _cast(x, dtype, "sum")
     if where is not None:
+        where = _arr(where, "sum", "where")
+        wdt = dtypes.result_type(where)
+        if np.dtype(wdt) != np.bool_:
+            raise DTypeError(
+                f"sum: where must be a bool array or Python bool, got {_args.describe(where)}"
+            )
+        try:
+            np.broadcast_shapes(shape_of(where), shape_of(x))
+        except ValueError:
+            raise ShapeError(
+                f"sum: where of shape {shape_of(where)} does not broadcast to x's shape "
+                f"{shape_of(x)}"
+            ) from None
         x = _e.where(where, x, 0)
     return _r.sum(x, axes=norm_axes("sum", axis, ndim_of(x)), keepdims=keepdims)
 
 
+@_named("prod")
 def prod(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
     """Product of elements over ``axis``; its derivative is exact with zeros in ``x``.
 
@@ -132,10 +190,12 @@ def prod(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False)
         >>> fgrad.grad(fnp.prod)(fnp.array([2.0, 0.0, 0.0]))
         Tensor([0., 0., 0.], dtype=float64)
     """
+    keepdims = _keepdims(keepdims, "prod")
     x = _cast(x, dtype, "prod")
     return _r.prod(x, axes=norm_axes("prod", axis, ndim_of(x)), keepdims=keepdims)
 
 
+@_named("mean")
 def mean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
     """Arithmetic mean over ``axis``: ``sum / count``.
 
@@ -160,6 +220,7 @@ def mean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False)
         >>> fnp.mean(fnp.ones(100_000, dtype=fnp.float16))
         Tensor(1., dtype=float16)
     """
+    keepdims = _keepdims(keepdims, "mean")
     x, rounded = _widened(_cast(x, dtype, "mean"))
     axes = norm_axes("mean", axis, ndim_of(x))
     total = _r.sum(x, axes=axes, keepdims=keepdims)
@@ -170,6 +231,8 @@ def mean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False)
 
 
 def _extremum(name: str, op: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+    keepdims = _keepdims(keepdims, name)
+    x = _input(x, name)
     axes = norm_axes(name, axis, ndim_of(x))
     shape = shape_of(x)
     if builtins.any(shape[a] == 0 for a in axes):
@@ -180,6 +243,7 @@ def _extremum(name: str, op: Any, x: Any, axis: Any, keepdims: bool) -> Any:
     return op(x, axes=axes, keepdims=keepdims)
 
 
+@_named("max")
 def max(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """Largest element over ``axis`` (numpy's ``max``/``amax``); NaN propagates.
 
@@ -205,6 +269,7 @@ def max(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     return _extremum("max", _r.max, x, axis, keepdims)
 
 
+@_named("min")
 def min(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """Smallest element over ``axis`` (numpy's ``min``/``amin``); NaN propagates.
 
@@ -233,6 +298,7 @@ amax = max
 amin = min
 
 
+@_named("var")
 def var(
     x: Any,
     axis: Any = None,
@@ -278,6 +344,9 @@ def _variance(
     """``var`` before its last rounding: ``(value, dtype to round it to or None)``, so that
     ``std`` of float16 takes the square root in float32 (a variance past 65504 is inf in
     float16, its square root is not)."""
+    ddof = _ddof(ddof, name, "ddof", none_ok=False)
+    correction = _ddof(correction, name, "correction")
+    keepdims = _keepdims(keepdims, name)
     if correction is not None:
         if ddof != 0:
             raise ValueError(f"{name}: give ddof or correction, not both")
@@ -299,6 +368,7 @@ def _variance(
     return _e.divide(total, dof), rounded
 
 
+@_named("std")
 def std(
     x: Any,
     axis: Any = None,
@@ -341,6 +411,7 @@ def std(
     return _rounded(_e.sqrt(value), rounded)
 
 
+@_named("logsumexp")
 def logsumexp(
     x: Any,
     axis: Any = None,
@@ -382,6 +453,19 @@ def logsumexp(
         >>> fnp.logsumexp(fnp.array([0.0, 0.0]), b=fnp.array([1.0, -3.0]), return_sign=True)
         (Tensor(0.69314718, dtype=float64), Tensor(-1., dtype=float64))
     """
+    keepdims = _keepdims(keepdims, "logsumexp")
+    return_sign = _args.flag(return_sign, "logsumexp", "return_sign")
+    x = _input(x, "logsumexp")
+    if b is not None:
+        b = _arr(b, "logsumexp", "b")
+        b = as_tensor(b) if isinstance(b, complex) else b
+        try:
+            np.broadcast_shapes(shape_of(x), shape_of(b))
+        except ValueError:
+            raise ShapeError(
+                f"logsumexp: b of shape {shape_of(b)} does not broadcast with x's shape "
+                f"{shape_of(x)}"
+            ) from None
     if b is None and not return_sign:
         return _r.logsumexp(x, axes=norm_axes("logsumexp", axis, ndim_of(x)), keepdims=keepdims)
     if b is None:
@@ -416,12 +500,12 @@ def logsumexp(
 def _one_axis(name: str, axis: Any, ndim: int) -> int | None:
     if axis is None:
         return None
-    if not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"{name}: axis must be an int or None, got {axis!r}")
-    return norm_axes(name, int(axis), ndim)[0]
+    return norm_axes(name, _args.index(axis, name, "axis"), ndim)[0]
 
 
 def _arg(name: str, op: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+    keepdims = _keepdims(keepdims, name)
+    x = _input(x, name)
     shape = shape_of(x)
     ax = _one_axis(name, axis, len(shape))
     if (ax is None and 0 in shape) or (ax is not None and shape[ax] == 0):
@@ -429,6 +513,7 @@ def _arg(name: str, op: Any, x: Any, axis: Any, keepdims: bool) -> Any:
     return op(x, axis=ax, keepdims=keepdims)
 
 
+@_named("argmax")
 def argmax(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """Index of the largest element along ``axis`` (the first among ties).
 
@@ -451,6 +536,7 @@ def argmax(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     return _arg("argmax", _r.argmax, x, axis, keepdims)
 
 
+@_named("argmin")
 def argmin(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """Index of the smallest element along ``axis`` (the first among ties).
 
@@ -474,6 +560,7 @@ def argmin(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     return _arg("argmin", _r.argmin, x, axis, keepdims)
 
 
+@_named("all")
 def all(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """Whether every element over ``axis`` is true (nonzero).
 
@@ -492,9 +579,12 @@ def all(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
         >>> fnp.all(fnp.array([1.0, 0.0]))
         Tensor(False, dtype=bool)
     """
+    keepdims = _keepdims(keepdims, "all")
+    x = _input(x, "all")
     return _r.all(x, axes=norm_axes("all", axis, ndim_of(x)), keepdims=keepdims)
 
 
+@_named("any")
 def any(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """Whether some element over ``axis`` is true (nonzero).
 
@@ -513,9 +603,12 @@ def any(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
         >>> fnp.any(fnp.array([[0.0, 0.0], [0.0, 2.0]]), axis=1)
         Tensor([False,  True], dtype=bool)
     """
+    keepdims = _keepdims(keepdims, "any")
+    x = _input(x, "any")
     return _r.any(x, axes=norm_axes("any", axis, ndim_of(x)), keepdims=keepdims)
 
 
+@_named("count_nonzero")
 def count_nonzero(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """The number of nonzero elements over ``axis``.
 
@@ -534,6 +627,8 @@ def count_nonzero(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
         >>> fnp.count_nonzero(fnp.array([[0.0, 1.0], [2.0, 3.0]]), axis=1)
         Tensor([1, 2], dtype=int64)
     """
+    keepdims = _keepdims(keepdims, "count_nonzero")
+    x = _input(x, "count_nonzero")
     nonzero = _e.astype(x, dtype=dtypes.bool_)
     return _r.sum(nonzero, axes=norm_axes("count_nonzero", axis, ndim_of(x)), keepdims=keepdims)
 
@@ -546,6 +641,7 @@ def _without_nans(x: Any) -> tuple[Any, Any]:
     return _e.where(nan, 0, x), nan
 
 
+@_named("nansum")
 def nansum(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
     """Sum over ``axis`` treating NaNs as zero; NaN entries get a zero derivative.
 
@@ -567,10 +663,12 @@ def nansum(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = Fals
         >>> fgrad.grad(fnp.nansum)(fnp.array([1.0, fnp.nan]))
         Tensor([1., 0.], dtype=float64)
     """
+    keepdims = _keepdims(keepdims, "nansum")
     x, _ = _without_nans(_cast(x, dtype, "nansum"))
     return _r.sum(x, axes=norm_axes("nansum", axis, ndim_of(x)), keepdims=keepdims)
 
 
+@_named("nanmean")
 def nanmean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
     """Mean over ``axis`` of the entries that are not NaN; NaN entries get a zero derivative.
 
@@ -591,6 +689,7 @@ def nanmean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = Fal
         >>> fnp.nanmean(fnp.array([[1.0, fnp.nan], [2.0, 4.0]]), axis=1)
         Tensor([1., 3.], dtype=float64)
     """
+    keepdims = _keepdims(keepdims, "nanmean")
     x, rounded = _widened(_cast(x, dtype, "nanmean"))  # float16: counts past 2048 are not exact
     clean, nan = _without_nans(x)
     if nan is None:
@@ -610,6 +709,7 @@ def _scan(name: str, op: Any, x: Any, axis: Any, dtype: Any) -> Any:
     return op(x, axis=_one_axis(name, axis, ndim_of(x)), reverse=False)
 
 
+@_named("cumsum")
 def cumsum(x: Any, axis: Any = None, dtype: Any = None) -> Any:
     """Cumulative sum along ``axis``: ``out[i] = x[0] + ... + x[i]``.
 
@@ -636,6 +736,7 @@ def cumsum(x: Any, axis: Any = None, dtype: Any = None) -> Any:
     return _scan("cumsum", _r.cumsum, x, axis, dtype)
 
 
+@_named("cumprod")
 def cumprod(x: Any, axis: Any = None, dtype: Any = None) -> Any:
     """Cumulative product along ``axis``: ``out[i] = x[0] * ... * x[i]``.
 

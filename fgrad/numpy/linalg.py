@@ -7,13 +7,15 @@ last two axes and broadcasts over leading batch axes, as numpy's.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from fgrad.core.trace import concrete_value
 from fgrad.errors import ConcretizationError, ShapeError
-from fgrad.numpy._linalg_top import _arr, _norm_axis, matmul, tensordot, vecdot
+from fgrad import _args
+from fgrad.numpy._linalg_top import _arr, _diagonal, _renamed, matmul, tensordot, vecdot
 from fgrad.numpy._shape import matrix_transpose
 from fgrad.ops import linalg as _la
 from fgrad.ops._rules import shape_of
@@ -33,6 +35,27 @@ from fgrad.ops.shape import broadcast_to as _broadcast_to
 from fgrad.ops.shape import permute_dims as _permute_dims
 from fgrad.ops.shape import reshape as _reshape
 from fgrad.tensor import Tensor, asarray
+
+
+def _named(name: str):
+    """Decorator: errors raised inside the public function ``name`` name it (see
+    ``_linalg_top._renamed``; defined here so inspect finds these functions here)."""
+
+    def deco(f):
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            try:
+                return f(*args, **kwargs)
+            except (TypeError, ValueError) as e:
+                new = _renamed(e, name)
+                if new is None:
+                    raise
+                raise new.with_traceback(e.__traceback__) from None
+
+        return wrapper
+
+    return deco
+
 
 __all__ = [
     "EighResult",
@@ -99,10 +122,10 @@ class SVDResult(NamedTuple):
 
 
 def _check_uplo(name: str, uplo: str) -> None:
-    if uplo not in ("L", "U"):
-        raise ValueError(f"{name}: UPLO must be 'L' or 'U'; got {uplo!r}")
+    _args.choice(uplo, name, "UPLO", ("L", "U"))
 
 
+@_named("slogdet")
 def slogdet(a: Any) -> SlogdetResult:
     """Sign and natural log of ``|det a|`` of each square matrix (see ``slogdet`` op).
 
@@ -126,9 +149,10 @@ def slogdet(a: Any) -> SlogdetResult:
         Tensor([[0.5, 0. ],
                 [0. , 2. ]], dtype=float64)
     """
-    return SlogdetResult(*_la.slogdet(_arr(a)))
+    return SlogdetResult(*_la.slogdet(_arr(a, "slogdet", "a")))
 
 
+@_named("cholesky")
 def cholesky(a: Any, /, *, upper: bool = False) -> Any:
     """Cholesky factor of each symmetric positive-definite matrix (see ``cholesky`` op).
 
@@ -151,13 +175,15 @@ def cholesky(a: Any, /, *, upper: bool = False) -> Any:
         Tensor([[2., 1.],
                 [0., 1.]], dtype=float64)
     """
-    low = _la.cholesky(_arr(a))
+    upper = _args.flag(upper, "cholesky", "upper")
+    low = _la.cholesky(_arr(a, "cholesky", "a"))
     if not upper:
         return low
     up = matrix_transpose(low)
     return _conj(up) if np.dtype(up.dtype).kind == "c" else up
 
 
+@_named("qr")
 def qr(a: Any, mode: str = "reduced") -> Any:
     """QR decomposition of each matrix (see the ``qr`` op for derivatives).
 
@@ -177,12 +203,12 @@ def qr(a: Any, mode: str = "reduced") -> Any:
         >>> q.shape, r.shape
         ((3, 2), (2, 2))
     """
-    if mode not in ("reduced", "complete", "r"):
-        raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r'; got {mode!r}")
-    q, r = _la.qr(_arr(a), mode="complete" if mode == "complete" else "reduced")
+    _args.choice(mode, "qr", "mode", ("reduced", "complete", "r"))
+    q, r = _la.qr(_arr(a, "qr", "a"), mode="complete" if mode == "complete" else "reduced")
     return r if mode == "r" else QRResult(q, r)
 
 
+@_named("eigh")
 def eigh(a: Any, UPLO: str = "L") -> EighResult:
     """Eigenvalues and eigenvectors of each Hermitian matrix (see the ``eigh`` op).
 
@@ -207,9 +233,10 @@ def eigh(a: Any, UPLO: str = "L") -> EighResult:
                 [1., 0.]], dtype=float64))
     """
     _check_uplo("eigh", UPLO)
-    return EighResult(*_la.eigh(_arr(a)))
+    return EighResult(*_la.eigh(_arr(a, "eigh", "a")))
 
 
+@_named("eigvalsh")
 def eigvalsh(a: Any, UPLO: str = "L") -> Any:
     """Eigenvalues (ascending) of each Hermitian matrix; finite gradients even when repeated.
 
@@ -230,9 +257,10 @@ def eigvalsh(a: Any, UPLO: str = "L") -> Any:
         Tensor([1., 3.], dtype=float64)
     """
     _check_uplo("eigvalsh", UPLO)
-    return _eigvalsh(_arr(a))
+    return _eigvalsh(_arr(a, "eigvalsh", "a"))
 
 
+@_named("svd")
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
     """Singular value decomposition ``a = U diag(S) Vh`` (see the ``svd`` op).
 
@@ -256,12 +284,16 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: 
         >>> fnp.linalg.svd(fnp.array([[0.0, 2.0], [1.0, 0.0]]), compute_uv=False)
         Tensor([2., 1.], dtype=float64)
     """
-    a = _arr(a)
+    a = _arr(a, "svd", "a")
+    full_matrices = _args.flag(full_matrices, "svd", "full_matrices")
+    compute_uv = _args.flag(compute_uv, "svd", "compute_uv")
+    _args.flag(hermitian, "svd", "hermitian")
     if not compute_uv:
         return svdvals(a)
-    return SVDResult(*_la.svd(a, full_matrices=bool(full_matrices)))
+    return SVDResult(*_la.svd(a, full_matrices=full_matrices))
 
 
+@_named("pinv")
 def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Any:
     """Moore-Penrose pseudo-inverse of each matrix (see the ``pinv`` op).
 
@@ -282,10 +314,14 @@ def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None
         >>> fnp.linalg.pinv(fnp.array([[2.0], [0.0]]))
         Tensor([[0.5, 0. ]], dtype=float64)
     """
+    rcond = _args.real(rcond, "pinv", "rcond", none_ok=True)
+    rtol = _args.real(rtol, "pinv", "rtol", none_ok=True)
+    _args.flag(hermitian, "pinv", "hermitian")
     tol = rtol if rtol is not None else rcond
-    return _la.pinv(_arr(a), rtol=None if tol is None else float(tol))
+    return _la.pinv(_arr(a, "pinv", "a"), rtol=tol)
 
 
+@_named("diagonal")
 def diagonal(x: Any, /, *, offset: int = 0) -> Any:
     """Diagonal ``offset`` of the matrices over the last two axes (the Array API's).
 
@@ -293,9 +329,10 @@ def diagonal(x: Any, /, *, offset: int = 0) -> Any:
         >>> fnp.linalg.diagonal(fnp.ones((2, 3, 3))).shape
         (2, 3)
     """
-    return _la.diagonal(_arr(x), offset=int(offset))
+    return _diagonal(x, offset, -2, -1, "diagonal")
 
 
+@_named("trace")
 def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
     """Sum of diagonal ``offset`` of the matrices over the last two axes (the Array API's).
 
@@ -303,11 +340,13 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
         >>> fnp.linalg.trace(fnp.ones((2, 3, 3)))
         Tensor([3., 3.], dtype=float64)
     """
-    d = diagonal(x, offset=offset)
+    dtype = _args.dtype(dtype, "trace")
+    d = _diagonal(x, offset, -2, -1, "trace")
     out = _sum(d, axes=(len(shape_of(d)) - 1,), keepdims=False)
-    return out if dtype is None else _astype(out, dtype=np.dtype(dtype))
+    return out if dtype is None else _astype(out, dtype=dtype)
 
 
+@_named("outer")
 def outer(x1: Any, x2: Any, /) -> Any:
     """Outer product of two vectors (the Array API's: 1-D inputs only).
 
@@ -319,7 +358,7 @@ def outer(x1: Any, x2: Any, /) -> Any:
         Tensor([[3.],
                 [6.]], dtype=float64)
     """
-    x1, x2 = _arr(x1), _arr(x2)
+    x1, x2 = _arr(x1, "outer", "x1"), _arr(x2, "outer", "x2")
     if len(shape_of(x1)) != 1 or len(shape_of(x2)) != 1:
         raise ShapeError(
             f"linalg.outer: needs 1-D inputs; got shapes {shape_of(x1)} and {shape_of(x2)} "
@@ -333,22 +372,37 @@ def outer(x1: Any, x2: Any, /) -> Any:
 _INF = float("inf")
 
 
-def _vector_ord(ord: Any) -> float:
+def _vector_ord(ord: Any, name: str = "norm") -> float:
     if isinstance(ord, str):
-        raise ValueError(f"norm: invalid norm order {ord!r} for vectors")  # noqa: TRY004 - numpy
-    return 2.0 if ord is None else float(ord)
+        raise ValueError(f"{name}: invalid norm order {ord!r} for vectors")  # noqa: TRY004 - numpy
+    if ord is None:
+        return 2.0
+    return _args.real(ord, name, "ord")
+
+
+_MATRIX_ORDS = (1, -1, 2, -2, _INF, -_INF)
+
+
+def _matrix_ord(ord: Any, name: str) -> Any:
+    """A matrix norm order: None, 'fro', 'nuc', 1, -1, 2, -2, inf or -inf."""
+    if ord is None or isinstance(ord, str):
+        return _args.choice(ord, name, "ord", ("fro", "nuc"), none_ok=True)
+    o = _args.real(ord, name, "ord")
+    if o not in _MATRIX_ORDS:
+        raise ValueError(
+            f"{name}: invalid norm order {ord!r} for matrices; use 'fro', 'nuc', 1, -1, 2, -2, "
+            "inf or -inf"
+        )
+    return int(o) if abs(o) != _INF else o
 
 
 def _axes(name: str, axis: Any, ndim: int) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    axes = tuple(_norm_axis(name, a, ndim) for a in axes)
-    if len(set(axes)) != len(axes):
-        raise ShapeError(f"{name}: repeated axis in {axis}")
-    return axes
+    return _args.axes(axis, name, ndim)
 
 
+@_named("vector_norm")
 def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
     """Vector norm over ``axis`` (all axes by default), for any ``ord`` (see the op).
 
@@ -369,9 +423,11 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any
         >>> fnp.linalg.vector_norm(fnp.array([[3.0, 4.0], [0.0, 1.0]]), axis=1, ord=fnp.inf)
         Tensor([4., 1.], dtype=float64)
     """
-    x = _arr(x)
+    x = _arr(x, "vector_norm", "x")
+    keepdims = _args.flag(keepdims, "vector_norm", "keepdims")
     axes = tuple(sorted(_axes("vector_norm", axis, len(shape_of(x)))))
-    return _la.vector_norm(x, ord=_vector_ord(ord), axes=axes, keepdims=bool(keepdims))
+    ord = _vector_ord(ord, "vector_norm")
+    return _la.vector_norm(x, ord=ord, axes=axes, keepdims=keepdims)
 
 
 def _matrix_norm_last2(x: Any, ord: Any) -> Any:
@@ -408,6 +464,7 @@ def _matrix_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool) -> Any
     return out
 
 
+@_named("matrix_norm")
 def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
     """Matrix norm over the last two axes (the Array API's ``matrix_norm``).
 
@@ -433,13 +490,16 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
         >>> fnp.linalg.matrix_norm(x, ord=1), fnp.linalg.matrix_norm(x, ord=fnp.inf)
         (Tensor(6., dtype=float64), Tensor(7., dtype=float64))
     """
-    x = _arr(x)
+    x = _arr(x, "matrix_norm", "x")
+    keepdims = _args.flag(keepdims, "matrix_norm", "keepdims")
+    ord = _matrix_ord(ord, "matrix_norm")
     nd = len(shape_of(x))
     if nd < 2:
         raise ShapeError(f"matrix_norm: needs at least two dimensions; got shape {shape_of(x)}")
-    return _matrix_norm(x, ord, (nd - 2, nd - 1), bool(keepdims))
+    return _matrix_norm(x, ord, (nd - 2, nd - 1), keepdims)
 
 
+@_named("norm")
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
     """Matrix or vector norm with numpy's ``linalg.norm`` rules.
 
@@ -476,7 +536,8 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         Tensor([[0., 0.],
                 [0., 0.]], dtype=float64)
     """
-    x = _arr(x)
+    x = _arr(x, "norm", "x")
+    keepdims = _args.flag(keepdims, "norm", "keepdims")
     if isinstance(ord, Tensor) and type(ord) is not Tensor:
         raise ConcretizationError(
             f"norm: ord is a traced value {ord.aval}, but the order must be a Python number or "
@@ -495,9 +556,9 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         axis = tuple(range(nd))
     axes = _axes("norm", axis, nd)
     if len(axes) == 1:
-        return _la.vector_norm(x, ord=_vector_ord(ord), axes=axes, keepdims=bool(keepdims))
+        return _la.vector_norm(x, ord=_vector_ord(ord), axes=axes, keepdims=keepdims)
     if len(axes) == 2:
-        return _matrix_norm(x, ord, axes, bool(keepdims))
+        return _matrix_norm(x, _matrix_ord(ord, "norm"), axes, keepdims)
     raise ShapeError(f"norm: axis must name one or two axes; got {axis}")
 
 
@@ -513,6 +574,7 @@ class LstsqResult(NamedTuple):
     s: Tensor
 
 
+@_named("lstsq")
 def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> LstsqResult:
     """Least-squares solution ``x`` minimising ``||b - a x||_2`` (numpy's ``lstsq``).
 
@@ -544,7 +606,9 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> Ls
         >>> fnp.round(x, 4), fnp.round(residuals, 4), rank
         (Tensor([1.1667, 0.5   ], dtype=float64), Tensor([0.1667], dtype=float64), Tensor(2, dtype=int64))
     """
-    a, b = _arr(a), _arr(b)
+    a, b = _arr(a, "lstsq", "a"), _arr(b, "lstsq", "b")
+    rcond = _args.real(rcond, "lstsq", "rcond", none_ok=True)
+    numpy_resid = _args.flag(numpy_resid, "lstsq", "numpy_resid")
     sa, sb = shape_of(a), shape_of(b)
     if len(sa) != 2 or len(sb) not in (1, 2) or sb[0] != sa[0]:
         raise ShapeError(
@@ -578,6 +642,7 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> Ls
     return LstsqResult(x, resid, rank, s)
 
 
+@_named("matrix_power")
 def matrix_power(a: Any, n: int) -> Any:
     """``a`` raised to the integer power ``n`` by repeated squaring (numpy's ``matrix_power``).
 
@@ -603,9 +668,8 @@ def matrix_power(a: Any, n: int) -> Any:
         >>> fgrad.grad(lambda t: fnp.linalg.matrix_power(fnp.array([[t]]), -2)[0, 0])(2.0)
         Tensor(-0.25, dtype=float64)
     """
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"matrix_power: exponent must be an integer, got {n!r}")
-    a = _arr(a)
+    n = _args.index(n, "matrix_power", "n", what="an integer")
+    a = _arr(a, "matrix_power", "a")
     if not isinstance(a, Tensor):
         a = asarray(a)
     sa = shape_of(a)

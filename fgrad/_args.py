@@ -23,8 +23,10 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -44,6 +46,8 @@ __all__ = [
     "real",
     "choice",
     "function",
+    "names_errors",
+    "renamed",
     "NUMERIC_KINDS",
 ]
 
@@ -102,6 +106,8 @@ def _a(noun: str) -> str:
 
 def _int_or_none(value: Any) -> int | None:
     """``operator.index(value)``, or None where ``value`` is no integer (a bool neither)."""
+    if type(value) is int:  # the common case, first: these checks sit on eager hot paths
+        return value
     if isinstance(value, (bool, np.bool_)):
         return None
     if _is_array(value) and _dtype_name(value.dtype) == "bool":
@@ -217,6 +223,8 @@ def shape(value: Any, fn: str, arg: str = "shape", *, minus_one: bool = False) -
         >>> shape([2, -1], "reshape", minus_one=True)
         (2, -1)
     """
+    if type(value) is tuple and all(type(d) is int and 0 <= d <= _INT64_MAX for d in value):
+        return value  # the common case: a tuple of valid Python ints
     n = _int_or_none(value)
     if n is not None:
         dims = (n,)
@@ -270,6 +278,8 @@ def axis(value: Any, fn: str, ndim: int, arg: str = "axis") -> int:
         >>> axis(-1, "cumsum", 2)
         1
     """
+    if type(value) is int and -ndim <= value < ndim:  # the common case
+        return value % ndim
     a = _int_or_none(value)
     if a is None:
         raise DTypeError(
@@ -397,6 +407,8 @@ def flag(value: Any, fn: str, arg: str) -> bool:
         >>> flag(np.True_, "sum", "keepdims")
         True
     """
+    if value is False or value is True:  # the common case
+        return value
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     n = _int_or_none(value) if not hasattr(value, "shape") else None
@@ -493,3 +505,51 @@ def function(value: Any, fn: str, arg: str, *, none_ok: bool = False) -> Callabl
     if not callable(value):
         raise DTypeError(f"{fn}: {arg} must be a function, got {describe(value)}")
     return value
+
+
+_PREFIXED = re.compile(r"^[A-Za-z_][\w.]*: ")
+
+
+def renamed(e: BaseException, name: str) -> BaseException | None:
+    """``e`` again with ``name: `` in front, for fgrad's own errors raised inside ``name``
+    (its ShapeErrors and DTypeErrors, and messages in its ``fn: ...`` style): they come
+    from the ops ``name`` is built of, and would name those only. None: leave ``e``."""
+    msg = str(e)
+    fgrad_style = isinstance(e, (ShapeError, DTypeError)) or _PREFIXED.match(msg)
+    if not fgrad_style or msg.startswith(f"{name}:"):
+        return None
+    try:
+        return type(e)(f"{name}: {msg}")
+    except Exception:  # noqa: BLE001 - an error class with another signature
+        return None
+
+
+def names_errors(name: str) -> Callable:
+    """Decorator: fgrad's errors raised inside the public function ``name`` name it
+    (:func:`renamed`); the function is otherwise unchanged (``__wrapped__`` is the
+    original, so ``inspect.unwrap`` finds where it is defined).
+
+    Example:
+        >>> @names_errors("trace")
+        ... def f(x):
+        ...     raise ShapeError("diagonal: needs 2 dimensions")
+        >>> f(1)
+        Traceback (most recent call last):
+        ...
+        fgrad.errors.ShapeError: trace: diagonal: needs 2 dimensions
+    """
+
+    def deco(f: Callable) -> Callable:
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return f(*args, **kwargs)
+            except (TypeError, ValueError) as e:
+                new = renamed(e, name)
+                if new is None:
+                    raise
+                raise new.with_traceback(e.__traceback__) from None
+
+        return wrapper
+
+    return deco

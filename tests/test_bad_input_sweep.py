@@ -773,7 +773,7 @@ def _raised_here(err: BaseException) -> bool:
 def _defined_in(fn: Any) -> str:
     if isinstance(fn, fgrad.core.op.Op):
         return "fgrad/core/op.py"  # a registry op called directly: its entry is Op.__call__
-    target = type(fn) if isinstance(fn, (np.dtype, fnp._creation.ScalarType)) else fn
+    target = type(fn) if isinstance(fn, (np.dtype, fnp._creation.ScalarType)) else inspect.unwrap(fn)
     try:
         path = pathlib.Path(inspect.getsourcefile(target) or "?")
     except TypeError:

@@ -6,14 +6,13 @@ of ``diagonal``, ``reshape``, ``sum``), so their derivatives come from those ops
 
 from __future__ import annotations
 
-import functools
-import re
 from collections import Counter
 from typing import Any
 
 import numpy as np
 
 from fgrad import _args, dtypes
+from fgrad._args import names_errors as _named
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops import linalg as _la
 from fgrad.ops._rules import shape_of
@@ -50,6 +49,8 @@ def _arr(x: Any, fn: str | None = None, arg: str = "the input") -> Any:
     With ``fn`` (the public function's name), a non-numeric input (a str, None, an object,
     a str array) or a Python int beyond int64 raises an error naming ``fn`` and ``arg``.
     """
+    if type(x) is Tensor:  # the common case, on every reduction's path
+        return x
     if fn is None:
         if isinstance(x, (Tensor, *_SCALARS)) or hasattr(x, "shape"):
             return x
@@ -76,44 +77,6 @@ def _arr(x: Any, fn: str | None = None, arg: str = "the input") -> Any:
             f"{fn}: {arg} must be a Tensor, an array or nested lists of numbers, got "
             f"{_args.describe(x)}"
         ) from e
-
-
-_PREFIXED = re.compile(r"^[A-Za-z_][\w.]*: ")
-
-
-def _renamed(e: BaseException, name: str) -> BaseException | None:
-    """``e`` again with ``name: `` in front, for fgrad's own errors raised inside ``name``
-    (its ShapeErrors and DTypeErrors, and messages in its ``fn: ...`` style): they come
-    from the ops ``name`` is built of, and would name those only. None: leave ``e``."""
-    msg = str(e)
-    fgrad_style = isinstance(e, (ShapeError, DTypeError)) or _PREFIXED.match(msg)
-    if not fgrad_style or msg.startswith(f"{name}:"):
-        return None
-    try:
-        return type(e)(f"{name}: {msg}")
-    except Exception:  # noqa: BLE001 - an error class with another signature
-        return None
-
-
-# Each module defines its own ``_named`` (a copy of this one) so that its functions'
-# code, as inspect and tracebacks see it, stays in that module.
-def _named(name: str):
-    """Decorator: errors raised inside the public function ``name`` name it (_renamed)."""
-
-    def deco(f):
-        @functools.wraps(f)
-        def wrapper(*args, **kwargs):
-            try:
-                return f(*args, **kwargs)
-            except (TypeError, ValueError) as e:
-                new = _renamed(e, name)
-                if new is None:
-                    raise
-                raise new.with_traceback(e.__traceback__) from None
-
-        return wrapper
-
-    return deco
 
 
 def _is_complex(x: Any) -> bool:

@@ -17,39 +17,20 @@ float16 entries is ``float16(1e-5)``, not 0.
 from __future__ import annotations
 
 import builtins
-import functools
 from typing import Any
 
 import numpy as np
 
 from fgrad import _args, dtypes
 from fgrad.errors import DTypeError, ShapeError
-from fgrad.numpy._linalg_top import _arr, _renamed
+from fgrad._args import names_errors as _named
+from fgrad.numpy._linalg_top import _arr
 from fgrad.ops import elementwise as _e
 from fgrad.ops import reduction as _r
 from fgrad.ops import shape as _s
 from fgrad.ops._rules import ndim_of, norm_axes, shape_of
 from fgrad.tensor import as_tensor
 
-
-def _named(name: str):
-    """Decorator: errors raised inside the public function ``name`` name it (see
-    ``_linalg_top._renamed``; defined here so inspect finds these functions here)."""
-
-    def deco(f):
-        @functools.wraps(f)
-        def wrapper(*args, **kwargs):
-            try:
-                return f(*args, **kwargs)
-            except (TypeError, ValueError) as e:
-                new = _renamed(e, name)
-                if new is None:
-                    raise
-                raise new.with_traceback(e.__traceback__) from None
-
-        return wrapper
-
-    return deco
 
 __all__ = [
     "all",

@@ -7,7 +7,6 @@ last two axes and broadcasts over leading batch axes, as numpy's.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -15,7 +14,8 @@ import numpy as np
 from fgrad.core.trace import concrete_value
 from fgrad.errors import ConcretizationError, ShapeError
 from fgrad import _args
-from fgrad.numpy._linalg_top import _arr, _diagonal, _renamed, matmul, tensordot, vecdot
+from fgrad._args import names_errors as _named
+from fgrad.numpy._linalg_top import _arr, _diagonal, matmul, tensordot, vecdot
 from fgrad.numpy._shape import matrix_transpose
 from fgrad.ops import linalg as _la
 from fgrad.ops._rules import shape_of
@@ -35,26 +35,6 @@ from fgrad.ops.shape import broadcast_to as _broadcast_to
 from fgrad.ops.shape import permute_dims as _permute_dims
 from fgrad.ops.shape import reshape as _reshape
 from fgrad.tensor import Tensor, asarray
-
-
-def _named(name: str):
-    """Decorator: errors raised inside the public function ``name`` name it (see
-    ``_linalg_top._renamed``; defined here so inspect finds these functions here)."""
-
-    def deco(f):
-        @functools.wraps(f)
-        def wrapper(*args, **kwargs):
-            try:
-                return f(*args, **kwargs)
-            except (TypeError, ValueError) as e:
-                new = _renamed(e, name)
-                if new is None:
-                    raise
-                raise new.with_traceback(e.__traceback__) from None
-
-        return wrapper
-
-    return deco
 
 
 __all__ = [

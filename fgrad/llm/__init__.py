@@ -1,0 +1,56 @@
+"""Language models from the files people have: GGUF and Hugging Face checkpoints.
+
+Nothing heavy loads with this package: each public name below is imported from its module
+on first use (``import fgrad`` does not import ``fgrad.llm`` at all, and the optional
+packages ``gguf``, ``safetensors`` and ``tokenizers`` load only inside the functions that
+need them).
+
+Modules:
+    ``gguf``: :func:`fgrad.llm.gguf.read` reads a GGUF file (metadata and tensors,
+    dequantized or kept quantized). ``quants``: dequantization of ggml's tensor types.
+    ``quantized``: :class:`~fgrad.llm.quantized.QuantizedWeight` and ``linear`` (the
+    ``quantized_matmul`` op). ``hf``: :func:`fgrad.llm.hf.read` reads a Hugging Face folder.
+
+Example:
+    >>> import fgrad.llm
+    >>> fgrad.llm.read_gguf is fgrad.llm.gguf.read
+    True
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Public name -> "module:attribute", resolved on first use by __getattr__. To add a name,
+# add a row here (and nothing else).
+_LAZY = {
+    "read_gguf": "fgrad.llm.gguf:read",
+    "read_hf": "fgrad.llm.hf:read",
+    "GGUFFile": "fgrad.llm.gguf:GGUFFile",
+    "HFCheckpoint": "fgrad.llm.hf:HFCheckpoint",
+    "QuantizedWeight": "fgrad.llm.quantized:QuantizedWeight",
+    "linear": "fgrad.llm.quantized:linear",
+    "dequantize": "fgrad.llm.quants:dequantize",
+}
+
+_SUBMODULES = ("gguf", "hf", "quants", "quantized")
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is not None:
+        module, _, attr = target.partition(":")
+        value = getattr(importlib.import_module(module), attr)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module 'fgrad.llm' has no attribute {name!r}")
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))

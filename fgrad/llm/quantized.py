@@ -24,7 +24,7 @@ from fgrad.errors import DTypeError, ShapeError
 from fgrad.llm import quants
 from fgrad.tensor import ShapeDtype
 
-__all__ = ["QuantizedWeight", "linear", "quantized_matmul"]
+__all__ = ["QuantizedWeight", "embedding", "linear", "quantized_matmul", "quantized_take"]
 
 # Bytes of float32 weights dequantized at once by quantized_matmul (a chunk of rows).
 CHUNK_BYTES = 2 << 20
@@ -309,3 +309,129 @@ def linear(x: Any, w: Any) -> Any:
             "in equal to x's last axis"
         )
     return fnp.matmul(x, fnp.matrix_transpose(w))
+
+
+# ---------------------------------------------------------------------- quantized_take
+
+
+def _take_check(b_shape, b_dtype, ids_dtype, qtype, shape) -> quants.QuantType:
+    t = quants.QUANT_TYPES.get(qtype) if isinstance(qtype, str) else None
+    if t is None or not (isinstance(shape, tuple) and len(shape) == 2):
+        raise ShapeError(
+            f"quantized_take: qtype must be one of {', '.join(quants.QUANT_TYPES)} and shape a "
+            f"tuple (rows, in); got {qtype!r}, {shape!r}"
+        )
+    want = (shape[0], shape[1] // t.block_size, t.bytes_per_block)
+    if tuple(b_shape) != want or np.dtype(b_dtype) != np.uint8:
+        raise ShapeError(
+            f"quantized_take: the {qtype} blocks of a {shape} table must be uint8 of shape "
+            f"{want}; got {np.dtype(b_dtype)} of shape {tuple(b_shape)}"
+        )
+    if np.dtype(ids_dtype).kind not in "iu":
+        raise DTypeError(f"quantized_take: ids must be integers, got {np.dtype(ids_dtype)}")
+    return t
+
+
+def _take_kernel(xp, blocks, ids, *, qtype, shape):
+    t = _take_check(blocks.shape, blocks.dtype, ids.dtype, qtype, shape)
+    rows = blocks[ids.reshape(-1)]  # only the rows asked for are dequantized
+    return _dequantize_chunk(xp, rows, t).reshape(*ids.shape, shape[1])
+
+
+def _take_aval(blocks, ids, *, qtype, shape):
+    _take_check(blocks.shape, blocks.dtype, ids.dtype, qtype, shape)
+    return ShapeDtype((*ids.shape, shape[1]), np.dtype(np.float32))
+
+
+def _take_batch(op, args, dims, **params):
+    blocks, ids = args
+    db, di = dims
+    if db is None:  # a shared table: the mapped axis is one more axis of ids
+        return op(blocks, ids, **params), 0
+    from fgrad import numpy as fnp
+
+    size = blocks.shape[0]
+    return fnp.stack([op(blocks[i], ids if di is None else ids[i], **params) for i in range(size)]), 0
+
+
+def _take_check_args(rng, shapes):
+    b_shape, ids_shape = shapes
+    blocks = quants.random_blocks(rng, "Q8_0", b_shape[0] * b_shape[1]).reshape(b_shape)
+    return [blocks, rng.integers(0, b_shape[0], ids_shape)]
+
+
+quantized_take = defop(
+    "quantized_take",
+    kernel=_take_kernel,
+    aval=_take_aval,
+    nondiff=True,  # integer ids, integer blocks: nothing to differentiate
+    batch=_take_batch,
+    check=Check(
+        shapes=(((5, 2, 34), (3,)), ((5, 2, 34), (2, 3))),
+        params=({"qtype": "Q8_0", "shape": (5, 64)},),
+        make_args=_take_check_args,
+        strict=False,  # views bytes as float16 (ndarray.view), outside the Array API
+    ),
+    doc="""Rows ``ids`` of a table kept in a ggml block format, dequantized: ``W[ids]``.
+
+    Only the rows asked for are dequantized (an embedding lookup of a kept-quantized
+    ``token_embd.weight``). Use :func:`fgrad.llm.quantized.embedding`.
+
+    Args:
+        blocks: ``(rows, in / block_size, bytes_per_block)`` uint8 Tensor.
+        ids: integer Tensor of any shape, values in ``[0, rows)``.
+        qtype: the ggml type name.
+        shape: ``(rows, in)``, the table's logical shape.
+
+    Returns:
+        ``(*ids.shape, in)`` float32 Tensor.
+
+    Raises:
+        ShapeError: an unsupported ``qtype`` or blocks that do not match it and ``shape``.
+        DTypeError: ``ids`` are not integers.
+
+    Example:
+        >>> from fgrad.llm.quantized import QuantizedWeight, embedding
+        >>> blocks = np.zeros((3, 1, 34), np.uint8)       # three Q8_0 rows of 32 values
+        >>> blocks[:, 0, :2] = np.frombuffer(np.float16(1.0).tobytes(), np.uint8)
+        >>> blocks[:, 0, 2:] = np.arange(3, dtype=np.uint8)[:, None]   # row r is all r
+        >>> embedding(QuantizedWeight(blocks, "Q8_0", (3, 32)), fnp.array([2, 0]))[:, :3]
+        Tensor([[2., 2., 2.],
+                [0., 0., 0.]], dtype=float32)
+    """,
+)
+
+
+def embedding(w: Any, ids: Any) -> Any:
+    """Rows ``ids`` of a dense or kept-quantized ``(vocab, d_model)`` table: ``w[ids]``.
+
+    Args:
+        w: ``(vocab, d_model)`` Tensor or array, or a :class:`QuantizedWeight` (only the
+            rows looked up are dequantized).
+        ids: integer Tensor or array of any shape.
+
+    Returns:
+        ``(*ids.shape, d_model)`` Tensor (float32 for a quantized table); differentiable in
+        a dense ``w``.
+
+    Raises:
+        ShapeError: ``w`` is not 2-D.
+        DTypeError: ``ids`` are not integers.
+
+    Example:
+        >>> embedding(fnp.array([[0.0, 1.0], [2.0, 3.0]]), fnp.array([1, 1]))
+        Tensor([[2., 3.],
+                [2., 3.]], dtype=float64)
+    """
+    from fgrad import numpy as fnp
+
+    if isinstance(w, QuantizedWeight):
+        if len(w.shape) != 2:
+            raise ShapeError(f"embedding: a quantized table must be 2-D (vocab, d_model), got {w.shape}")
+        return quantized_take(w.blocks, fnp.asarray(ids), qtype=w.qtype, shape=w.shape)
+    if len(tuple(getattr(w, "shape", np.shape(w)))) != 2:
+        raise ShapeError(f"embedding: w must be 2-D (vocab, d_model), got shape {np.shape(w)}")
+    ids = fnp.asarray(ids)
+    if ids.dtype.kind not in "iu":
+        raise DTypeError(f"embedding: ids must be integers, got {ids.dtype}")
+    return fnp.take(w, ids, axis=0)

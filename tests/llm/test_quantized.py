@@ -12,7 +12,7 @@ import fgrad.numpy as fnp
 from fgrad import tree
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.llm import quantized, quants
-from fgrad.llm.quantized import QuantizedWeight, linear, quantized_matmul
+from fgrad.llm.quantized import QuantizedWeight, embedding, linear, quantized_matmul
 from fgrad.ops import REGISTRY
 from fgrad.test_util import check_grads, op_cases
 
@@ -175,6 +175,32 @@ def test_gpu_matches_cpu(xp):
     np.testing.assert_allclose(got, x @ w.dequantize().T, rtol=2e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_1", "Q6_K"])
+def test_embedding_dequantizes_only_the_rows_looked_up(qtype, monkeypatch):
+    w = _weight(qtype, 50, 1)
+    ids = np.array([[3, 49, 3], [0, 7, 1]])
+    seen = []
+    real = quantized._dequantize_chunk
+    monkeypatch.setattr(quantized, "_dequantize_chunk", lambda xp, b, t: seen.append(b.shape[0]) or real(xp, b, t))
+    got = embedding(w, fnp.asarray(ids))
+    assert seen == [6] and got.shape == (2, 3, w.shape[1]) and got.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(got), w.dequantize()[ids])
+    jitted = fgrad.jit(lambda w, ids: embedding(w, ids))(w, fnp.asarray(ids))
+    np.testing.assert_array_equal(np.asarray(jitted), w.dequantize()[ids])
+    mapped = fgrad.vmap(lambda i: embedding(w, i))(fnp.asarray(ids))
+    np.testing.assert_array_equal(np.asarray(mapped), w.dequantize()[ids])
+
+
+def test_embedding_dense_path_and_errors():
+    table = fnp.asarray(np.arange(6.0).reshape(3, 2))
+    g = fgrad.grad(lambda t: fnp.sum(embedding(t, fnp.array([2, 2, 0]))))(table)
+    np.testing.assert_array_equal(np.asarray(g), [[1.0, 1.0], [0.0, 0.0], [2.0, 2.0]])
+    with pytest.raises(DTypeError, match="embedding: ids must be integers"):
+        embedding(table, fnp.array([0.5]))
+    with pytest.raises(DTypeError, match="quantized_take: ids must be integers"):
+        embedding(_weight("Q8_0", 3, 1), fnp.array([0.5]))
+
+
 # The registry-wide sweeps (tests/ops) on this op, whichever directories a run collects:
 # quantized_matmul registers when fgrad.llm.quantized is imported, which a run of tests/ops
 # alone does not do.
@@ -188,14 +214,14 @@ def _sweep(name):
     return module
 
 
-_CASES = op_cases(REGISTRY["quantized_matmul"])
+_CASES = [(name, *case) for name in ("quantized_matmul", "quantized_take") for case in op_cases(REGISTRY[name])]
 
 
-@pytest.mark.parametrize("shapes, params", _CASES)
-def test_registry_sweep(shapes, params):
-    _sweep("test_registry").test_op("quantized_matmul", shapes, params)
+@pytest.mark.parametrize("name, shapes, params", _CASES)
+def test_registry_sweep(name, shapes, params):
+    _sweep("test_registry").test_op(name, shapes, params)
 
 
-@pytest.mark.parametrize("shapes, params", _CASES)
-def test_vmap_sweep(shapes, params):
-    _sweep("test_vmap_registry").test_vmap_equals_the_per_example_loop(REGISTRY["quantized_matmul"], shapes, params)
+@pytest.mark.parametrize("name, shapes, params", _CASES)
+def test_vmap_sweep(name, shapes, params):
+    _sweep("test_vmap_registry").test_vmap_equals_the_per_example_loop(REGISTRY[name], shapes, params)

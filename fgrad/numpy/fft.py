@@ -100,7 +100,9 @@ def _axis(axis: Any, fn: str, shape: tuple) -> int:
 
 
 def _axes(axes: Any, fn: str, shape: tuple) -> list[int]:
-    if isinstance(axes, (str, bytes)) or not (isinstance(axes, Iterable) or _args._int_or_none(axes) is not None):
+    if isinstance(axes, (str, bytes, dict, set, frozenset)) or not (
+        isinstance(axes, Iterable) or _args._int_or_none(axes) is not None
+    ):
         raise DTypeError(f"{fn}: axes must be a sequence of ints, got {_args.describe(axes)}")
     items = [axes] if _args._int_or_none(axes) is not None else list(axes)
     out = [_axis(a, fn, shape) for a in items]
@@ -146,7 +148,7 @@ def _cook(a: Tensor, s: Any, axes: Any, fn: str, *, inverse_real: bool = False):
         given = None
         lengths = list(shape) if axes is None else [shape[ax] for ax in axes]
     else:
-        if isinstance(s, (str, bytes)) or not isinstance(s, Iterable):
+        if isinstance(s, (str, bytes, dict, set, frozenset)) or not isinstance(s, Iterable):
             raise DTypeError(f"{fn}: s must be a sequence of ints, got {_args.describe(s)}")
         given = list(s)
         if None in given:

@@ -339,6 +339,8 @@ BAD = [
     ("fft", (np.ones(4),), {"norm": "unitary"}, ValueError, ["fft", "norm", "'ortho'"]),
     ("fftn", (np.ones((2, 3)),), {"norm": 1}, TypeError, ["fftn", "norm"]),
     ("fftn", (np.ones((2, 3)),), {"axes": (0, 0)}, ValueError, ["fftn", "repeat", "(2, 3)"]),
+    ("fftn", (np.ones((2, 3)),), {"axes": {0: 1}}, TypeError, ["fftn", "axes", "sequence"]),
+    ("irfftn", (np.ones((2, 3)),), {"s": (2, 1.5), "axes": (0, 1)}, TypeError, ["irfftn", "s"]),
     ("rfft2", (np.ones((2, 3)),), {"axes": (-1, 1)}, ValueError, ["rfft2", "repeat"]),
     ("irfftn", (np.ones((2, 3)),), {"s": (4,), "axes": (0, 1)}, ValueError, ["irfftn", "different lengths"]),
     ("ifft2", (np.ones((2, 3)),), {"s": (2, 0)}, ValueError, ["ifft2", "s >= 1"]),

@@ -23,7 +23,7 @@ from fgrad.errors import (
 )
 from fgrad.ops.elementwise import stop_gradient
 from fgrad.tensor import ShapeDtype, Tensor, asarray, block_until_ready, device_put
-from fgrad.transforms.ad import grad, jvp, value_and_grad, vjp
+from fgrad.transforms.autodiff import grad, jvp, value_and_grad, vjp
 from fgrad.transforms.graphs import eval_shape, make_graph
 from fgrad.transforms.custom import checkpoint, custom_jvp, custom_vjp
 from fgrad.transforms.jacobians import hessian, hvp, jacfwd, jacrev, linearize

@@ -31,10 +31,11 @@ from fgrad import numpy as fnp
 from fgrad import tree
 
 # Internals under private names: ``fgrad.lax`` shows only its public API (``__all__``).
-from fgrad.core.graph import GraphTrace as _GraphTrace
+from fgrad.core.staging import GraphTrace as _GraphTrace
 from fgrad.core.trace import active_traces as _active_traces
 from fgrad.core.trace import concrete_value as _concrete_value
-from fgrad.core.weak import to_weak as _to_weak
+from fgrad.core.staging import GraphTracer as _GraphTracer
+from fgrad.core.staging import weak as _weak
 from fgrad.dtypes import WEAK_STAND_IN as _WEAK_STAND_IN
 from fgrad.errors import ConcretizationError as _ConcretizationError
 from fgrad.errors import DTypeError as _DTypeError
@@ -42,10 +43,9 @@ from fgrad.errors import ShapeError as _ShapeError
 from fgrad.ops import control as _control
 from fgrad.tensor import ShapeDtype as _ShapeDtype
 from fgrad.tensor import Tensor as _Tensor
-from fgrad.tensor import WeakShapeDtype as _WeakShapeDtype
 from fgrad.tensor import as_tensor as _as_named_tensor
 from fgrad.tensor import asarray as _asarray
-from fgrad.transforms import ad as _ad
+from fgrad.transforms import autodiff as _ad
 from fgrad.transforms import passes as _passes
 
 __all__ = ["cond", "fori_loop", "scan", "switch", "while_loop"]
@@ -121,6 +121,8 @@ def _coerce(
     dtype (weak, as in JAX); any other mismatch raises naming both avals."""
     for k, w in enumerate(want):
         got, weak = traced.out_aval(k)
+        if got == w:
+            continue
         if weak and got.shape == w.shape:
             traced.cast_output(k, w)
             continue
@@ -158,8 +160,8 @@ def _settle_weak(leaves: list, trace: Callable) -> tuple[list, list[bool]]:
     is traced once with it weak, and where the body's carry output is an array (``0.0 +
     float32 x`` is float32) the initial value is cast to its dtype, so a loop over float32
     data stays float32, eagerly and under jit alike. Where the output stays weak (Python
-    arithmetic on the carry, as eagerly), the leaf stays weak: a traced loop computes it
-    as an array, and the caller makes the result weak again (``to_weak``).
+    arithmetic on the carry, as eagerly), the leaf stays weak: the body takes it weakly
+    typed (:func:`_weakly`), and the caller marks the result weak (:func:`_weak_results`).
     ``trace(avals)`` traces the body on carry avals. Other leaves come back as they are.
     Reference: JAX's ``_promote_weak_typed_inputs``.
     """
@@ -167,7 +169,7 @@ def _settle_weak(leaves: list, trace: Callable) -> tuple[list, list[bool]]:
     if not any(weak):
         return leaves, weak
     probe = [
-        _WeakShapeDtype((), np.result_type(x) if type(x) in _NUMBERS else x.dtype) if w else _aval(x)
+        _ShapeDtype((), np.result_type(x) if type(x) in _NUMBERS else x.dtype, True) if w else _aval(x)
         for x, w in zip(leaves, weak)
     ]
     try:
@@ -223,15 +225,20 @@ def _widen_number(x: Any, kind: str) -> Any:
     return x + {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}[kind]
 
 
-def _weak_view(ts: list, stays: list[bool]) -> list:
-    """Inside a traced body: the carry leaves that stay weak, weak (the loop keeps them
-    as arrays between steps; the body computes with them as with Python numbers)."""
-    return [_to_weak(t) if s else t for t, s in zip(ts, stays)] + list(ts[len(stays):])
+def _weakly(avals: list, stays: Sequence[bool]) -> list:
+    """The body's input avals, the carry leaves that stay Python numbers weakly typed."""
+    return [_ShapeDtype(a.shape, a.dtype, True) if s else a for a, s in zip(avals, stays)] + list(
+        avals[len(stays):]
+    )
 
 
-def _weak_again(outs: list, stays: list[bool]) -> list:
-    """Loop results whose carry stayed a weak number, weak again (see ``_settle_weak``)."""
-    return [_to_weak(o) if s else o for o, s in zip(outs, stays)]
+def _weak_results(outs: list, stays: Sequence[bool]) -> list:
+    """Loop and cond results that eager code has as Python numbers: weakly typed when
+    traced, Python numbers when the op ran on concrete values."""
+    return [
+        (_weak(o) if type(o) is _GraphTracer else o.item() if type(o) is _Tensor else o) if s else o
+        for o, s in zip(outs, stays)
+    ]
 
 
 def _carry_signature(carry: Any) -> tuple:
@@ -411,7 +418,7 @@ def _switch_traced(name, index, branches, operands, names):
                 consts.append(c)
     subs = tuple(_control.close(t, consts, n) for t, n in zip(traced, names))
     outs = _control.cond(index, *consts, *leaves, branches=subs)
-    return tree.unflatten(first.out_tree, _weak_again(list(outs), numbers))
+    return tree.unflatten(first.out_tree, _weak_results(list(outs), numbers))
 
 
 # ------------------------------------------------------------------------ loops
@@ -451,8 +458,10 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         ...     lambda c: c[0] != 1,
         ...     lambda c: (fnp.where(c[0] % 2 == 0, c[0] // 2, 3 * c[0] + 1), c[1] + 1),
         ...     (n, 0))
-        >>> fgrad.jit(collatz)(fnp.array(27))  # the count stays a Python int, as eagerly
+        >>> collatz(fnp.array(27))  # the count stays a Python int
         (Tensor(1, dtype=int64), 111)
+        >>> fgrad.jit(collatz)(fnp.array(27))  # jit returns arrays (weakly typed inside)
+        (Tensor(1, dtype=int64), Tensor(111, dtype=int64))
 
     References:
         ``jax.lax.while_loop``
@@ -475,29 +484,25 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
             val = new
     leaves, in_tree = tree.flatten(init_val)
 
-    def trace_body(avals, stays=()):
-        return _control.trace_function(
-            lambda ts: body_fun(tree.unflatten(in_tree, _weak_view(ts, stays))), avals
-        )
+    def trace_body(avals):
+        return _control.trace_function(lambda ts: body_fun(tree.unflatten(in_tree, ts)), avals)
 
     leaves, stays = _settle_weak(leaves, trace_body)
     leaves = [_as_tensor(x) for x in leaves]
-    avals = [x.aval for x in leaves]
-    body = trace_body(avals, stays)
+    avals = _weakly([x.aval for x in leaves], stays)
+    body = trace_body(avals)
     if body.out_tree != in_tree:
         raise TypeError(
             f"while_loop: body_fun must return a carry with the structure of init_val, "
             f"{in_tree}; it returned {body.out_tree}"
         )
     _coerce(body, avals, "while_loop", "body_fun's output", "init_val")
-    pred = _control.trace_function(
-        lambda ts: cond_fun(tree.unflatten(in_tree, _weak_view(ts, stays))), avals
-    )
+    pred = _control.trace_function(lambda ts: cond_fun(tree.unflatten(in_tree, ts)), avals)
     if len(pred.outvars) != 1:
         raise TypeError(f"while_loop: cond_fun must return one scalar bool, got {pred.out_tree}")
     got, weak = pred.out_aval(0)
     if weak and got.dtype == np.bool_:
-        pred.cast_output(0, got)
+        pred.cast_output(0, _ShapeDtype((), got.dtype))
     elif got.shape != () or got.dtype != np.bool_:
         err = _ShapeError if got.shape != () else _DTypeError
         raise err(f"while_loop: cond_fun must return a scalar bool, got {got}")
@@ -510,7 +515,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         n_cond_consts=len(pred.consts),
         n_body_consts=len(body.consts),
     )
-    return tree.unflatten(in_tree, _weak_again(list(outs), stays))
+    return tree.unflatten(in_tree, _weak_results(list(outs), stays))
 
 
 def _predicate(x: Any) -> tuple[bool, bool]:
@@ -707,8 +712,8 @@ def scan(
         c_leaves, lambda avals: _control.trace_function(body, avals + x_avals)
     )
     c_leaves = [_as_tensor(c) for c in c_leaves]
-    c_avals = [c.aval for c in c_leaves]
-    traced = _control.trace_function(lambda ts: body(_weak_view(ts, stays)), c_avals + x_avals)
+    c_avals = _weakly([c.aval for c in c_leaves], stays)
+    traced = _control.trace_function(body, c_avals + x_avals)
     if trees["carry"] != c_tree:
         raise TypeError(
             f"scan: f must return a carry with the structure of init, {c_tree}; it returned "
@@ -726,7 +731,7 @@ def scan(
         reverse=bool(reverse),
     )
     n = len(c_leaves)
-    carry = _weak_again(list(outs[:n]), stays)
+    carry = _weak_results(list(outs[:n]), stays)
     return tree.unflatten(c_tree, carry), tree.unflatten(trees["y"], list(outs[n:]))
 
 

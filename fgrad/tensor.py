@@ -16,7 +16,7 @@ import numpy as np
 from fgrad import _args, backend, tree
 from fgrad.errors import DeletedError, DTypeError, FgradError, MutationError, ShapeError
 
-__all__ = ["Tensor", "ShapeDtype", "WeakShapeDtype", "asarray", "device_put", "block_until_ready"]
+__all__ = ["Tensor", "ShapeDtype", "asarray", "device_put", "block_until_ready"]
 
 
 def _ndim(self) -> int:
@@ -59,48 +59,31 @@ class Donated:
 
 
 class ShapeDtype(NamedTuple):
-    """The abstract value (``aval``) of an array: its shape and dtype, no data."""
+    """The abstract value (``aval``) of an array: its shape and dtype, no data.
+
+    ``weak`` marks a weakly typed value (JAX's weak types, numpy 2's NEP 50 for Python
+    scalars): a Python float that ``jit`` traces, and what Python operators make of such
+    values. In an op with arrays it takes their dtype (``float32 array * lr`` stays float32);
+    alone its dtype is the one numpy gives the Python number (float64, complex128). A weak
+    aval is not equal to the strong one of the same dtype.
+    """
 
     shape: tuple[int, ...]
     dtype: np.dtype
+    weak: bool = False
     # A leaf of pytrees, not a namedtuple node: transforms take avals in place of arrays.
     _pytree_leaf = True
-    weak = False
 
     def __str__(self) -> str:
-        return f"{_short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
+        text = f"{_short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
+        return "weak " + text if self.weak else text
+
+    def __repr__(self) -> str:
+        weak = ", weak=True" if self.weak else ""
+        return f"ShapeDtype(shape={self.shape!r}, dtype={self.dtype!r}{weak})"
 
     ndim = property(_ndim)  # shared with Tensor
     size = property(_size)
-
-
-class WeakShapeDtype(ShapeDtype):
-    """The aval of a Python scalar that ``jit`` traces: shape ``()``, promoted weakly.
-
-    Its dtype is the one numpy gives the scalar alone (float64, complex128), but in an
-    op with arrays it takes their dtype, as a Python scalar does (numpy 2's NEP 50, JAX's
-    weak types): ``float32 array * lr`` stays float32. Not equal to the strong aval of
-    the same dtype, so no graph pass swaps one for the other.
-    """
-
-    __slots__ = ()
-    weak = True
-
-    def __str__(self) -> str:
-        return "weak " + ShapeDtype.__str__(self)
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is WeakShapeDtype and tuple.__eq__(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    def __hash__(self) -> int:
-        return hash(("weak", tuple.__hash__(self)))
-
-    def _replace(self, **fields: Any) -> ShapeDtype:
-        # An op's result is strongly typed (shape rules derive it with _replace).
-        return ShapeDtype(**{**self._asdict(), **fields})
 
 
 _new_aval = tuple.__new__
@@ -147,7 +130,7 @@ class Tensor:
                 "Tensor: Tensors are not made by calling the class; use fgrad.asarray(data) "
                 "or fgrad.numpy.array(data), or fgrad.numpy.zeros(shape) for a shape"
             )
-    weak = False  # only jit's traced Python scalars are weakly typed (see WeakShapeDtype)
+    weak = False  # only traced values are weakly typed (see ShapeDtype.weak)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -163,7 +146,7 @@ class Tensor:
     def aval(self) -> ShapeDtype:
         """The abstract value ``ShapeDtype(shape, dtype)``."""
         data = self._data
-        return _new_aval(ShapeDtype, (data.shape, data.dtype))  # skips NamedTuple's __new__
+        return _new_aval(ShapeDtype, (data.shape, data.dtype, False))  # skips NamedTuple's __new__
 
     ndim = property(_ndim)
     size = property(_size)

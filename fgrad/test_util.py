@@ -11,7 +11,7 @@ import numpy as np
 
 from fgrad import _args, tree
 from fgrad.tensor import Tensor, asarray
-from fgrad.transforms.ad import jvp, vjp
+from fgrad.transforms.autodiff import jvp, vjp
 
 __all__ = ["check_grads", "op_cases", "op_args"]
 

@@ -475,8 +475,10 @@ def test_while_loop_integer_carry_and_closure():
         )
 
     n, p = fgrad.jit(f)(X)
-    # The counter stays a Python int, as it does eagerly (weakly typed, as in JAX).
-    assert n == 8 and type(n) is int and f(X)[0] == n
+    # The counter stays a Python int eagerly; jit returns it as a 0-d int64 Tensor (weakly
+    # typed while traced, as in JAX).
+    assert f(X)[0] == 8 and type(f(X)[0]) is int
+    assert isinstance(n, fgrad.Tensor) and n.dtype == np.int64 and int(n) == 8
     close(p, X**4)
 
 

@@ -41,9 +41,10 @@ def test_fusion_tables_name_ops():
 
 
 def test_issue_11_core_line_budget():
-    """Tracing, graphs and both modes of differentiation stay small enough to read in an
-    afternoon (.ci/run prints the same count)."""
-    files = ["core/trace.py", "core/graph.py", "transforms/ad.py"]
+    """Tracing, graphs, staging and both modes of differentiation stay small enough to read
+    in an afternoon (.ci/run prints the same count; the user API over the modes,
+    transforms/autodiff.py, is not counted)."""
+    files = ["core/trace.py", "core/graph.py", "core/staging.py", "transforms/ad.py"]
     assert sum(len((ROOT / f).read_text().splitlines()) for f in files) <= 1200
 
 

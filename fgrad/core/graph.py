@@ -1,8 +1,8 @@
-"""Node graphs: what a function does, recorded as a list of op applications.
+"""Node graphs, fgrad's IR: what a function does, as a list of op applications.
 
-``trace_to_graph`` runs a function on abstract tracers (shapes and dtypes only, no data):
-each op computes its output aval with its shape rule and appends a :class:`Node`. The
-:class:`Graph` can be printed, evaluated on new inputs, and (later) optimised and jitted.
+A :class:`Graph` holds input Vars, Nodes in topological order and output Vars; it can be
+printed, evaluated on new inputs, costed, and optimised and compiled by
+``jit``. :mod:`fgrad.core.staging` makes graphs from functions.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from fgrad import tree
-from fgrad.core.trace import Trace, Tracer, new_trace
-from fgrad.tensor import ShapeDtype, Tensor, WeakShapeDtype, _wrap
+from fgrad.core.trace import Tracer
+from fgrad.tensor import ShapeDtype, Tensor
 
-__all__ = ["Var", "Node", "Graph", "trace_to_graph"]
+__all__ = ["Var", "Node", "Graph", "source_stack"]
 
 _FGRAD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -203,115 +203,9 @@ def _user_source() -> str:
     return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
 
-class GraphTracer(Tracer):
-    __slots__ = ("var",)
-
-    def __init__(self, trace, var):
-        self._trace = trace
-        self.var = var
-
-    @property
-    def aval(self) -> ShapeDtype:
-        return self.var.aval
-
-    @property
-    def device(self):
-        from fgrad.backend import CPU
-
-        return CPU
-
-    def _concrete(self):
-        from fgrad.errors import ConcretizationError
-
-        where = _user_source()
-        origin = (
-            " (it comes from a Python float or complex argument, which jit traces as JAX "
-            "does so that a new value does not compile again, or from a Python number "
-            "carried through a loop)"
-            if self.aval.weak
-            else ""
-        )
-        raise ConcretizationError(
-            f"a traced value {self.aval} has no concrete value while tracing"
-            + (f" (at {where})" if where else "")
-            + origin
-            + ": Python control flow (if/while/bool/float) on it cannot be recorded in a "
-            "graph. Mark the argument static (jit's static_argnums / static_argnames), or "
-            "use fgrad.numpy.where or fgrad.lax.cond / while_loop / fori_loop / scan so the "
-            "choice is part of the graph"
-        )
-
-
 def _aval_of(x: Any) -> Any:
     if isinstance(x, Tensor):
         return x.aval
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return ShapeDtype(tuple(x.shape), np.dtype(x.dtype))
     return x  # a Python scalar stays weakly typed
-
-
-def _traced_param(op: Any, name: str, value: Tracer) -> Exception:
-    from fgrad.errors import ConcretizationError
-
-    where = _user_source()
-    hint = (
-        "jit traces Python float arguments (as JAX does), so a float that an op needs as a "
-        "constant must be marked static (static_argnums / static_argnames)"
-        if value.weak
-        else "mark the argument it comes from static (jit's static_argnums / static_argnames)"
-    )
-    return ConcretizationError(
-        f"op {op.name!r} takes {name!r} as a compile-time constant, but got a traced value "
-        f"{value.aval}" + (f" (at {where})" if where else "") + f": {hint}"
-    )
-
-
-class GraphTrace(Trace):
-    """Records Nodes from avals alone: no kernel runs."""
-
-    __slots__ = ("nodes",)
-
-    def __init__(self):
-        super().__init__()
-        self.nodes: list[Node] = []
-
-    def process(self, op, args, params):
-        for name, value in params.items():
-            if isinstance(value, Tracer):
-                raise _traced_param(op, name, value)
-        inputs = [a.var if type(a) is GraphTracer and a._trace is self else a for a in args]
-        avals = [v.aval if isinstance(v, Var) else _aval_of(v) for v in inputs]
-        out_avals = op.abstract_eval(*avals, **params)
-        if op.multiple_results:
-            outputs = [Var(a) for a in out_avals]
-        else:
-            outputs = [Var(out_avals)]
-        self.nodes.append(Node(op, inputs, params, outputs, _user_source()))
-        tracers = tuple(GraphTracer(self, v) for v in outputs)
-        return tracers if op.multiple_results else tracers[0]
-
-
-def trace_to_graph(f: Callable, *args: Any) -> Graph:
-    """Trace ``f`` on the avals of ``args`` (pytrees of Tensors, arrays or ShapeDtypes)."""
-    leaves, in_tree = tree.flatten(args)
-    with new_trace(GraphTrace()) as trace:
-        invars = []
-        tracers = []
-        for x in leaves:
-            if type(x) in (bool, int, float, complex):  # weakly typed, as in JAX's make_jaxpr
-                aval = WeakShapeDtype((), np.result_type(type(x)))
-            else:
-                aval = x if isinstance(x, ShapeDtype) else _aval_of(_as_tensor(x))
-            v = Var(aval)
-            invars.append(v)
-            tracers.append(GraphTracer(trace, v))
-        out = f(*tree.unflatten(in_tree, tracers))
-        out_leaves, out_tree = tree.flatten(out)
-    outvars = [o.var if type(o) is GraphTracer and o._trace is trace else o for o in out_leaves]
-    return Graph(invars, trace.nodes, outvars, in_tree, out_tree)
-
-
-def _as_tensor(x: Any) -> Any:
-    if isinstance(x, Tensor) or hasattr(x, "shape"):
-        return x
-    return _wrap(np.asarray(x))

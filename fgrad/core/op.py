@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from fgrad import backend
-from fgrad.core.graph import GraphTracer
+from fgrad.core.staging import GraphTracer, weak
 from fgrad.core.trace import Tracer, bind
 from fgrad.tensor import ShapeDtype, Tensor, asarray
 
@@ -88,6 +88,7 @@ class Op:
         "vjp_reads",
         "batch",
         "reverse_forward",
+        "promotes",
         "_kernels",
         "_fast",
     )
@@ -106,6 +107,9 @@ class Op:
         self.batch = None  # vmap rule: batch(op, args, dims, **params) -> (out, out_dims)
         # What reverse mode runs one level down in place of the op (None: the op itself).
         self.reverse_forward = None
+        # The positions of the inputs that numpy's promotion types together (a weakly
+        # typed one takes the others' dtype; see ShapeDtype.weak); set by fgrad.ops.traits.
+        self.promotes: tuple[int, ...] = ()
         self._kernels: dict[type, Callable] = {}  # type(array) -> kernel bound to its xp
         self._fast: dict[str, Callable] = {}  # fast Tensor-method entry points (_specialise)
 
@@ -402,11 +406,8 @@ def _defer(op: Op, x: Any, y: Any) -> Any:
     ``x == None`` is False rather than an error (as JAX's operators do). Lists and tuples
     of numbers are arrays, as in numpy (else ``x * [1, 2]`` would repeat the list)."""
     if isinstance(x, Tracer) or isinstance(y, Tracer):  # the traced path: no type survey
-        if type(x) is GraphTracer or type(y) is GraphTracer:  # maybe jit's traced floats
-            from fgrad.core import weak  # (it imports this module)
-
-            if weak.is_weak(x) and weak.is_weak(y) and op.name in weak.PY_BINARY:
-                return weak.scalar_arith(x, y, fn=weak.PY_BINARY[op.name])
+        if is_weak(x) and is_weak(y):  # Python arithmetic on jit's traced numbers
+            return python_operator(op, x, y)
         return bind(op, (x, y), {})
     if type(x) in (list, tuple):
         x = _from_sequence(x)
@@ -422,6 +423,28 @@ def _defer(op: Op, x: Any, y: Any) -> Any:
         ):
             return NotImplemented
     return Op.__call__(op, x, y)
+
+
+def is_weak(x: Any) -> bool:
+    """A Python number, or a weakly typed value that jit traces (see ShapeDtype.weak)."""
+    return type(x) in _SCALARS or (type(x) is GraphTracer and x.aval.weak)
+
+
+def python_operator(op: Op, *args: Any) -> Any:
+    """Python's operator ``op`` on weakly typed operands (jit's traced Python floats, what
+    Python's operators made of them, Python numbers): the op, its result weak, as eager
+    code has a Python number there. Python's bools are ints in arithmetic (``True + True``
+    is 2, ``-True`` is -1), where numpy's are logical; comparisons of ints give what they
+    give of bools. (``&``, ``|``, ``^`` and ``~`` are not arithmetic: see fgrad.numpy.)"""
+    return weak(op(*[bool_as_int(a) for a in args]))
+
+
+def bool_as_int(x: Any) -> Any:
+    if type(x) is bool:
+        return int(x)
+    if type(x) is GraphTracer and x.aval.dtype == np.bool_:
+        return weak(x.astype(np.int64))
+    return x
 
 
 def _binary_entry(op: Op, general: Callable) -> Callable:

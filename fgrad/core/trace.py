@@ -102,7 +102,7 @@ class Tracer(Tensor):
 
     @property
     def weak(self) -> bool:
-        """Whether this traces a Python scalar (weakly typed; see WeakShapeDtype)."""
+        """Whether the traced value is weakly typed (see ShapeDtype.weak)."""
         return self.aval.weak
 
     @property

@@ -8,14 +8,13 @@ because numpy has no namespace for them (scipy.special's names, as in ``jax.scip
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
 
 from fgrad import _args, dtypes
-from fgrad.core.trace import Tracer
-from fgrad.core.weak import is_weak, scalar_arith
+from fgrad.core.staging import weak
+from fgrad.core.op import is_weak
 from fgrad.ops import elementwise as _e
 from fgrad.ops.elementwise import (
     abs,
@@ -522,16 +521,12 @@ def _real_number(value: Any, fn: str, arg: str) -> Any:
 
 
 def _logic_or_bits(name: str, op: str, logical, bitwise, example: str):
-    python_op = {"&": operator.and_, "|": operator.or_, "^": operator.xor}[op]
-
     def fn(x: Any, y: Any) -> Any:
-        if (isinstance(x, Tracer) or isinstance(y, Tracer)) and is_weak(x) and is_weak(y):
-            return scalar_arith(x, y, fn=python_op)  # jit's traced numbers: Python's operator
         dtype = np.dtype(dtypes.result_type(x, y))
-        if dtypes.is_bool(dtype):
-            return logical(x, y)
-        if dtypes.is_integer(dtype):
-            return bitwise(x, y)
+        if dtypes.is_bool(dtype) or dtypes.is_integer(dtype):
+            out = (logical if dtypes.is_bool(dtype) else bitwise)(x, y)
+            # Of jit's traced numbers, Python's operator: a number (weak), as eagerly.
+            return weak(out) if is_weak(x) and is_weak(y) else out
         raise TypeError(
             f"operator {op}: needs bool or integer Tensors, got dtype {dtype}; for masks "
             f"compare first, e.g. (x > 0) {op} (y > 0), or use fnp.{logical.name}"

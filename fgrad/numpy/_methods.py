@@ -7,11 +7,13 @@ not define yet is left out, so a missing op surfaces as AttributeError, not a wr
 
 from __future__ import annotations
 
-import operator
 from types import FunctionType, ModuleType
 
+import numpy as np
+
 from fgrad.core.trace import Tracer
-from fgrad.core.weak import is_weak, scalar_arith
+from fgrad.core.staging import weak
+from fgrad.core.op import bool_as_int
 from fgrad.tensor import Tensor
 
 _BINARY = {
@@ -136,10 +138,10 @@ def _round_method(fn):
     """``round(x)`` and ``round(x, n)``: a Tensor, as JAX's (not a Python number)."""
 
     def __round__(self, ndigits=None):
-        if self.weak and is_weak(self):  # jit's traced Python float: Python's round, as eagerly
-            args = (self,) if ndigits is None else (self, ndigits)
-            return scalar_arith(*args, fn=round)
-        return fn(self, 0 if ndigits is None else ndigits)
+        out = fn(self, 0 if ndigits is None else ndigits)
+        if self.weak:  # jit's traced Python float: Python's round, an int without ndigits
+            return weak(out.astype(np.int64)) if ndigits is None else weak(out)
+        return out
 
     return __round__
 
@@ -163,25 +165,18 @@ def _reduction_method(fn):
     return method
 
 
-# ``x.real`` / ``x.imag`` of jit's traced Python float: Python numbers, as in eager code.
-_PY_PARTS = {"real": lambda v: v.real, "imag": lambda v: v.imag}
-
-# Python's unary operators on jit's traced Python floats are Python arithmetic, as they
-# are on the float eagerly (the result stays weak); fnp.negative / fnp.abs are ops, whose
-# results are arrays, as eagerly. So tracers get their own operator methods.
-_PY_UNARY = {
-    "__neg__": operator.neg,
-    "__pos__": operator.pos,
-    "__abs__": abs,
-    "__invert__": operator.invert,
-    "conjugate": lambda v: v.conjugate(),
-}
+# Python's unary operators, ``x.real``, ``x.imag`` and ``x.conjugate()`` of jit's traced
+# Python floats are Python arithmetic, as on the float eagerly: the result stays weak (Python
+# bools are ints to ``-``, ``+``, ``abs`` and ``~``). fnp.negative, fnp.real, ... are ops,
+# whose results are arrays, as eagerly. So tracers get these methods of their own.
+_PY_UNARY = {"__neg__": True, "__pos__": True, "__abs__": True, "__invert__": True, "conjugate": False}
+_PY_PARTS = ("real", "imag")
 
 
-def _weak_unary(py_fn, tensor_method):
+def _python_unary(tensor_method, ints: bool):
     def method(self):
-        if self.weak and is_weak(self):
-            return scalar_arith(self, fn=py_fn)
+        if self.weak:
+            return weak(tensor_method(bool_as_int(self) if ints else self))
         return tensor_method(self)
 
     method.__doc__ = getattr(tensor_method, "__doc__", None)
@@ -210,14 +205,14 @@ def install(ns: ModuleType) -> None:
         if fn is not None:
             setattr(Tensor, attr, property(fn))
             if attr in _PY_PARTS:  # tracers only: plain Tensors skip the check
-                setattr(Tracer, attr, property(_weak_unary(_PY_PARTS[attr], fn)))
+                setattr(Tracer, attr, property(_python_unary(fn, False)))
     if getattr(ns, "round", None) is not None:
         Tensor.__round__ = _round_method(ns.round)
     # divmod(x, y) is (x // y, x % y), as numpy's divmod: through the operators, so jit's
     # traced Python floats get Python's divmod.
     Tensor.__divmod__ = lambda self, other: (self // other, self % other)
     Tensor.__rdivmod__ = lambda self, other: (other // self, other % self)
-    for dunder, py_fn in _PY_UNARY.items():  # ``-lr`` of jit's traced Python float
+    for dunder, ints in _PY_UNARY.items():  # ``-lr`` of jit's traced Python float
         if dunder in Tensor.__dict__:
-            setattr(Tracer, dunder, _weak_unary(py_fn, Tensor.__dict__[dunder]))
+            setattr(Tracer, dunder, _python_unary(Tensor.__dict__[dunder], ints))
     Tensor.__hash__ = None  # defining __eq__ must not make Tensors hashable

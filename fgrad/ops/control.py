@@ -36,10 +36,10 @@ import numpy as np
 from fgrad import tree
 from fgrad._config import config
 from fgrad.core.debug import check_step
-from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Node, Var
-from fgrad.core.op import REGISTRY, Check, array_result, defop
+from fgrad.core.graph import Graph, Node, Var
+from fgrad.core.staging import GraphTrace, GraphTracer
+from fgrad.core.op import REGISTRY, Check, defop
 from fgrad.core.trace import Tracer, new_trace
-from fgrad.core.weak import needs_array_result
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops._batch import batch_size, with_batch
 from fgrad.ops._rules import PerInput, shape_of
@@ -121,7 +121,7 @@ class Traced:
         if not isinstance(o, Var):
             self.outvars[k] = _wrap(np.asarray(o, dtype=aval.dtype))
             return
-        out = Var(ShapeDtype(tuple(aval.shape), np.dtype(aval.dtype)))
+        out = Var(ShapeDtype(tuple(aval.shape), np.dtype(aval.dtype), aval.weak))
         astype = REGISTRY["astype"]
         self.nodes.append(Node(astype, [o], {"dtype": np.dtype(aval.dtype)}, [out], ""))
         self.outvars[k] = out
@@ -164,13 +164,6 @@ def trace_function(fun: Callable, in_avals: Sequence[ShapeDtype]) -> Traced:
     return Traced(invars, nodes, outvars, consts, [const_vars[id(c)] for c in consts], out_tree)
 
 
-def _array_kernel(kernel: Callable) -> Callable:
-    def run(xp: Any, *args: Any, **params: Any) -> Any:
-        return array_result(kernel(xp, *args, **params))
-
-    return run
-
-
 class SubGraph:
     """A closed Graph held in a control-flow node's params; hashed by identity.
 
@@ -201,8 +194,7 @@ class SubGraph:
             for v in node.outputs:
                 slot[id(v)] = len(slot)
                 outs.append(slot[id(v)])
-            kernel = _array_kernel(node.op.kernel) if needs_array_result(node) else node.op.kernel
-            steps.append((kernel, ins, node.params, tuple(outs), node.op.multiple_results))
+            steps.append((node.op.kernel, ins, node.params, tuple(outs), node.op.multiple_results))
         self._steps = steps
         self._outs = tuple(ref(o) for o in graph.outvars)
         self._slots = len(slot)

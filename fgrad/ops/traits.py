@@ -63,6 +63,11 @@ BROADCASTING = COMMUTATIVE | ops_named(
     "greater_equal",
 )
 
+# Where a weakly typed input of a broadcasting op takes the dtype of the others: all
+# inputs, but ``where``'s condition.
+for _op in BROADCASTING:
+    _op.promotes = (1, 2) if _op is REGISTRY["where"] else (0, 1)
+
 # Ops whose result may be a view of their input: folding one of a large constant costs
 # no memory.
 VIEWS = ops_named("reshape", "broadcast_to", "permute_dims")

@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 import fgrad.numpy as fnp
-from fgrad.core.weak import to_weak
+from fgrad.core.staging import weak
 from fgrad.optim._base import Schedule, hyper, traced_scalar
 from fgrad.tensor import Tensor
 
@@ -37,7 +37,7 @@ def _schedule_value(value: Any, python: bool) -> Any:
     a hyper-parameter was a Python float argument of ``jit``)."""
     if not python:
         return value
-    return to_weak(value) if traced_scalar(value) else float(value)
+    return weak(value) if traced_scalar(value) else float(value)
 
 
 def constant_schedule(value: float) -> Schedule:

@@ -40,7 +40,8 @@ from fgrad.ops.control import SubGraph, _example_graph, _match, _vmapped
 from fgrad.ops.traits import ops_named
 from fgrad.ops.elementwise import add, cos, full_like, multiply, optimization_barrier, sin, tanh
 from fgrad.tensor import ShapeDtype
-from fgrad.transforms.ad import JVPTrace, ReverseTrace, jvp, vjp
+from fgrad.transforms.ad import JVPTrace, ReverseTrace
+from fgrad.transforms.autodiff import jvp, vjp
 
 __all__ = ["RULE_OPS", "checkpoint_call", "custom_jvp_call", "custom_vjp_call"]
 

@@ -332,9 +332,7 @@ def _plan(node: Node) -> _Plan | None:
     operands: list = []
     strong: list = []  # dtypes of the array operands
     for x in node.inputs:
-        if isinstance(x, Var):
-            if x.aval.weak:  # a Python scalar when the program runs: numpy types it
-                return None
+        if isinstance(x, Var):  # a weakly typed one is a 0-d array of its dtype when it runs
             dtype = np.dtype(x.aval.dtype)
             operands.append(("var", x))
         elif type(x) in (bool, int, float):

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from fgrad import tree
-from fgrad.core.graph import Graph, Var, trace_to_graph
+from fgrad.core.graph import Graph, Var
+from fgrad.core.staging import trace_to_graph
 from fgrad.tensor import ShapeDtype, Tensor
 from fgrad.transforms.argnums import as_positions, check_function
 

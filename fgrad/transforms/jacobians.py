@@ -24,13 +24,8 @@ from fgrad.transforms.argnums import (
     partial_args,
     split_aux,
 )
-from fgrad.transforms.ad import (
-    _as_input,
-    _input_aval,
-    grad,
-    jvp,
-    vjp,
-)
+from fgrad.transforms.ad import _as_input
+from fgrad.transforms.autodiff import _input_aval, grad, jvp, vjp
 
 __all__ = ["jacrev", "jacfwd", "hessian", "hvp", "linearize"]
 

@@ -26,10 +26,11 @@ import numpy as np
 from fgrad import backend, tree
 from fgrad._config import config
 from fgrad.core.debug import check_program
-from fgrad.core.graph import Graph, GraphTrace, GraphTracer, Var
+from fgrad.core.graph import Graph, Var
+from fgrad.core.staging import GraphTrace, GraphTracer
 from fgrad.core.trace import Tracer, new_trace
 from fgrad.errors import ConcretizationError, FgradError, TracerLeakError
-from fgrad.tensor import Donated, ShapeDtype, Tensor, WeakShapeDtype, _wrap
+from fgrad.tensor import Donated, ShapeDtype, Tensor, _wrap
 from fgrad.transforms.argnums import as_names, as_positions
 from fgrad.transforms.passes import exact_key, inline_rules, optimize
 from fgrad.transforms.program import Program
@@ -481,7 +482,7 @@ def _trace(flat_f: Callable, leaves: list, in_tree: Any) -> Graph:
                 inputs.append(x)
                 continue
             if type(x) in _TRACED_SCALARS:
-                aval = WeakShapeDtype((), np.dtype(type(x)))
+                aval = ShapeDtype((), np.dtype(type(x)), True)
             elif isinstance(x, Tensor):
                 aval = x.aval
             else:

@@ -203,8 +203,6 @@ def _skip_broadcasts(node: Node, producer: dict) -> Node:
         prev = producer.get(id(v)) if isinstance(v, Var) else None
         if prev is None or prev.op is not broadcast_to or len(prev.inputs) != 1:
             continue
-        if isinstance(prev.inputs[0], Var) and prev.inputs[0].aval.weak:
-            continue  # the broadcast made it a strong array: reading it would promote weakly
         trial = inputs[:i] + [prev.inputs[0]] + inputs[i + 1 :]
         try:
             shape = np.broadcast_shapes(*(_shape(x) for x in trial))

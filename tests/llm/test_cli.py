@@ -1,0 +1,38 @@
+"""python -m fgrad.llm generate: streams the text, ends with the speeds; errors exit 2."""
+
+import subprocess
+import sys
+
+from fgrad.llm.__main__ import main
+
+
+def test_generate_streams_and_reports_speed(tiny_llama_gguf, capsys):
+    assert main(["generate", tiny_llama_gguf, "--prompt", " the cat", "--max-tokens", "5"]) == 0
+    out, err = capsys.readouterr()
+    assert out.endswith("\n") and len(out) > 1
+    assert "prompt: 4 tokens" in err and "tokens/s" in err and "decode:" in err
+
+
+def test_chat_and_sampling_options(tiny_llama_gguf, capsys):
+    args = ["generate", tiny_llama_gguf, "--prompt", "hi", "--chat", "--max-tokens", "4",
+            "--temperature", "0.8", "--top-p", "0.9", "--top-k", "40", "--seed", "1", "--dtype", "quantized"]
+    assert main(args) == 0
+    assert "decode:" in capsys.readouterr().err
+
+
+def test_errors_exit_2(tiny_llama_gguf, capsys, tmp_path):
+    assert main(["generate", str(tmp_path / "missing.gguf"), "--prompt", "x"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["generate", tiny_llama_gguf, "--prompt", "x", "--top-p", "0"]) == 2
+    assert "top_p" in capsys.readouterr().err
+    assert main(["generate", tiny_llama_gguf, "--prompt", "ab" * 300, "--max-tokens", "4"]) == 2
+    assert "truncate" in capsys.readouterr().err
+
+
+def test_module_runs_as_a_program(tiny_llama_gguf):
+    run = subprocess.run(
+        [sys.executable, "-m", "fgrad.llm", "generate", tiny_llama_gguf, "--prompt", " a", "--max-tokens", "3"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "tokens/s" in run.stderr

@@ -1,0 +1,86 @@
+"""Generation: the cached decode equals recomputing the whole sequence, one trace for all
+steps, batched left-padded rows equal rows alone, stop tokens, prompts too long."""
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import random, tree
+from fgrad.llm import gguf, sampling
+from fgrad.llm.generation import PromptTooLongError, decode_fns, generate, generate_batch
+from fgrad.llm.loading import load, model_from_gguf
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_llama_gguf):
+    return load(tiny_llama_gguf)
+
+
+def _greedy_without_cache(model, ids, n):
+    ids = list(ids)
+    out = []
+    for _ in range(n):
+        logits, _ = model(fnp.asarray([ids]))
+        out.append(int(np.asarray(logits[0, -1]).argmax()))
+        ids.append(out[-1])
+    return out
+
+
+def test_cached_greedy_equals_recomputing(tiny):
+    model, tok = tiny
+    prompt = tok.encode(" the cat sat on the mat")
+    want = _greedy_without_cache(model, prompt, 12)
+    got = list(generate(model, tok, prompt, 12, sampling.greedy(), stop=()))
+    assert got == want
+    # chunked prefill (3 tokens a call) gives the same tokens
+    assert list(generate(model, tok, prompt, 12, stop=(), prefill_chunk=3)) == want
+
+
+def test_decode_traces_once(tiny):
+    model, tok = tiny
+    sampler = sampling.Sampler(temperature=0.9, top_k=20, repetition_penalty=1.3)
+    _, step, _ = decode_fns(model.module, sampler)
+    stats = {}
+    a = list(generate(model, tok, " hello", 10, sampler, random.key(1), stop=(), stats=stats))
+    b = list(generate(model, tok, " there", 10, sampler, random.key(1), stop=()))
+    assert len(a) == len(b) == 10 and stats["decode_tokens"] == 9
+    assert step.cache_info().misses == 1 and step.cache_info().hits == 17  # 18 steps
+    # the same key gives the same tokens
+    assert list(generate(model, tok, " hello", 10, sampler, random.key(1), stop=())) == a
+
+
+def test_batched_left_padding_equals_rows_alone(tiny):
+    model, tok = tiny
+    prompts = [" the cat sat", " a", " on the mat in the"]
+    alone = [list(generate(model, tok, p, 6, stop=())) for p in prompts]
+    assert generate_batch(model, tok, prompts, 6, stop=()) == alone
+
+
+def test_stop_tokens_end_generation(tiny):
+    model, tok = tiny
+    first = next(iter(generate(model, tok, " the", 1, stop=())))
+    assert list(generate(model, tok, " the", 5, stop=[first])) == []
+
+
+def test_prompt_longer_than_context(tiny):
+    model, tok = tiny
+    context = model.config.context_length
+    long = [5] * (context + 10)
+    with pytest.raises(PromptTooLongError, match=rf"context is {context}.*truncate=True"):
+        list(generate(model, tok, long, 4))
+    got = list(generate(model, tok, long, 4, stop=(), truncate=True))
+    assert got == list(generate(model, tok, long[-(context - 4):], 4, stop=()))
+    with pytest.raises(ValueError, match="needs a key|pass key="):
+        list(generate(model, tok, " x", 2, sampling.Sampler()))
+    with pytest.raises(ValueError, match="empty"):
+        list(generate(model, tok, [], 2))
+
+
+def test_cache_is_a_pytree(tiny):
+    model, _ = tiny
+    cache = model.new_cache(2, 16)
+    leaves = tree.leaves(cache)
+    assert len(leaves) == 2 * model.config.n_layers + 2
+    assert cache.keys[0].shape == (2, model.config.n_kv_heads, 16, model.config.d_head)
+    assert cache.nbytes == 2 * model.config.n_layers * 2 * 2 * 16 * 16 * 4

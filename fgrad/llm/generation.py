@@ -10,11 +10,12 @@ once per model, sampler and cache size and never per token. :func:`generate_batc
 several prompts at once, left-padded to one length.
 
 Example:
-    >>> from fgrad.llm import load, sampling
-    >>> model, tokenizer = load()
-    >>> ids = generate(model, tokenizer, "The capital of France is", 3, sampling.greedy())
-    >>> tokenizer.decode(list(ids))
-    ' Paris.\n'
+    >>> from fgrad.llm import ModelConfig, Transformer, sampling
+    >>> cfg = ModelConfig("llama", vocab_size=16, d_model=8, n_layers=1, n_heads=2,
+    ...                   n_kv_heads=1, d_head=4, d_ff=16)
+    >>> model = Transformer(cfg).bind(Transformer(cfg).init(fgrad.random.key(0), scale=1.0))
+    >>> list(generate(model, None, [1, 2, 3], 4, sampling.greedy()))
+    [12, 8, 12, 12]
 """
 
 from __future__ import annotations

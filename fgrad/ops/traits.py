@@ -12,7 +12,7 @@ Reference: tinygrad's ``GroupOp`` (``tinygrad/uop/__init__.py``).
 from __future__ import annotations
 
 from fgrad.core.op import REGISTRY, Op
-from fgrad.ops import conv, control, elementwise, indexing, linalg, nn, random, reduction, shape, sorting  # noqa: F401  (every op registered)
+from fgrad.ops import conv, elementwise, indexing, linalg, nn, random, reduction, shape, sorting  # noqa: F401  (every op registered)
 
 __all__ = ["BROADCASTING", "COMMUTATIVE", "FRESH", "VIEWS", "ops_named"]
 

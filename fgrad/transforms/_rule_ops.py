@@ -36,7 +36,7 @@ from fgrad.core.op import Check, defop
 from fgrad.core.trace import Tracer, active_traces
 from fgrad.ops._batch import batch_size
 from fgrad.core.graph import Var
-from fgrad.ops.control import SubGraph, _example_graph, _match, _vmapped
+from fgrad.transforms.subgraph import SubGraph, _example_graph, _match, _vmapped
 from fgrad.ops.traits import ops_named
 from fgrad.ops.elementwise import add, cos, full_like, multiply, optimization_barrier, sin, tanh
 from fgrad.tensor import ShapeDtype

@@ -20,7 +20,7 @@ import numpy as np
 from fgrad import tree
 from fgrad.core.trace import Tracer, active_traces, top_trace
 from fgrad.errors import ShapeError
-from fgrad.ops.control import Traced, close, trace_function
+from fgrad.transforms.subgraph import Traced, close, trace_function
 from fgrad.ops.elementwise import full_like
 from fgrad.tensor import Tensor, _wrap
 from fgrad.transforms._rule_ops import checkpoint_call, custom_jvp_call, custom_vjp_call

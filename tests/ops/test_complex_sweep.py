@@ -11,7 +11,7 @@ import pytest
 
 import fgrad
 from fgrad.ops import REGISTRY
-from fgrad.ops.control import SubGraph
+from fgrad.transforms.subgraph import SubGraph
 from fgrad.test_util import op_args, op_cases
 
 

@@ -7,7 +7,7 @@ instead, in JAX's ``lax`` style, so that the choice or the loop is part of the g
 * Where the predicate, index or trip count is concrete and nothing is traced abstractly
   (eager code, eager ``grad``/``jvp``), they run plain Python control flow: the eager
   transforms differentiate what actually ran.
-* Under ``jit`` or ``make_graph`` they record one node (``fgrad.ops.control``) whose
+* Under ``jit`` or ``make_graph`` they record one node (``fgrad.lax._ops``) whose
   params hold the traced branches or body; a 1,000-step ``fori_loop`` is one node, not
   1,000 copies of its body. ``cond``/``switch`` with a concrete predicate pick the branch
   while tracing.
@@ -40,27 +40,16 @@ from fgrad.dtypes import WEAK_STAND_IN as _WEAK_STAND_IN
 from fgrad.errors import ConcretizationError as _ConcretizationError
 from fgrad.errors import DTypeError as _DTypeError
 from fgrad.errors import ShapeError as _ShapeError
-from fgrad.ops import control as _control
+from fgrad.lax import _ops as _control
 from fgrad.tensor import ShapeDtype as _ShapeDtype
 from fgrad.tensor import Tensor as _Tensor
 from fgrad.tensor import as_tensor as _as_named_tensor
 from fgrad.tensor import asarray as _asarray
-from fgrad.transforms import autodiff as _ad
-from fgrad.transforms import passes as _passes
+from fgrad.transforms import subgraph as _sub
 
 __all__ = ["cond", "fori_loop", "scan", "switch", "while_loop"]
 
 _NUMBERS = (bool, int, float, complex)  # Python numbers: weakly typed, as in JAX
-
-
-def _optimize(graph):
-    # Dead code (the forward half of a derived VJP that the backward does not read),
-    # shared subexpressions and plumbing. Not constant folding: it makes numpy constants,
-    # which a sub-graph run on another array namespace could not mix with its inputs.
-    return _passes.dce(_passes.cse(_passes.simplify(graph)))
-
-
-_control._TRANSFORMS.update(jvp=_ad.jvp, vjp=_ad.vjp, optimize=_optimize)
 
 
 def _staging() -> bool:
@@ -115,7 +104,7 @@ def _scalar_operand(name: str, what: str, x: Any, kinds: str) -> _ShapeDtype:
 
 
 def _coerce(
-    traced: _control.Traced, want: Sequence[_ShapeDtype], name: str, what: str, ref: str
+    traced: _sub.Traced, want: Sequence[_ShapeDtype], name: str, what: str, ref: str
 ) -> None:
     """Make ``traced``'s outputs have the avals ``want``: Python numbers take the wanted
     dtype (weak, as in JAX); any other mismatch raises naming both avals."""
@@ -207,7 +196,7 @@ def _settle_eager(init: Any, body: Callable, extra: list = ()) -> Any:
     n = len(extra)
 
     def probe(avals):
-        return _control.trace_function(
+        return _sub.trace_function(
             lambda ts: tree.leaves(body(ts[:n], tree.unflatten(treedef, ts[n:]))),
             list(extra) + avals,
         )
@@ -378,7 +367,7 @@ def _switch_traced(name, index, branches, operands, names):
     leaves = [_as_tensor(x) for x in leaves]
     avals = [x.aval for x in leaves]
     traced = [
-        _control.trace_function(lambda ts, br=br: br(*tree.unflatten(in_tree, ts)), avals)
+        _sub.trace_function(lambda ts, br=br: br(*tree.unflatten(in_tree, ts)), avals)
         for br in branches
     ]
     first = traced[0]
@@ -416,7 +405,7 @@ def _switch_traced(name, index, branches, operands, names):
             if id(c) not in seen:
                 seen.add(id(c))
                 consts.append(c)
-    subs = tuple(_control.close(t, consts, n) for t, n in zip(traced, names))
+    subs = tuple(_sub.close(t, consts, n) for t, n in zip(traced, names))
     outs = _control.cond(index, *consts, *leaves, branches=subs)
     return tree.unflatten(first.out_tree, _weak_results(list(outs), numbers))
 
@@ -485,7 +474,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     leaves, in_tree = tree.flatten(init_val)
 
     def trace_body(avals):
-        return _control.trace_function(lambda ts: body_fun(tree.unflatten(in_tree, ts)), avals)
+        return _sub.trace_function(lambda ts: body_fun(tree.unflatten(in_tree, ts)), avals)
 
     leaves, stays = _settle_weak(leaves, trace_body)
     leaves = [_as_tensor(x) for x in leaves]
@@ -497,7 +486,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
             f"{in_tree}; it returned {body.out_tree}"
         )
     _coerce(body, avals, "while_loop", "body_fun's output", "init_val")
-    pred = _control.trace_function(lambda ts: cond_fun(tree.unflatten(in_tree, ts)), avals)
+    pred = _sub.trace_function(lambda ts: cond_fun(tree.unflatten(in_tree, ts)), avals)
     if len(pred.outvars) != 1:
         raise TypeError(f"while_loop: cond_fun must return one scalar bool, got {pred.out_tree}")
     got, weak = pred.out_aval(0)
@@ -510,8 +499,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         *pred.consts,
         *body.consts,
         *leaves,
-        cond=_control.close(pred, pred.consts, "cond_fun"),
-        body=_control.close(body, body.consts, "body_fun"),
+        cond=_sub.close(pred, pred.consts, "cond_fun"),
+        body=_sub.close(body, body.consts, "body_fun"),
         n_cond_consts=len(pred.consts),
         n_body_consts=len(body.consts),
     )
@@ -709,11 +698,11 @@ def scan(
         return carry_leaves + y_leaves
 
     c_leaves, stays = _settle_weak(
-        c_leaves, lambda avals: _control.trace_function(body, avals + x_avals)
+        c_leaves, lambda avals: _sub.trace_function(body, avals + x_avals)
     )
     c_leaves = [_as_tensor(c) for c in c_leaves]
     c_avals = _weakly([c.aval for c in c_leaves], stays)
-    traced = _control.trace_function(body, c_avals + x_avals)
+    traced = _sub.trace_function(body, c_avals + x_avals)
     if trees["carry"] != c_tree:
         raise TypeError(
             f"scan: f must return a carry with the structure of init, {c_tree}; it returned "
@@ -724,7 +713,7 @@ def scan(
         *traced.consts,
         *c_leaves,
         *x_leaves,
-        body=_control.close(traced, traced.consts, "f"),
+        body=_sub.close(traced, traced.consts, "f"),
         n_consts=len(traced.consts),
         n_carry=len(c_leaves),
         length=length,
@@ -747,7 +736,7 @@ def _scan_eager(f, init, x_leaves, x_tree, length, reverse):
 
     def probe(avals):
         n = len(c_leaves)
-        return _control.trace_function(
+        return _sub.trace_function(
             lambda ts: tree.leaves(
                 _pair(f(tree.unflatten(c_tree, ts[:n]), tree.unflatten(x_tree, ts[n:])))[0]
             ),
@@ -780,7 +769,7 @@ def _scan_eager(f, init, x_leaves, x_tree, length, reverse):
             y_leaves, trees["y"] = tree.flatten(y)
             return y_leaves
 
-        traced = _control.trace_function(body, avals)
+        traced = _sub.trace_function(body, avals)
         empty = [
             fnp.zeros((0, *a.shape), dtype=a.dtype)
             for a in (traced.out_aval(k)[0] for k in range(len(traced.outvars)))

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import settings
 
 from fgrad import backend
+import fgrad.llm.quantized  # noqa: F401,E402  (its ops join the registry-wide sweeps, whatever runs)
 
 settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=100, deadline=None)

@@ -36,7 +36,7 @@ from fgrad.transforms.passes import exact_key, inline_rules, optimize
 from fgrad.transforms.program import Program
 from fgrad.transforms.retrace import RetraceMonitor
 
-__all__ = ["jit"]
+__all__ = ["Jitted", "jit"]
 
 _log = logging.getLogger("fgrad")
 _SCALARS = (bool, int, float, complex)
@@ -118,7 +118,7 @@ def jit(
     static_argnames: str | Sequence[str] = (),
     donate_argnums: int | Sequence[int] = (),
     donate_argnames: str | Sequence[str] = (),
-) -> Callable:
+) -> Jitted:
     """Compile ``f``: trace it once per input signature and replay the cached graph.
 
     Array arguments (Tensors, numpy or cupy arrays) are traced by shape and dtype. Python
@@ -158,8 +158,11 @@ def jit(
             ``static_argnums`` and ``static_argnames`` are).
 
     Returns:
-        A function with ``f``'s signature. ``.cache_info()`` gives hits, misses and size;
-        ``.graph(*args)`` the optimised Graph for those arguments.
+        A :class:`Jitted` with ``f``'s signature: calling it runs the program for the
+        arguments' signature (tracing and compiling it first when new); ``.graph(*args)``
+        is the optimised Graph for those arguments, ``.compile(*args)`` the Program,
+        ``.signature(*args)`` the cache key, ``.cache_info()`` hits, misses and size, and
+        ``.clear_cache()`` drops every program.
 
     Raises:
         ConcretizationError: ``f`` uses Python control flow on a traced value; the message
@@ -178,33 +181,135 @@ def jit(
         >>> f.cache_info()
         CacheInfo(hits=0, misses=1, size=1)
     """
-    if not callable(f):
-        raise TypeError(f"jit: expected a function to compile, got {type(f).__name__} {f!r}")
-    static_nums, static_names = _complete_positions(f, static_argnums, static_argnames, "static")
-    donate_nums, donate_names = _complete_positions(f, donate_argnums, donate_argnames, "donate")
-    both = sorted(set(donate_names) & set(static_names)) or sorted(set(donate_nums) & set(static_nums))
-    if both:
-        raise ValueError(
-            f"jit({_name(f)}): {both} are both donated (donate_argnums / donate_argnames) and "
-            "static (static_argnums / static_argnames); a static argument is not an array "
-            "and cannot be donated"
-        )
-    donating = bool(donate_nums or donate_names)
-    cache: dict[Any, tuple[Graph, Program | None]] = {}
-    stats = {"hits": 0, "misses": 0}
-    monitor = RetraceMonitor(_name(f), _positional_params(f), _CACHE_SIZE, _defaults(f))
+    return Jitted(f, static_argnums, static_argnames, donate_argnums, donate_argnames)
 
-    def split(args, kwargs):
+
+class Jitted:
+    """A function compiled by :func:`jit`: a cache of (Graph, Program) per signature."""
+
+    def __init__(self, f, static_argnums, static_argnames, donate_argnums, donate_argnames):
+        if not callable(f):
+            raise TypeError(f"jit: expected a function to compile, got {type(f).__name__} {f!r}")
+        self._f = f
+        self._static_nums, self._static_names = _complete_positions(
+            f, static_argnums, static_argnames, "static"
+        )
+        self._donate_nums, self._donate_names = _complete_positions(
+            f, donate_argnums, donate_argnames, "donate"
+        )
+        both = sorted(set(self._donate_names) & set(self._static_names)) or sorted(
+            set(self._donate_nums) & set(self._static_nums)
+        )
+        if both:
+            raise ValueError(
+                f"jit({_name(f)}): {both} are both donated (donate_argnums / donate_argnames) "
+                "and static (static_argnums / static_argnames); a static argument is not an "
+                "array and cannot be donated"
+            )
+        self._donating = bool(self._donate_nums or self._donate_names)
+        self._walkable = not self._static_nums  # the quick argument walk knows no statics
+        self._cache: dict[Any, tuple[Graph, Program | None]] = {}
+        # Calls with positional array arguments only (the common case) first try a cache
+        # keyed on a quick walk of the arguments: no TreeDef, no signature tuple per leaf.
+        self._fast: dict[Any, tuple[Program, Callable]] = {}
+        self._hits = self._misses = 0
+        self._monitor = RetraceMonitor(_name(f), _positional_params(f), _CACHE_SIZE, _defaults(f))
+        functools.update_wrapper(self, f)
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        # As a function would: a jitted method binds its instance.
+        return self if obj is None else functools.partial(self, obj)
+
+    def __repr__(self) -> str:
+        return f"<jit({_name(self._f)})>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fast_key = None
+        if not kwargs and self._walkable:
+            datas: list = []
+            sig: list = []
+            try:
+                fast_key = (_walk(args, datas, sig), tuple(sig))
+                entry = self._fast.get(fast_key)
+            except _Slow:  # a leaf or node the walk does not know (tracers among them)
+                fast_key = entry = None
+            except TypeError:  # an unhashable static leaf: the general path explains
+                fast_key = entry = None
+            if entry is not None:
+                self._hits += 1
+                program = entry[0]
+                outs = self._checked_run(program, datas) if config.debug_nans else _run(program, datas)
+                if self._donating:
+                    self._consume(args, {})
+                return entry[1](outs)
+        parts = self._split(args, kwargs)
+        leaves = parts[4]
+        if any(isinstance(x, ShapeDtype) for x in leaves):
+            raise TypeError(
+                f"jit({_name(self._f)}): called with a ShapeDtype, which has no values; for "
+                "shapes use the jitted function's .graph(...) or fgrad.eval_shape, and pass "
+                "arrays to compute"
+            )
+        graph, program = self._entry(parts, count_hit=True)
+        arrays = [x for x in leaves if type(x) not in _STATIC_SCALARS]
+        if program is None or any(isinstance(x, Tracer) for x in arrays):
+            # Inside another transform: replay op by op so that transform records it.
+            return _replay(graph, arrays)
+        # Raw arrays are copied, as Tensors made from them would be: a caller that reuses
+        # its buffer must not see it in (possibly aliasing) outputs.
+        datas = [
+            x._data if isinstance(x, Tensor) else x if type(x) in _TRACED_SCALARS else x.copy()
+            for x in arrays
+        ]
+        build_out = _output_builder(graph.out_tree)
+        if fast_key is not None:
+            self._fast[fast_key] = (program, build_out)
+        out = build_out(self._checked_run(program, datas) if config.debug_nans else _run(program, datas))
+        if self._donating:
+            self._consume(args, kwargs)
+        return out
+
+    def signature(self, *args: Any, **kwargs: Any) -> tuple:
+        """The cache key of a call with these arguments: the input structure, the static
+        arguments and each leaf's signature (shape, dtype and array namespace; the value
+        of a Python int or bool; the type of a traced Python float)."""
+        return self._split(args, kwargs)[-1]
+
+    def graph(self, *args: Any, **kwargs: Any) -> Graph:
+        """The optimised Graph for these arguments (traced now if new). Arguments may be
+        ShapeDtypes (as JAX's ``jit(f).lower`` takes ShapeDtypeStructs): the program
+        compiled for them serves later calls with numpy arrays of those avals."""
+        return self._entry(self._split(args, kwargs))[0]
+
+    def compile(self, *args: Any, **kwargs: Any) -> Program | None:
+        """The Program that calls with these arguments run (traced and compiled now if
+        new); None when the function closes over another transform's tracers, whose
+        graph is replayed op by op instead."""
+        return self._entry(self._split(args, kwargs))[1]
+
+    def cache_info(self) -> _CacheInfo:
+        """Hits, misses (traces) and size of the cache, as ``functools.lru_cache``'s."""
+        return _CacheInfo(self._hits, self._misses, len(self._cache))
+
+    def clear_cache(self) -> None:
+        """Drop every program (and its buffers) and reset the counts."""
+        self._cache.clear()
+        self._fast.clear()
+        self._hits = self._misses = 0
+
+    def _split(self, args: tuple, kwargs: dict) -> tuple:
+        """``(nums, static, dyn_args, dyn_kwargs, leaves, in_tree, key)`` of a call."""
+        f = self._f
         nargs = len(args)
-        nums = {n % nargs for n in static_nums if -nargs <= n < nargs}
+        nums = {n % nargs for n in self._static_nums if -nargs <= n < nargs}
         static = tuple((n, args[n]) for n in sorted(nums)) + tuple(
-            (k, kwargs[k]) for k in sorted(kwargs) if k in static_names
+            (k, kwargs[k]) for k in sorted(kwargs) if k in self._static_names
         )
         for k, v in static:
             if isinstance(v, Tracer):
                 raise ConcretizationError(
-                    f"jit({_name(f)}): the static argument {monitor.static_name(k)} is a traced "
-                    f"value {v.aval} (an enclosing "
+                    f"jit({_name(f)}): the static argument {self._monitor.static_name(k)} is "
+                    f"a traced value {v.aval} (an enclosing "
                     "transform traces it, such as an outer jit's array or float argument); a "
                     "static argument needs a concrete value: make it static in the outer "
                     "jit too (its static_argnums / static_argnames), or pass it here as an "
@@ -218,10 +323,21 @@ def jit(
                 f"{[type(v).__name__ for _, v in static]}. Pass arrays as ordinary arguments"
             ) from None
         dyn_args = tuple(None if n in nums else a for n, a in enumerate(args))
-        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
-        return nums, static, dyn_args, dyn_kwargs
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_names}
+        leaves, in_tree = tree.flatten((dyn_args, dyn_kwargs))
+        key = (in_tree, exact_key(static), tuple(_signature_leaf(x) for x in leaves))
+        return nums, static, dyn_args, dyn_kwargs, leaves, in_tree, key
 
-    def build(nums, static, dyn_args, dyn_kwargs, leaves, in_tree, key):
+    def _entry(self, parts: tuple, count_hit: bool = False) -> tuple[Graph, Program | None]:
+        entry = self._cache.get(parts[-1])
+        if entry is None:
+            return self._build(*parts)
+        if count_hit:
+            self._hits += 1
+        return entry
+
+    def _build(self, nums, static, dyn_args, dyn_kwargs, leaves, in_tree, key):
+        f, monitor = self._f, self._monitor
         if config.log_compiles:
             _log.warning("jit: tracing %s for %s", _name(f), monitor.describe(in_tree, static, key[2]))
         reason = monitor.on_miss(in_tree, static, key[2])
@@ -234,16 +350,15 @@ def jit(
             full = [static_pos[n] if n in nums else a for n, a in enumerate(d_args)]
             return f(*full, **{**d_kwargs, **{k: v for k, v in static if isinstance(k, str)}})
 
-        graph = stage(flat_f, leaves, in_tree, f"jit({_name(f)})")
-        graph = optimize(graph)
-        stats["misses"] += 1
+        graph = optimize(stage(flat_f, leaves, in_tree, f"jit({_name(f)})"))
+        self._misses += 1
         if _closes_over_tracers(graph):
             # f read a value another transform is tracing (vmap, grad, jvp around this
             # jit): that value differs on the next call, so the graph is replayed op by op
             # under that transform and not kept.
             return graph, None
         xp = _namespace(leaves)
-        donated = _donated_inputs(dyn_args, dyn_kwargs, nums, donate_nums, donate_names)
+        donated = _donated_inputs(dyn_args, dyn_kwargs, nums, self._donate_nums, self._donate_names)
         program = None
         if xp is not None:
             run_graph = inline_rules(graph)
@@ -252,100 +367,22 @@ def jit(
 
                 run_graph = fuse_for(graph, xp)
             program = Program(run_graph, xp, donated, graph)
-        if len(cache) >= _CACHE_SIZE:
-            evicted = cache.pop(next(iter(cache)))[1]
-            for k in [k for k, v in fast.items() if v[0] is evicted]:
-                del fast[k]
-        cache[key] = (graph, program)
+        if len(self._cache) >= _CACHE_SIZE:
+            evicted = self._cache.pop(next(iter(self._cache)))[1]
+            for k in [k for k, v in self._fast.items() if v[0] is evicted]:
+                del self._fast[k]
+        self._cache[key] = (graph, program)
         return graph, program
 
-    # Calls with positional array arguments only (the common case) first try a cache keyed
-    # on a quick walk of the arguments: no TreeDef, no signature tuples per leaf.
-    fast: dict[Any, tuple[Program, Callable]] = {}
-
-    @functools.wraps(f)
-    def jitted(*args: Any, **kwargs: Any) -> Any:
-        fast_key = None
-        if not kwargs and not static_nums:
-            datas: list = []
-            sig: list = []
-            try:
-                fast_key = (_walk(args, datas, sig), tuple(sig))
-                entry = fast.get(fast_key)
-            except _Slow:  # a leaf or node the walk does not know (tracers among them)
-                fast_key = entry = None
-            except TypeError:  # an unhashable static leaf: the general path explains
-                fast_key = entry = None
-            if entry is not None:
-                stats["hits"] += 1
-                program = entry[0]
-                outs = _checked_run(program, datas) if config.debug_nans else _run(program, datas)
-                out = entry[1](outs)
-                if donating:
-                    _consume(args, {}, donate_nums, donate_names, f)
-                return out
-        nums, static, dyn_args, dyn_kwargs = split(args, kwargs)
-        leaves, in_tree = tree.flatten((dyn_args, dyn_kwargs))
-        if any(isinstance(x, ShapeDtype) for x in leaves):
-            raise TypeError(
-                f"jit({_name(f)}): called with a ShapeDtype, which has no values; for shapes "
-                "use the jitted function's .graph(...) or fgrad.eval_shape, and pass arrays "
-                "to compute"
-            )
-        key = (in_tree, exact_key(static), tuple(_signature_leaf(x) for x in leaves))
-        entry = cache.get(key)
-        if entry is None:
-            graph, program = build(nums, static, dyn_args, dyn_kwargs, leaves, in_tree, key)
-        else:
-            stats["hits"] += 1
-            graph, program = entry
-        arrays = [x for x in leaves if type(x) not in _STATIC_SCALARS]
-        if program is None or any(isinstance(x, Tracer) for x in arrays):
-            # Inside another transform: replay op by op so that transform records it.
-            return _replay(graph, arrays)
-        # Raw arrays are copied, as Tensors made from them would be: a caller that reuses
-        # its buffer must not see it in (possibly aliasing) outputs.
-        datas = [
-            x._data if isinstance(x, Tensor) else x if type(x) in _TRACED_SCALARS else x.copy()
-            for x in arrays
-        ]
-        build_out = _output_builder(graph.out_tree)
-        if fast_key is not None:
-            fast[fast_key] = (program, build_out)
-        out = build_out(_checked_run(program, datas) if config.debug_nans else _run(program, datas))
-        if donating:
-            _consume(args, kwargs, donate_nums, donate_names, f)
-        return out
-
-    def _checked_run(program: Program, datas: list) -> list:
+    def _checked_run(self, program: Program, datas: list) -> list:
         inputs = list(datas)  # a second reference: donated inputs are copied, not overwritten
         with np.errstate(invalid="ignore", divide="ignore"):  # the check says more
             outs = program.run(datas)
-        check_program(program.traced, inputs, outs, f"jit({_name(f)})")
+        check_program(program.traced, inputs, outs, f"jit({_name(self._f)})")
         return outs
 
-    def cache_info():
-        return _CacheInfo(stats["hits"], stats["misses"], len(cache))
-
-    def graph_for(*args: Any, **kwargs: Any) -> Graph:
-        # Arguments may be ShapeDtypes (as JAX's jit(f).lower takes ShapeDtypeStructs): the
-        # program compiled for them serves later calls with numpy arrays of those avals.
-        nums, static, dyn_args, dyn_kwargs = split(args, kwargs)
-        leaves, in_tree = tree.flatten((dyn_args, dyn_kwargs))
-        key = (in_tree, exact_key(static), tuple(_signature_leaf(x) for x in leaves))
-        entry = cache.get(key) or build(nums, static, dyn_args, dyn_kwargs, leaves, in_tree, key)
-        return entry[0]
-
-    jitted.cache_info = cache_info
-    jitted.graph = graph_for
-
-    def clear_cache():
-        cache.clear()
-        fast.clear()
-        stats.update(hits=0, misses=0)  # as functools.lru_cache's cache_clear
-
-    jitted.clear_cache = clear_cache
-    return jitted
+    def _consume(self, args: tuple, kwargs: dict) -> None:
+        _consume(args, kwargs, self._donate_nums, self._donate_names, self._f)
 
 
 def _closes_over_tracers(graph: Graph) -> bool:

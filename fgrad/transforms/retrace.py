@@ -87,7 +87,7 @@ class RetraceMonitor:
                 self.scalar_paths[path] = None
             if self.scalar_retraces >= WARN_AFTER and not self.warned:
                 self.warned = True
-                warnings.warn(self._scalar_warning(), RetraceWarning, stacklevel=4)
+                warnings.warn(self._scalar_warning(), RetraceWarning, stacklevel=5)  # jit: __call__, _entry, _build
         # No difference: the earlier trace raised, read a tracer of an enclosing
         # transform (such graphs are replayed, not kept), or was evicted.
         reasons = "; ".join(text for _, _, text in best) or (

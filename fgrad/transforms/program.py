@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -23,8 +22,8 @@ from fgrad.ops.elementwise import where
 from fgrad.ops.linalg import matmul
 from fgrad.ops.nn import softmax
 from fgrad.ops.shape import concatenate, permute_dims, reshape
-from fgrad.ops.traits import FRESH
 from fgrad.tensor import ShapeDtype, Tensor
+from fgrad.transforms.memory import _ALIGN, _MIN_BUFFER, _claim, _nbytes, plan_memory
 
 __all__ = ["Program"]
 
@@ -37,21 +36,6 @@ _SCALARS = (bool, int, float, complex)
 # for the steps that can write into one. Nothing else runs between kernels: no slot
 # lists, no argument packing, no dispatch (``_Program.source`` shows the code).
 #
-# Buffers (numpy only). Most steps of a training graph are ufuncs (elementwise ops,
-# matmul) that can write their result into a given array. Each such intermediate that
-# does not escape (is not an output, nor viewed by one) gets a slice of one byte arena,
-# planned at compile time like register allocation: a slice is reused once every value
-# that may alias it has had its last use. Aliasing is tracked conservatively: an op not
-# known to allocate (reshape, permute_dims, getitem, astype ...) is assumed to return a
-# view of its inputs. An elementwise step whose same-shaped input dies there writes in
-# place. The arena is kept between calls: allocating fresh pages for every intermediate
-# and faulting them in costs more than many kernels (a third of a transformer block's
-# step where this was measured), and the program needs that memory on every call anyway.
-# ``_Program.arena_bytes`` says how much it holds.
-
-_ALIGN = 64  # bytes: each buffer starts on a cache line
-_MIN_BUFFER = 2048  # bytes: smaller intermediates are cheap for numpy's own allocator
-
 _INT_OF = {4: np.dtype(np.int32), 8: np.dtype(np.int64)}
 
 
@@ -163,50 +147,6 @@ def _where_zero_form(node: Node) -> bool | None:
         if is_zero and isinstance(x, Var) and x.aval == out:
             return keep
     return None
-
-
-def _nbytes(aval: Any) -> int:
-    return int(np.prod(aval.shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize
-
-
-class _Arena:
-    """Best-fit placement of byte ranges in one buffer, planned once at compile time."""
-
-    def __init__(self):
-        self.free: list[list[int]] = []  # [offset, size] holes, sorted by offset
-        self.end = 0
-
-    @staticmethod
-    def _size(nbytes: int) -> int:
-        return max(_ALIGN, -(-nbytes // _ALIGN) * _ALIGN)
-
-    def alloc(self, nbytes: int) -> int:
-        size = self._size(nbytes)
-        fits = [hole for hole in self.free if hole[1] >= size]
-        if fits:
-            hole = min(fits, key=lambda h: h[1])
-            offset = hole[0]
-            hole[0] += size
-            hole[1] -= size
-            if not hole[1]:
-                self.free.remove(hole)
-            return offset
-        offset = self.end
-        if self.free and self.free[-1][0] + self.free[-1][1] == self.end:  # grow the last hole
-            offset = self.free.pop()[0]
-        self.end = offset + size
-        return offset
-
-    def release(self, offset: int, nbytes: int) -> None:
-        self.free.append([offset, self._size(nbytes)])
-        self.free.sort()
-        merged: list[list[int]] = []
-        for hole in self.free:
-            if merged and merged[-1][0] + merged[-1][1] == hole[0]:
-                merged[-1][1] += hole[1]
-            else:
-                merged.append(hole)
-        self.free = merged
 
 
 def _resolves_to(ufunc: np.ufunc, args: tuple, inputs: list, dtype: Any) -> bool:
@@ -346,72 +286,6 @@ def _step_forms(graph: Graph, xp: Any) -> list[tuple]:
     return forms
 
 
-def _donation_plan(graph: Graph, forms: list[tuple], donated: tuple[int, ...]) -> dict[int, int]:
-    """Which outputs to write into donated inputs' arrays: ``{id(output var): input index}``.
-
-    An input's array may take an output of the same shape and dtype once nothing reads the
-    input any more (nor a view of it: an op not known to allocate is taken to return a
-    view, as for the arena), or at that very step when the step is elementwise and may
-    run in place. Inputs that an output views are never reused.
-    """
-    if not donated:
-        return {}
-    nodes = graph.nodes
-    alias = {id(graph.invars[i]): frozenset((i,)) for i in donated}
-    read_until = dict.fromkeys(donated, -1)
-    step_of: dict[int, int] = {}
-    for k, (node, form) in enumerate(zip(nodes, forms)):
-        seen = frozenset().union(
-            *(alias.get(id(v), ()) for v in node.inputs if isinstance(v, Var))
-        )
-        for i in seen:
-            read_until[i] = k
-        fresh = node.op in FRESH or form[0] in ("ufunc", "matmul_rows", "where0")
-        if seen and not fresh:
-            for v in node.outputs:
-                alias[id(v)] = seen
-        step_of[id(node.outputs[0])] = k
-    for v in graph.outvars:
-        for i in alias.get(id(v), ()) if isinstance(v, Var) else ():
-            read_until[i] = len(nodes)  # the output is (a view of) the input itself
-    plan: dict[int, int] = {}
-    free = list(donated)
-    for v in graph.outvars:
-        k = step_of.get(id(v)) if isinstance(v, Var) else None
-        if k is None or id(v) in plan:
-            continue
-        node, form = nodes[k], forms[k]
-        if node.op.multiple_results or form[0] == "kernel" or form[-1] == "small":
-            continue
-        for i in free:
-            end = read_until[i]
-            if graph.invars[i].aval == v.aval and (end < k or (end == k and form[0] == "ufunc")):
-                plan[id(v)] = i
-                free.remove(i)
-                break
-    return plan
-
-
-# References to a donated array when _Program.run checks it: the Tensor's, the argument
-# list's, the local name's and getrefcount's own. One more means a view or another Tensor
-# shares the buffer, which must then not change.
-_OWN_REFS = 4
-
-
-def _claim(datas: list, i: int) -> None:
-    """Make ``datas[i]`` an array the program may overwrite: the donated one when nothing
-    else can see its memory, else a private copy."""
-    d = datas[i]
-    if not (
-        type(d) is np.ndarray
-        and d.base is None
-        and d.flags.writeable
-        and d.flags.c_contiguous
-        and sys.getrefcount(d) <= _OWN_REFS
-    ):
-        datas[i] = np.array(d, order="C", copy=True)
-
-
 class Program:
     """A graph compiled to one Python function over backend arrays (see the notes above)."""
 
@@ -445,86 +319,13 @@ class Program:
         def ref(v: Any) -> str:
             return names[id(v)] if isinstance(v, Var) else const(v)
 
-        # Last reader of each value; the graph's outputs live to the end.
-        last_use: dict[int, int] = {}
-        for k, node in enumerate(nodes):
-            for v in node.inputs:
-                if isinstance(v, Var):
-                    last_use[id(v)] = k
-        outputs = {id(v) for v in graph.outvars if isinstance(v, Var)}
-        for i in outputs:
-            last_use[i] = len(nodes)
-        inputs = {id(v) for v in graph.invars}
-
-        # Buffered values: not escaping, and which buffers each value may alias.
         forms = _step_forms(graph, xp)
-        roots: dict[int, frozenset] = {}
-        candidates = set()
-        for node, form in zip(nodes, forms):
-            if form[0] != "kernel" and form[-1] != "small":
-                o = id(node.outputs[0])
-                candidates.add(o)
-                roots[o] = frozenset((o,))
-                if form[0] == "into" and form[1] in (_reshape_copy, _transpose_copy):
-                    # Without a buffer (when it escapes) it runs as the op: maybe a view.
-                    roots[o] |= frozenset().union(
-                        *(roots.get(id(v), ()) for v in node.inputs if isinstance(v, Var))
-                    )
-            elif node.op in FRESH:
-                for v in node.outputs:
-                    roots[id(v)] = frozenset()
-            else:
-                r = frozenset().union(
-                    *(roots.get(id(v), ()) for v in node.inputs if isinstance(v, Var))
-                )
-                for v in node.outputs:
-                    roots[id(v)] = r
-        managed = candidates - frozenset().union(*(roots.get(i, ()) for i in outputs))
-        donation = _donation_plan(graph, forms, donated if xp is np else ())
-        self._claims = tuple(sorted(set(donation.values())))
-        busy_end: dict[int, int] = {}  # buffered value -> last step any alias of it is read
-        for k, node in enumerate(nodes):
-            for v in node.outputs:
-                for b in roots.get(id(v), ()):
-                    if b in managed:
-                        busy_end[b] = max(busy_end.get(b, k), last_use.get(id(v), k))
-        ending: dict[int, list] = {}
-        for k, node in enumerate(nodes):
-            for v in node.outputs:
-                if id(v) in managed:
-                    ending.setdefault(busy_end[id(v)], []).append(v)
-
-        arena = _Arena()
-        offset_of: dict[int, int] = {}
-        buffer_of: dict[int, int] = {}
-        layout: list[tuple] = []  # (offset, shape, dtype) of each buffer view
-        handed_on: set[int] = set()
+        plan = plan_memory(graph, forms, donated if xp is np else (), (_reshape_copy, _transpose_copy))
+        self._claims = plan.claims
         lines: list[str] = []
         for k, (node, form) in enumerate(zip(nodes, forms)):
-            o = node.outputs[0]
-            buf = ""
-            if id(o) in managed:
-                donor = None
-                if form[0] == "ufunc" and form[1].signature is None:  # elementwise: in place
-                    for v in node.inputs:
-                        if (
-                            isinstance(v, Var)
-                            and id(v) in managed
-                            and busy_end[id(v)] == k
-                            and v.aval == o.aval
-                        ):
-                            donor = v
-                            break
-                if donor is not None:
-                    handed_on.add(id(donor))
-                    offset_of[id(o)], buffer_of[id(o)] = offset_of[id(donor)], buffer_of[id(donor)]
-                else:
-                    offset_of[id(o)] = arena.alloc(_nbytes(o.aval))
-                    buffer_of[id(o)] = len(layout)
-                    layout.append((offset_of[id(o)], tuple(o.aval.shape), np.dtype(o.aval.dtype)))
-                buf = f"b{buffer_of[id(o)]}"
-            elif id(o) in donation:
-                buf = names[id(graph.invars[donation[id(o)]])]
+            where = plan.out_buffer.get(k)
+            buf = "" if where is None else f"b{where}" if where >= 0 else names[id(graph.invars[~where])]
             args = [ref(v) for v in node.inputs]
             for v in node.outputs:
                 names[id(v)] = f"v{len(names)}"
@@ -546,14 +347,9 @@ class Program:
                 kw = [f"{key}={const(val)}" for key, val in node.params.items()]
                 call = f"{const(node.op.kernel)}({', '.join(['xp'] + args + kw)})"
             lines.append(f"{target} = {call}  # {node.op.name}")
-            read_here = {id(v): v for v in node.inputs if isinstance(v, Var)}
-            dead = [names[i] for i in read_here if last_use[i] == k and i not in inputs]
-            dead += [names[id(v)] for v in node.outputs if id(v) not in last_use]
+            dead = [names[id(v)] for v in plan.dead_after[k]]
             if dead:
                 lines.append(f"del {', '.join(dead)}")
-            for v in ending.get(k, ()):
-                if id(v) not in handed_on:
-                    arena.release(offset_of[id(v)], _nbytes(v.aval))
 
         head = ["def _run(datas, buffers):"]
         if graph.invars:
@@ -561,15 +357,15 @@ class Program:
         for i, v in enumerate(graph.invars):  # jit's traced Python numbers run as 0-d arrays
             if v.aval.weak:
                 head.append(f"    a{i} = xp.asarray(a{i})")
-        if layout:
-            head.append(f"    {''.join(f'b{i}, ' for i in range(len(layout)))}= buffers")
+        if plan.layout:
+            head.append(f"    {''.join(f'b{i}, ' for i in range(len(plan.layout)))}= buffers")
         body = [f"    {line}" for line in lines]
         ret = f"    return [{', '.join(ref(v) for v in graph.outvars)}]"
         self.source = "\n".join(head + body + [ret])
         exec(compile(self.source, "<fgrad.jit program>", "exec"), ns)  # noqa: S102
         self._fn = ns["_run"]
-        self._layout = layout
-        self.arena_bytes = arena.end
+        self._layout = plan.layout
+        self.arena_bytes = plan.arena_bytes
         self._buffers: list | None = None
         self._lock = threading.Lock()
 

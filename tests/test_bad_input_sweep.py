@@ -58,6 +58,7 @@ import fgrad.nn as nn
 import fgrad.numpy as fnp
 import fgrad.random as frandom
 import fgrad.tree as ftree
+from fgrad.scipy import special as fscipy_special
 
 # --------------------------------------------------------------------------- bad values
 
@@ -313,6 +314,18 @@ BASE: dict[str, Callable[[], tuple[tuple, dict]]] = {
     "fft:irfftn": lambda: ((X(),), {}),
     "fft:fftfreq": lambda: ((8,), {"d": 0.5}),
     "fft:rfftfreq": lambda: ((8,), {"d": 0.5}),
+    # fgrad.scipy.special
+    **{f"special:{name}": (lambda: ((V(),), {})) for name in (
+        "gammaln", "digamma", "psi", "erf", "erfc", "erfinv", "ndtr", "ndtri", "log_ndtr",
+        "expit", "logit", "entr", "i0e", "i1e")},
+    **{f"special:{name}": (lambda: ((V(), V() + 1.0), {})) for name in (
+        "betaln", "gammainc", "gammaincc", "xlogy", "xlog1py")},
+    "special:polygamma": lambda: ((fnp.array([0, 1, 2]), V() + 1.0), {}),
+    "special:zeta": lambda: ((V() + 2.0,), {"q": V() + 1.0}),
+    "special:multigammaln": lambda: ((V() + 2.0, 3), {}),
+    "special:logsumexp": lambda: ((X(),), {"axis": 0, "b": X(), "keepdims": False, "return_sign": False}),
+    "special:softmax": lambda: ((X(),), {"axis": 0}),
+    "special:log_softmax": lambda: ((X(),), {"axis": 0}),
     "linalg:cholesky": lambda: ((M(),), {}),
     "linalg:det": lambda: ((M(),), {}),
     "linalg:diagonal": lambda: ((X(),), {"offset": 1}),
@@ -612,6 +625,7 @@ MODULES = [
     ("numpy", fnp),
     ("linalg", fnp.linalg),
     ("fft", fnp.fft),
+    ("special", fscipy_special),
     ("nn", nn),
     ("initializers", nn.initializers),
     ("random", frandom),

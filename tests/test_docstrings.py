@@ -8,12 +8,14 @@ import fgrad
 import fgrad.numpy as fnp
 from fgrad import io, nn, optim, random, test_util, tree
 from fgrad.numpy import linalg
+from fgrad.scipy import special as scipy_special
 
 MODULES = {
     "fgrad": fgrad,
     "fgrad.numpy": fnp,
     "fgrad.numpy.linalg": linalg,
     "fgrad.numpy.fft": fnp.fft,
+    "fgrad.scipy.special": scipy_special,
     "fgrad.nn": nn,
     "fgrad.optim": optim,
     "fgrad.random": random,

@@ -22,6 +22,7 @@ RANKS = {
     "fgrad.numpy": 8,
     "fgrad.lax": 8,
     "fgrad.random": 9,
+    "fgrad.scipy": 9,
     "fgrad.nn": 10,
     "fgrad.optim": 10,
     "fgrad.io": 10,

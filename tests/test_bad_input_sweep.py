@@ -58,6 +58,7 @@ import fgrad.nn as nn
 import fgrad.numpy as fnp
 import fgrad.random as frandom
 import fgrad.tree as ftree
+from fgrad.scipy import linalg as fscipy_linalg
 from fgrad.scipy import special as fscipy_special
 
 # --------------------------------------------------------------------------- bad values
@@ -326,6 +327,13 @@ BASE: dict[str, Callable[[], tuple[tuple, dict]]] = {
     "special:logsumexp": lambda: ((X(),), {"axis": 0, "b": X(), "keepdims": False, "return_sign": False}),
     "special:softmax": lambda: ((X(),), {"axis": 0}),
     "special:log_softmax": lambda: ((X(),), {"axis": 0}),
+    # fgrad.scipy.linalg
+    "scipy_linalg:solve_triangular": lambda: ((M(), V()[:2]), {"lower": True}),
+    "scipy_linalg:cho_factor": lambda: ((M(),), {"lower": True}),
+    "scipy_linalg:cho_solve": lambda: (((fnp.linalg.cholesky(M()), True), V()[:2]), {}),
+    "scipy_linalg:expm": lambda: ((M(),), {}),
+    "scipy_linalg:sqrtm": lambda: ((M(),), {}),
+    "scipy_linalg:block_diag": lambda: ((M(), V()), {}),
     "linalg:cholesky": lambda: ((M(),), {}),
     "linalg:det": lambda: ((M(),), {}),
     "linalg:diagonal": lambda: ((X(),), {"offset": 1}),
@@ -626,6 +634,7 @@ MODULES = [
     ("linalg", fnp.linalg),
     ("fft", fnp.fft),
     ("special", fscipy_special),
+    ("scipy_linalg", fscipy_linalg),
     ("nn", nn),
     ("initializers", nn.initializers),
     ("random", frandom),

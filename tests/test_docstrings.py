@@ -8,6 +8,7 @@ import fgrad
 import fgrad.numpy as fnp
 from fgrad import io, nn, optim, random, test_util, tree
 from fgrad.numpy import linalg
+from fgrad.scipy import linalg as scipy_linalg
 from fgrad.scipy import special as scipy_special
 
 MODULES = {
@@ -16,6 +17,7 @@ MODULES = {
     "fgrad.numpy.linalg": linalg,
     "fgrad.numpy.fft": fnp.fft,
     "fgrad.scipy.special": scipy_special,
+    "fgrad.scipy.linalg": scipy_linalg,
     "fgrad.nn": nn,
     "fgrad.optim": optim,
     "fgrad.random": random,

@@ -60,6 +60,7 @@ import fgrad.random as frandom
 import fgrad.tree as ftree
 from fgrad.scipy import linalg as fscipy_linalg
 from fgrad.scipy import special as fscipy_special
+from fgrad.scipy import stats as fscipy_stats
 
 # --------------------------------------------------------------------------- bad values
 
@@ -334,6 +335,29 @@ BASE: dict[str, Callable[[], tuple[tuple, dict]]] = {
     "scipy_linalg:expm": lambda: ((M(),), {}),
     "scipy_linalg:sqrtm": lambda: ((M(),), {}),
     "scipy_linalg:block_diag": lambda: ((M(), V()), {}),
+    # fgrad.scipy.stats: one module per distribution, each function with its parameters
+    **{f"stats_{dist}:{fn}": (lambda params=params: ((V(),) + params, {}))
+       for dist, fns, params in (
+           ("norm", ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf"), (0.1, 1.5)),
+           ("t", ("logpdf", "pdf"), (3.0, 0.1, 1.5)),
+           ("gamma", ("logpdf", "pdf", "cdf", "sf"), (2.0, 0.0, 1.5)),
+           ("beta", ("logpdf", "pdf"), (2.0, 3.0, 0.0, 1.0)),
+           ("expon", ("logpdf", "pdf", "cdf", "sf", "ppf"), (0.0, 1.5)),
+           ("laplace", ("logpdf", "pdf", "cdf", "ppf"), (0.1, 1.5)),
+           ("logistic", ("logpdf", "pdf", "cdf", "sf", "ppf"), (0.1, 1.5)),
+           ("cauchy", ("logpdf", "pdf", "cdf", "ppf"), (0.1, 1.5)),
+           ("uniform", ("logpdf", "pdf", "cdf", "ppf"), (0.0, 1.0)),
+           ("poisson", ("logpmf", "pmf", "cdf"), (2.0, 0)),
+           ("bernoulli", ("logpmf", "pmf", "cdf"), (0.3, 0)),
+           ("binom", ("logpmf", "pmf"), (5, 0.3, 0)),
+       )
+       for fn in fns},
+    "stats_dirichlet:logpdf": lambda: ((V() / fnp.sum(V()), V() + 1.0), {}),
+    "stats_dirichlet:pdf": lambda: ((V() / fnp.sum(V()), V() + 1.0), {}),
+    "stats_multivariate_normal:logpdf": lambda: ((V()[:2], V()[1:], M()), {}),
+    "stats_multivariate_normal:pdf": lambda: ((V()[:2], V()[1:], M()), {}),
+    "stats_categorical:logpmf": lambda: ((I(), V() / fnp.sum(V())), {}),
+    "stats_categorical:pmf": lambda: ((I(), V() / fnp.sum(V())), {}),
     "linalg:cholesky": lambda: ((M(),), {}),
     "linalg:det": lambda: ((M(),), {}),
     "linalg:diagonal": lambda: ((X(),), {"offset": 1}),
@@ -635,6 +659,7 @@ MODULES = [
     ("fft", fnp.fft),
     ("special", fscipy_special),
     ("scipy_linalg", fscipy_linalg),
+    *((f"stats_{d}", getattr(fscipy_stats, d)) for d in fscipy_stats.__all__),
     ("nn", nn),
     ("initializers", nn.initializers),
     ("random", frandom),

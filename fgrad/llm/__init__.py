@@ -10,6 +10,7 @@ Modules:
     dequantized or kept quantized). ``quants``: dequantization of ggml's tensor types.
     ``quantized``: :class:`~fgrad.llm.quantized.QuantizedWeight` and ``linear`` (the
     ``quantized_matmul`` op). ``hf``: :func:`fgrad.llm.hf.read` reads a Hugging Face folder.
+    ``bert``: BERT encoders and sentence embeddings (:func:`fgrad.llm.load_encoder`).
 
 Example:
     >>> import fgrad.llm
@@ -42,9 +43,15 @@ _LAZY = {
     "KVCache": "fgrad.llm.cache:KVCache",
     "Model": "fgrad.llm.model:Model",
     "Transformer": "fgrad.llm.model:Transformer",
+    "load_encoder": "fgrad.llm.bert:load_encoder",
+    "SentenceEncoder": "fgrad.llm.bert:SentenceEncoder",
+    "BertConfig": "fgrad.llm.bert:BertConfig",
+    "BertEncoder": "fgrad.llm.bert:BertEncoder",
+    "BertModel": "fgrad.llm.bert:BertModel",
+    "mean_pool": "fgrad.llm.bert:mean_pool",
 }
 
-_SUBMODULES = ("gguf", "hf", "quants", "quantized")
+_SUBMODULES = ("bert", "gguf", "hf", "quants", "quantized")
 
 __all__ = sorted(_LAZY)
 

@@ -67,6 +67,7 @@ __all__ = [
     "SentenceEncoder",
     "from_tensors",
     "load",
+    "to_tensors",
     "load_encoder",
     "mean_pool",
     "l2_normalize",
@@ -161,6 +162,30 @@ class BertConfig:
     def replace(self, **changes: Any) -> BertConfig:
         """A copy with some fields changed (``dataclasses.replace``)."""
         return replace(self, **changes)
+
+    def to_hf(self) -> dict[str, Any]:
+        """This config as a Hugging Face ``config.json`` dict (what :meth:`from_hf` reads back).
+
+        Example:
+            >>> cfg = BertConfig(vocab_size=30, d_model=16, n_layers=2, n_heads=4, d_ff=32)
+            >>> BertConfig.from_hf(cfg.to_hf()) == cfg
+            True
+        """
+        return {
+            "model_type": "bert",
+            "architectures": ["BertModel"],
+            "vocab_size": self.vocab_size,
+            "hidden_size": self.d_model,
+            "num_hidden_layers": self.n_layers,
+            "num_attention_heads": self.n_heads,
+            "intermediate_size": self.d_ff,
+            "max_position_embeddings": self.max_positions,
+            "type_vocab_size": self.type_vocab_size,
+            "layer_norm_eps": self.norm_eps,
+            "hidden_act": self.hidden_act,
+            "pad_token_id": self.pad_token_id,
+            "position_embedding_type": "absolute",
+        }
 
     @classmethod
     def from_hf(cls, config: Mapping[str, Any]) -> BertConfig:
@@ -639,6 +664,13 @@ def from_tensors(config: Mapping[str, Any] | BertConfig, tensors: Mapping[str, A
         UnsupportedModelError: from :meth:`BertConfig.from_hf`.
         KeyError: a tensor is missing (named).
         ShapeError: a tensor's shape is not the config's (named, both shapes given).
+
+    Example:
+        >>> cfg = BertConfig(vocab_size=30, d_model=16, n_layers=1, n_heads=4, d_ff=32)
+        >>> from_tensors(cfg, {"bert.embeddings.word_embeddings.weight": np.zeros((30, 16))})
+        Traceback (most recent call last):
+        ...
+        KeyError: "checkpoint: tensor 'bert.embeddings.position_embeddings.weight' is missing for a 1-layer bert model"
     """
     cfg = config if isinstance(config, BertConfig) else BertConfig.from_hf(config)
     names = {}
@@ -686,6 +718,33 @@ def from_tensors(config: Mapping[str, Any] | BertConfig, tensors: Mapping[str, A
     return BertEncoder(cfg).bind(params)
 
 
+def to_tensors(model: BertModel) -> dict[str, np.ndarray]:
+    """The parameters of ``model`` as numpy arrays by their Hugging Face names (no prefix).
+
+    With ``model.config.to_hf()`` as ``config.json``, ``fgrad.io.save`` of these tensors
+    as ``model.safetensors`` makes a folder that :func:`load` and transformers'
+    ``BertModel.from_pretrained`` read (a fine-tuned model, saved).
+
+    Example:
+        >>> cfg = BertConfig(vocab_size=30, d_model=16, n_layers=2, n_heads=4, d_ff=32)
+        >>> model = BertEncoder(cfg).bind(BertEncoder(cfg).init(fgrad.random.key(0)))
+        >>> tensors = to_tensors(model)
+        >>> tensors["encoder.layer.1.attention.self.query.weight"].shape, len(tensors)
+        ((16, 16), 39)
+        >>> again = from_tensors(cfg.to_hf(), tensors)
+        >>> bool(fnp.all(again(fnp.array([[2, 7, 3]])) == model(fnp.array([[2, 7, 3]]))))
+        True
+    """
+    p = model.params
+    out = {"embeddings." + hf: np.asarray(p["embeddings"][ours]) for hf, ours in _EMBEDDINGS.items()}
+    for i, layer in enumerate(p["layers"]):
+        out.update({f"encoder.layer.{i}.{hf}": np.asarray(layer[ours]) for hf, ours in _LAYER.items()})
+    if "pooler" in p:
+        out["pooler.dense.weight"] = np.asarray(p["pooler"]["w"])
+        out["pooler.dense.bias"] = np.asarray(p["pooler"]["b"])
+    return out
+
+
 def load(folder: str | os.PathLike, *, dtype: str = "float32") -> BertModel:
     """The :class:`BertModel` of a Hugging Face BERT folder (``config.json`` + safetensors).
 
@@ -696,6 +755,14 @@ def load(folder: str | os.PathLike, *, dtype: str = "float32") -> BertModel:
         ValueError: from :func:`fgrad.llm.hf.read` (no config.json, a ``model_type`` it does
             not read, missing or damaged weights files).
         UnsupportedModelError, KeyError, ShapeError: from :func:`from_tensors`.
+
+    Example:
+        >>> import tempfile
+        >>> try:
+        ...     load(tempfile.mkdtemp())
+        ... except ValueError as e:
+        ...     print(str(e).split(": ", 2)[2][:14])
+        no config.json
     """
     from fgrad.llm import hf
 
@@ -714,19 +781,73 @@ def load_encoder(folder: str | os.PathLike, *, dtype: str = "float32",
         folder: ``config.json``, ``model.safetensors`` (or an index and shards) and
             ``tokenizer.json``.
         dtype: ``"float32"`` or ``"float16"`` (as :func:`fgrad.llm.hf.read`).
-        max_length: the longest input in ids (None: the model's positions).
+        max_length: the longest input in ids. None: a sentence-transformers folder's
+            ``max_seq_length`` (``sentence_bert_config.json``), else the model's positions.
 
     Raises:
         FileNotFoundError: the folder has no ``tokenizer.json``.
+        UnsupportedModelError: a sentence-transformers folder whose
+            ``1_Pooling/config.json`` asks for a pooling other than the mean.
         ValueError, UnsupportedModelError, KeyError, ShapeError: from :func:`load`.
+
+    Example:
+        >>> import json, os, tempfile
+        >>> from tokenizers import Tokenizer, models, pre_tokenizers, processors
+        >>> folder = tempfile.mkdtemp()
+        >>> vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hi", "there"])}
+        >>> tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+        >>> tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        >>> tok.post_processor = processors.TemplateProcessing(
+        ...     single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+        >>> tok.save(os.path.join(folder, "tokenizer.json"))
+        >>> cfg = BertConfig(vocab_size=6, d_model=8, n_layers=1, n_heads=2, d_ff=16)
+        >>> model = BertEncoder(cfg).bind(BertEncoder(cfg).init(fgrad.random.key(0)))
+        >>> with open(os.path.join(folder, "config.json"), "w") as f:
+        ...     json.dump(cfg.to_hf(), f)
+        >>> fgrad.io.save(os.path.join(folder, "model.safetensors"), to_tensors(model))
+        >>> encoder = load_encoder(folder)
+        >>> tokens, mask = encoder.tokenize(["hi there", "hi"])
+        >>> tokens.tolist(), mask.tolist()
+        ([[2, 4, 5, 3], [2, 4, 3, 0]], [[True, True, True, True], [True, True, True, False]])
+        >>> embeddings = encoder.encode(["hi there", "hi"], normalize=True)
+        >>> embeddings.shape, fnp.round(fnp.sum(embeddings * embeddings, axis=-1), 6).tolist()
+        ((2, 8), [1.0, 1.0])
     """
     from fgrad.llm.tokenizer import Tokenizer
 
+    folder = os.fspath(folder)
     model = load(folder, dtype=dtype)
-    path = os.path.join(os.fspath(folder), "tokenizer.json")
+    path = os.path.join(folder, "tokenizer.json")
     if not os.path.exists(path):
-        raise FileNotFoundError(
-            f"load_encoder: the folder {os.fspath(folder)!r} has no tokenizer.json"
-        )
+        raise FileNotFoundError(f"load_encoder: the folder {folder!r} has no tokenizer.json")
+    if max_length is None:
+        max_length = _sentence_transformers_length(folder, model.config.max_positions)
     return SentenceEncoder(model, Tokenizer.from_file(path), max_length=max_length)
+
+
+def _sentence_transformers_length(folder: str, limit: int) -> int:
+    """A sentence-transformers folder's ``max_seq_length``; refuses its pooling if not mean.
+
+    sentence-transformers saves ``sentence_bert_config.json`` (the truncation length it
+    encodes with) and ``1_Pooling/config.json`` (the pooling mode) beside the model.
+    """
+    import json
+
+    pooling = os.path.join(folder, "1_Pooling", "config.json")
+    if os.path.exists(pooling):
+        with open(pooling, encoding="utf-8") as f:
+            modes = {k for k, v in json.load(f).items() if k.startswith("pooling_mode") and v}
+        if modes and modes != {"pooling_mode_mean_tokens"}:
+            raise UnsupportedModelError(
+                f"load_encoder: {pooling} asks for {', '.join(sorted(modes))}; fgrad.llm.bert "
+                "pools by the mean over tokens only (load the BertModel with "
+                "fgrad.llm.bert.load and pool its hidden states yourself)"
+            )
+    config = os.path.join(folder, "sentence_bert_config.json")
+    if os.path.exists(config):
+        with open(config, encoding="utf-8") as f:
+            length = json.load(f).get("max_seq_length")
+        if isinstance(length, int) and length > 0:
+            return min(length, limit)
+    return limit
 

@@ -358,3 +358,40 @@ def test_jit_of_the_encoder_equals_eager(model64):
     hidden = fgrad.jit(lambda m, tokens, valid: m(tokens, valid))(model, ids, mask)
     np.testing.assert_allclose(np.asarray(hidden)[np.asarray(mask)],
                                np_forward(config, tensors, ids, mask)[np.asarray(mask)], atol=1e-12)
+
+
+def test_sentence_transformers_folder_length_and_pooling(tmp_path):
+    folder = make.write_tiny_bert(str(tmp_path / "st"))
+    with open(os.path.join(folder, "sentence_bert_config.json"), "w") as f:
+        json.dump({"max_seq_length": 16, "do_lower_case": False}, f)
+    os.mkdir(os.path.join(folder, "1_Pooling"))
+    pooling = os.path.join(folder, "1_Pooling", "config.json")
+    with open(pooling, "w") as f:
+        json.dump({"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True,
+                   "pooling_mode_cls_token": False}, f)
+    enc = bert.load_encoder(folder)
+    assert enc.max_length == 16 and tuple(enc.tokenize(["the cat " * 20])[0].shape) == (1, 16)
+    assert bert.load_encoder(folder, max_length=40).max_length == 40
+    with open(pooling, "w") as f:
+        json.dump({"pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True}, f)
+    with pytest.raises(UnsupportedModelError, match="pooling_mode_cls_token.*mean"):
+        bert.load_encoder(folder)
+
+
+def test_sharded_folder_reads_as_one(tmp_path):
+    from safetensors.numpy import save_file
+
+    folder = make.write_tiny_bert(str(tmp_path / "sharded"), seed=8)
+    one = bert.load(folder)
+    tensors = make.tiny_tensors(make.tiny_config(), seed=8)
+    os.remove(os.path.join(folder, "model.safetensors"))
+    names = sorted(tensors)
+    shards = {"model-00001-of-00002.safetensors": names[::2], "model-00002-of-00002.safetensors": names[1::2]}
+    for file, part in shards.items():
+        save_file({n: tensors[n] for n in part}, os.path.join(folder, file))
+    index = {"weight_map": {n: file for file, part in shards.items() for n in part}}
+    with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
+        json.dump(index, f)
+    two = bert.load(folder)
+    ids, mask = _batch(np.random.default_rng(9), make.tiny_config())
+    np.testing.assert_array_equal(np.asarray(two(ids, mask)), np.asarray(one(ids, mask)))

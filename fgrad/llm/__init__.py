@@ -11,6 +11,7 @@ Modules:
     ``quantized``: :class:`~fgrad.llm.quantized.QuantizedWeight` and ``linear`` (the
     ``quantized_matmul`` op). ``hf``: :func:`fgrad.llm.hf.read` reads a Hugging Face folder.
     ``bert``: BERT encoders and sentence embeddings (:func:`fgrad.llm.load_encoder`).
+    ``lora``: LoRA and QLoRA adapters as a pytree transform, PEFT's adapter files.
 
 Example:
     >>> import fgrad.llm
@@ -49,9 +50,11 @@ _LAZY = {
     "BertEncoder": "fgrad.llm.bert:BertEncoder",
     "BertModel": "fgrad.llm.bert:BertModel",
     "mean_pool": "fgrad.llm.bert:mean_pool",
+    "LoraAdapters": "fgrad.llm.lora:LoraAdapters",
+    "LoraWeight": "fgrad.llm.lora:LoraWeight",
 }
 
-_SUBMODULES = ("bert", "gguf", "hf", "quants", "quantized")
+_SUBMODULES = ("bert", "gguf", "hf", "lora", "quants", "quantized")
 
 __all__ = sorted(_LAZY)
 

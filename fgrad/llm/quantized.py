@@ -277,11 +277,15 @@ def linear(x: Any, w: Any) -> Any:
 
     Dense ``w``: an ordinary fgrad matmul, differentiable in both. A
     :class:`QuantizedWeight`: the ``quantized_matmul`` op (dequantizing a chunk of rows at
-    a time), differentiable in ``x`` only.
+    a time), differentiable in ``x`` only. Any other weight type that defines
+    ``__fgrad_linear__(self, x)`` computes its own product (the LoRA-wrapped weights of
+    :mod:`fgrad.llm.lora` and the int8 weights of :mod:`fgrad.llm.int8`), so the model's
+    parameter pytree can hold them wherever it holds a weight.
 
     Args:
         x: ``(..., in)`` real floating Tensor or array.
-        w: ``(out, in)`` Tensor or array, or a :class:`QuantizedWeight` of that shape.
+        w: ``(out, in)`` Tensor or array, a :class:`QuantizedWeight` of that shape, or an
+            object with a ``__fgrad_linear__`` method.
 
     Returns:
         ``(..., out)`` Tensor.
@@ -301,6 +305,9 @@ def linear(x: Any, w: Any) -> Any:
         if len(w.shape) != 2:
             raise ShapeError(f"linear: a quantized weight must be 2-D (out, in), got shape {w.shape}")
         return quantized_matmul(x, w.blocks, qtype=w.qtype, shape=w.shape, transpose=False)
+    own = getattr(type(w), "__fgrad_linear__", None)
+    if own is not None:
+        return own(w, x)
     w_shape = tuple(getattr(w, "shape", np.shape(w)))
     x_shape = tuple(getattr(x, "shape", np.shape(x)))
     if len(w_shape) != 2 or not x_shape or x_shape[-1] != w_shape[1]:

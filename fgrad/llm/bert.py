@@ -70,6 +70,7 @@ __all__ = [
     "to_tensors",
     "load_encoder",
     "mean_pool",
+    "save",
     "l2_normalize",
 ]
 
@@ -721,9 +722,8 @@ def from_tensors(config: Mapping[str, Any] | BertConfig, tensors: Mapping[str, A
 def to_tensors(model: BertModel) -> dict[str, np.ndarray]:
     """The parameters of ``model`` as numpy arrays by their Hugging Face names (no prefix).
 
-    With ``model.config.to_hf()`` as ``config.json``, ``fgrad.io.save`` of these tensors
-    as ``model.safetensors`` makes a folder that :func:`load` and transformers'
-    ``BertModel.from_pretrained`` read (a fine-tuned model, saved).
+    :func:`save` writes them, with ``model.config.to_hf()`` as ``config.json``, as a
+    folder that :func:`load` and transformers' ``BertModel.from_pretrained`` read.
 
     Example:
         >>> cfg = BertConfig(vocab_size=30, d_model=16, n_layers=2, n_heads=4, d_ff=32)
@@ -743,6 +743,38 @@ def to_tensors(model: BertModel) -> dict[str, np.ndarray]:
         out["pooler.dense.weight"] = np.asarray(p["pooler"]["w"])
         out["pooler.dense.bias"] = np.asarray(p["pooler"]["b"])
     return out
+
+
+def save(model: BertModel, folder: str | os.PathLike) -> None:
+    """Write ``model`` as a Hugging Face BERT folder: ``config.json`` and ``model.safetensors``.
+
+    The tensors have their Hugging Face names (:func:`to_tensors`) at the top level of the
+    file, as transformers writes them (``fgrad.io.save`` would store pytree paths), so
+    ``BertModel.from_pretrained(folder)`` and :func:`load` read it back; the tokenizer is
+    not written (copy ``tokenizer.json`` beside it). The folder is created if needed.
+
+    Raises:
+        ImportError: the ``safetensors`` package is not installed.
+
+    Example:
+        >>> import tempfile
+        >>> cfg = BertConfig(vocab_size=30, d_model=16, n_layers=1, n_heads=4, d_ff=32)
+        >>> model = BertEncoder(cfg).bind(BertEncoder(cfg).init(fgrad.random.key(0)))
+        >>> folder = tempfile.mkdtemp()
+        >>> save(model, folder)
+        >>> sorted(os.listdir(folder)), load(folder).config == cfg
+        (['config.json', 'model.safetensors'], True)
+    """
+    import json
+
+    from safetensors.numpy import save_file
+
+    folder = os.fspath(folder)
+    os.makedirs(folder, exist_ok=True)
+    tensors = {k: np.ascontiguousarray(v) for k, v in to_tensors(model).items()}
+    save_file(tensors, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(model.config.to_hf(), f, indent=2)
 
 
 def load(folder: str | os.PathLike, *, dtype: str = "float32") -> BertModel:
@@ -791,7 +823,7 @@ def load_encoder(folder: str | os.PathLike, *, dtype: str = "float32",
         ValueError, UnsupportedModelError, KeyError, ShapeError: from :func:`load`.
 
     Example:
-        >>> import json, os, tempfile
+        >>> import os, tempfile
         >>> from tokenizers import Tokenizer, models, pre_tokenizers, processors
         >>> folder = tempfile.mkdtemp()
         >>> vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hi", "there"])}
@@ -801,10 +833,7 @@ def load_encoder(folder: str | os.PathLike, *, dtype: str = "float32",
         ...     single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
         >>> tok.save(os.path.join(folder, "tokenizer.json"))
         >>> cfg = BertConfig(vocab_size=6, d_model=8, n_layers=1, n_heads=2, d_ff=16)
-        >>> model = BertEncoder(cfg).bind(BertEncoder(cfg).init(fgrad.random.key(0)))
-        >>> with open(os.path.join(folder, "config.json"), "w") as f:
-        ...     json.dump(cfg.to_hf(), f)
-        >>> fgrad.io.save(os.path.join(folder, "model.safetensors"), to_tensors(model))
+        >>> save(BertEncoder(cfg).bind(BertEncoder(cfg).init(fgrad.random.key(0))), folder)
         >>> encoder = load_encoder(folder)
         >>> tokens, mask = encoder.tokenize(["hi there", "hi"])
         >>> tokens.tolist(), mask.tolist()

@@ -19,7 +19,9 @@ pytest.importorskip("safetensors.numpy")
 pytest.importorskip("tokenizers")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location("make_bert_reference", os.path.join(HERE, "data", "make_bert_reference.py"))
+_spec = importlib.util.spec_from_file_location(
+    "make_bert_reference", os.path.join(HERE, "data", "make_bert_reference.py")
+)
 make = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make)
 
@@ -55,8 +57,9 @@ def np_forward(config, tensors, ids, mask, token_types=None):
             return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
         return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
 
-    x = (t["embeddings.word_embeddings.weight"][ids] + t["embeddings.position_embeddings.weight"][:seq]
-         + t["embeddings.token_type_embeddings.weight"][types])
+    e = "embeddings."
+    x = (t[e + "word_embeddings.weight"][ids] + t[e + "position_embeddings.weight"][:seq]
+         + t[e + "token_type_embeddings.weight"][types])
     x = ln(x, "embeddings.LayerNorm")
     for i in range(config["num_hidden_layers"]):
         p = f"encoder.layer.{i}."
@@ -113,9 +116,11 @@ def test_forward_equals_numpy_in_float64(act):
     assert got.dtype == np.float64
     np.testing.assert_allclose(got[mask], want[mask], rtol=0, atol=1e-12)
     pooled = np.asarray(model.embed(fnp.asarray(ids), fnp.asarray(mask)))
-    np.testing.assert_allclose(pooled, np_mean(np_forward(config, tensors, ids, mask), mask), atol=1e-12)
+    want_pooled = np_mean(np_forward(config, tensors, ids, mask), mask)
+    np.testing.assert_allclose(pooled, want_pooled, atol=1e-12)
     # a 0/1 integer mask, as transformers' attention_mask, is the same mask
-    got01 = np.asarray(model(fnp.asarray(ids), fnp.asarray(mask.astype(np.int64)), fnp.asarray(types)))
+    mask01 = fnp.asarray(mask.astype(np.int64))
+    got01 = np.asarray(model(fnp.asarray(ids), mask01, fnp.asarray(types)))
     np.testing.assert_array_equal(got01, got)
 
 
@@ -142,15 +147,17 @@ def test_folder_matches_numpy_and_transformers_reference(folder, encoder):
     np.testing.assert_array_equal(np.asarray(tokens), ref["input_ids"])
     np.testing.assert_array_equal(np.asarray(mask), np.asarray(ref["attention_mask"], bool))
     hidden = encoder.model(tokens, mask)
-    np.testing.assert_allclose(np.asarray(bert.mean_pool(hidden, mask)), ref["mean_pooled"], atol=3e-6)
-    np.testing.assert_allclose(np.asarray(encoder.encode(ref["texts"])), ref["mean_pooled"], atol=3e-6)
-    np.testing.assert_allclose(np.asarray(encoder.model.pooler_output(hidden)), ref["pooler_output"], atol=3e-6)
+    close = np.testing.assert_allclose
+    close(np.asarray(bert.mean_pool(hidden, mask)), ref["mean_pooled"], atol=3e-6)
+    close(np.asarray(encoder.encode(ref["texts"])), ref["mean_pooled"], atol=3e-6)
+    close(np.asarray(encoder.model.pooler_output(hidden)), ref["pooler_output"], atol=3e-6)
     first = np.asarray(hidden)[0, : len(ref["last_hidden_first"])]
     np.testing.assert_allclose(first, ref["last_hidden_first"], atol=3e-6)
     # and the plain numpy forward on the float32 weights read back from the folder
     config = make.tiny_config(**{k: v for k, v in make.REFERENCE.items() if k != "seed"})
-    want = np_forward(config, make.tiny_tensors(config, seed=0), np.asarray(tokens), np.asarray(mask))
-    np.testing.assert_allclose(np.asarray(hidden)[np.asarray(mask)], want[np.asarray(mask)], atol=3e-6)
+    real = np.asarray(mask)
+    want = np_forward(config, make.tiny_tensors(config, seed=0), np.asarray(tokens), real)
+    np.testing.assert_allclose(np.asarray(hidden)[real], want[real], atol=3e-6)
 
 
 def test_bfloat16_folder_and_float16_mode(tmp_path):
@@ -178,8 +185,12 @@ def test_prefixed_names_heads_and_old_layernorm_names(tmp_path):
     config = make.tiny_config()
     tensors = make.tiny_tensors(config, seed=5, pooler=False)
     plain = bert.from_tensors(config, tensors)
-    renamed = {"bert." + k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
-               for k, v in tensors.items()}
+    old = {"LayerNorm.weight": "LayerNorm.gamma", "LayerNorm.bias": "LayerNorm.beta"}
+    renamed = {}
+    for k, v in tensors.items():
+        for new_name, old_name in old.items():
+            k = k.replace(new_name, old_name)
+        renamed["bert." + k] = v
     renamed["cls.predictions.bias"] = np.zeros(config["vocab_size"], np.float32)
     renamed["bert.embeddings.position_ids"] = np.arange(config["max_position_embeddings"])[None]
     prefixed = bert.from_tensors(config, renamed)
@@ -216,11 +227,13 @@ def test_encode_orders_batches_and_normalizes(encoder):
     assert got.shape == (len(texts), encoder.config.d_model)
     np.testing.assert_allclose(got, whole, atol=2e-6)
     unit = np.asarray(encoder.encode(texts, normalize=True))
-    np.testing.assert_allclose(unit, whole / np.linalg.norm(whole, axis=1, keepdims=True), atol=2e-6)
+    want = whole / np.linalg.norm(whole, axis=1, keepdims=True)
+    np.testing.assert_allclose(unit, want, atol=2e-6)
     one = np.asarray(encoder.encode(texts[1]))
     assert one.shape == (encoder.config.d_model,)
     np.testing.assert_allclose(one, whole[1], atol=2e-6)
-    np.testing.assert_array_equal(np.asarray(bert.mean_pool(fnp.zeros((1, 2, 3)), fnp.zeros((1, 2)) > 0)), 0)
+    empty = bert.mean_pool(fnp.zeros((1, 2, 3)), fnp.zeros((1, 2)) > 0)  # no real token: zeros
+    np.testing.assert_array_equal(np.asarray(empty), 0)
 
 
 def test_fgrad_llm_load_of_a_bert_folder(folder):
@@ -232,7 +245,8 @@ def test_fgrad_llm_load_of_a_bert_folder(folder):
     enc = fgrad.llm.load_encoder(folder)
     assert isinstance(enc, fgrad.llm.SentenceEncoder) and "d_model=32" in repr(enc)
     tokens, mask = enc.tokenize(["a cat"])
-    np.testing.assert_array_equal(np.asarray(model(tokens, mask)), np.asarray(enc.model(tokens, mask)))
+    same = np.asarray(enc.model(tokens, mask))
+    np.testing.assert_array_equal(np.asarray(model(tokens, mask)), same)
     assert model.nbytes == sum(np.asarray(a).nbytes for a in fgrad.tree.leaves(model.params))
 
 
@@ -241,7 +255,8 @@ def test_fgrad_llm_load_of_a_bert_folder(folder):
 
 def test_refused_configs_name_what_is_wrong():
     config = make.tiny_config()
-    with pytest.raises(UnsupportedModelError, match="'roberta'.*padding_idx \\+ 1.*supported: bert"):
+    match = "'roberta'.*padding_idx \\+ 1.*supported: bert"
+    with pytest.raises(UnsupportedModelError, match=match):
         bert.BertConfig.from_hf({**config, "model_type": "roberta"})
     with pytest.raises(UnsupportedModelError, match="'llama'.*fgrad.llm.load"):
         bert.BertConfig.from_hf({**config, "model_type": "llama"})
@@ -264,7 +279,8 @@ def test_refused_tensors_and_inputs_are_named(tmp_path):
     with pytest.raises(KeyError, match="'encoder.layer.1.output.dense.bias' is missing"):
         bert.from_tensors(config, missing)
     wrong = {**tensors, "encoder.layer.0.intermediate.dense.weight": np.zeros((8, 32), np.float32)}
-    with pytest.raises(ShapeError, match=r"intermediate.dense.weight' has shape \(8, 32\).*\(64, 32\)"):
+    match = r"intermediate.dense.weight' has shape \(8, 32\).*\(64, 32\)"
+    with pytest.raises(ShapeError, match=match):
         bert.from_tensors(config, wrong)
     with pytest.raises(ShapeError, match="more layers"):
         bert.from_tensors({**config, "num_hidden_layers": 1}, tensors)
@@ -321,10 +337,14 @@ def test_grad_of_a_similarity_loss(model64):
     leaves, treedef = fgrad.tree.flatten(model)
     direction = [rng.standard_normal(tuple(x.shape)) for x in leaves]
     eps = 1e-6
-    plus = fgrad.tree.unflatten(treedef, [fnp.asarray(np.asarray(x) + eps * u) for x, u in zip(leaves, direction)])
-    minus = fgrad.tree.unflatten(treedef, [fnp.asarray(np.asarray(x) - eps * u) for x, u in zip(leaves, direction)])
+    def shifted(step):
+        moved = [fnp.asarray(np.asarray(x) + step * u) for x, u in zip(leaves, direction)]
+        return fgrad.tree.unflatten(treedef, moved)
+
+    plus, minus = shifted(eps), shifted(-eps)
     fd = (float(loss(plus)) - float(loss(minus))) / (2 * eps)
-    analytic = sum(float(np.sum(np.asarray(g) * u)) for g, u in zip(fgrad.tree.leaves(grads), direction))
+    pairs = zip(fgrad.tree.leaves(grads), direction)
+    analytic = sum(float(np.sum(np.asarray(g) * u)) for g, u in pairs)
     assert abs(fd - analytic) <= 1e-6 * max(1.0, abs(fd))
     # padding tokens get no gradient through the word embeddings (only [PAD] = id 0 rows)
     word = np.asarray(grads.params["embeddings"]["word"])
@@ -342,8 +362,8 @@ def test_vmap_over_sentences_equals_the_batch(model64):
 
     got = fgrad.vmap(one)(ids, mask)
     np.testing.assert_allclose(np.asarray(got), np.asarray(model.embed(ids, mask)), atol=1e-12)
-    np.testing.assert_allclose(np.asarray(got), np_mean(np_forward(config, tensors, ids, mask), mask),
-                               atol=1e-12)
+    want = np_mean(np_forward(config, tensors, ids, mask), mask)
+    np.testing.assert_allclose(np.asarray(got), want, atol=1e-12)
 
 
 def test_jit_of_the_encoder_equals_eager(model64):
@@ -386,7 +406,8 @@ def test_sharded_folder_reads_as_one(tmp_path):
     tensors = make.tiny_tensors(make.tiny_config(), seed=8)
     os.remove(os.path.join(folder, "model.safetensors"))
     names = sorted(tensors)
-    shards = {"model-00001-of-00002.safetensors": names[::2], "model-00002-of-00002.safetensors": names[1::2]}
+    shards = {"model-00001-of-00002.safetensors": names[::2],
+              "model-00002-of-00002.safetensors": names[1::2]}
     for file, part in shards.items():
         save_file({n: tensors[n] for n in part}, os.path.join(folder, file))
     index = {"weight_map": {n: file for file, part in shards.items() for n in part}}
@@ -395,3 +416,16 @@ def test_sharded_folder_reads_as_one(tmp_path):
     two = bert.load(folder)
     ids, mask = _batch(np.random.default_rng(9), make.tiny_config())
     np.testing.assert_array_equal(np.asarray(two(ids, mask)), np.asarray(one(ids, mask)))
+
+
+def test_save_writes_a_folder_that_loads_back(tmp_path, model64):
+    config, tensors, model = model64
+    bert.save(model, tmp_path / "saved")
+    from safetensors.numpy import load_file
+
+    flat = load_file(str(tmp_path / "saved" / "model.safetensors"))
+    assert sorted(flat) == sorted(tensors)  # Hugging Face names at the top level
+    again = bert.load(tmp_path / "saved", dtype="float32")
+    assert again.config == model.config
+    ids, mask = _batch(np.random.default_rng(10), config)
+    np.testing.assert_allclose(np.asarray(again(ids, mask)), np.asarray(model(ids, mask)), atol=1e-5)

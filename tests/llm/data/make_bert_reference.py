@@ -94,7 +94,9 @@ def tiny_tensors(config: dict, *, seed: int = 0, scale: float = 0.1, pooler: boo
 
     t = {
         "embeddings.word_embeddings.weight": normal(config["vocab_size"], d, s=1.0),
-        "embeddings.position_embeddings.weight": normal(config["max_position_embeddings"], d, s=0.5),
+        "embeddings.position_embeddings.weight": normal(
+            config["max_position_embeddings"], d, s=0.5
+        ),
         "embeddings.token_type_embeddings.weight": normal(config["type_vocab_size"], d, s=0.5),
         "embeddings.LayerNorm.weight": 1 + normal(d, s=0.1),
         "embeddings.LayerNorm.bias": normal(d, s=0.1),
@@ -163,8 +165,8 @@ def write_tiny_bert(folder: str, *, seed: int = 0, dtype: str = "float32", prefi
         tensors = {k: v.astype(ml_dtypes.bfloat16) for k, v in tensors.items()}
     elif dtype != "float32":
         raise ValueError(f"write_tiny_bert: dtype {dtype!r}")
-    save_file({prefix + k: v for k, v in tensors.items()}, os.path.join(folder, "model.safetensors"),
-              metadata={"format": "pt"})
+    path = os.path.join(folder, "model.safetensors")
+    save_file({prefix + k: v for k, v in tensors.items()}, path, metadata={"format": "pt"})
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
     with open(os.path.join(folder, "tokenizer.json"), "w") as f:
@@ -192,7 +194,7 @@ def _hf(folder):
 
 
 def _hf_run(model, tok, texts):
-    """``(ids, mask, last_hidden, mean_pooled, pooler)`` as numpy float64, sentence-transformers' mean."""
+    """``(ids, mask, last_hidden, mean_pooled, pooler)``, float64 (sentence-transformers' mean)."""
     import torch
 
     batch = tok(texts, padding=True, truncation=True,
@@ -218,7 +220,8 @@ def _fgrad_run(folder, texts):
     mean = bert.mean_pool(hidden, mask)
     pooled = enc.model.pooler_output(hidden) if "pooler" in enc.model.params else None
     f = lambda t: np.asarray(t, dtype=np.float64)  # noqa: E731
-    return np.asarray(ids), np.asarray(mask), f(hidden), f(mean), None if pooled is None else f(pooled)
+    pooled = None if pooled is None else f(pooled)
+    return np.asarray(ids), np.asarray(mask), f(hidden), f(mean), pooled
 
 
 def _compare(folder, label, batches):
@@ -280,9 +283,9 @@ def main():
 
     for dtype in (torch.float32, torch.bfloat16):
         torch.manual_seed(0)
-        cfg = BertConfig(**{k: v for k, v in tiny_config(d_model=64, n_layers=3, n_heads=4, d_ff=256,
-                                                        max_positions=128).items()
-                            if k not in ("architectures", "model_type")})
+        sizes = tiny_config(d_model=64, n_layers=3, n_heads=4, d_ff=256, max_positions=128)
+        drop = ("architectures", "model_type")
+        cfg = BertConfig(**{k: v for k, v in sizes.items() if k not in drop})
         hf_model = BertModel(cfg).to(dtype)
         name = f"hf-{str(dtype).split('.')[-1]}"
         hf_folder = os.path.join(tmp, name)
@@ -291,6 +294,18 @@ def main():
             f.write(tokenizer_json())
         _compare(hf_folder, f"BertModel(BertConfig(d 64, 3 layers)) saved by transformers, {name}",
                  [TEXTS] + MORE)
+    # And the other way: a model saved by fgrad (bert.save) read by transformers.
+    import fgrad
+    from fgrad.llm import bert
+
+    fcfg = bert.BertConfig(vocab_size=len(VOCAB), d_model=48, n_layers=2, n_heads=6, d_ff=96,
+                           max_positions=128, hidden_act="gelu_pytorch_tanh")
+    fmodel = bert.BertEncoder(fcfg).bind(bert.BertEncoder(fcfg).init(fgrad.random.key(1), scale=0.2))
+    ffolder = os.path.join(tmp, "saved-by-fgrad")
+    bert.save(fmodel, ffolder)
+    with open(os.path.join(ffolder, "tokenizer.json"), "w") as f:
+        f.write(tokenizer_json())
+    _compare(ffolder, "saved by fgrad (bert.save; d 48, gelu_pytorch_tanh)", [TEXTS] + MORE)
 
 
 if __name__ == "__main__":

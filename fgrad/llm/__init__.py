@@ -12,6 +12,7 @@ Modules:
     ``quantized_matmul`` op). ``hf``: :func:`fgrad.llm.hf.read` reads a Hugging Face folder.
     ``bert``: BERT encoders and sentence embeddings (:func:`fgrad.llm.load_encoder`).
     ``lora``: LoRA and QLoRA adapters as a pytree transform, PEFT's adapter files.
+    ``int8``: int8 weights (per channel or group) and SmoothQuant W8A8.
 
 Example:
     >>> import fgrad.llm
@@ -52,9 +53,10 @@ _LAZY = {
     "mean_pool": "fgrad.llm.bert:mean_pool",
     "LoraAdapters": "fgrad.llm.lora:LoraAdapters",
     "LoraWeight": "fgrad.llm.lora:LoraWeight",
+    "Int8Weight": "fgrad.llm.int8:Int8Weight",
 }
 
-_SUBMODULES = ("bert", "gguf", "hf", "lora", "quants", "quantized")
+_SUBMODULES = ("bert", "gguf", "hf", "int8", "lora", "quants", "quantized")
 
 __all__ = sorted(_LAZY)
 

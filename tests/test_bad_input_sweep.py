@@ -182,6 +182,20 @@ def _fresh_dataclass():
 
 
 # name -> () -> (args, kwargs). Names are "module:function" with the module's short name.
+_AXIS: list = []
+
+
+def _axis_bound(call: tuple) -> tuple:
+    """``call``, with the axis name "sweep_axis" bound (once, for this thread) to a
+    one-process spmd axis: the named collectives need their axis bound."""
+    if not _AXIS:
+        from fgrad.distributed import LocalGroup
+        from fgrad.transforms.batching import AxisFrame, named_axis
+
+        _AXIS.append(named_axis(AxisFrame("sweep_axis", 1, group=LocalGroup())).__enter__())
+    return call
+
+
 BASE: dict[str, Callable[[], tuple[tuple, dict]]] = {
     # fgrad.numpy
     "numpy:all": lambda: ((X() > 0.2,), {"axis": 0}),
@@ -451,6 +465,12 @@ BASE: dict[str, Callable[[], tuple[tuple, dict]]] = {
     "random:truncated_normal": lambda: ((KEY(), -1.0, 1.0, (2,)), {}),
     # fgrad.lax
     "lax:cond": lambda: ((True, lambda x: x, lambda x: -x, V()), {}),
+    "lax:psum": lambda: _axis_bound(((V(), "sweep_axis"), {})),
+    "lax:pmean": lambda: _axis_bound(((V(), "sweep_axis"), {})),
+    "lax:pmax": lambda: _axis_bound(((V(), "sweep_axis"), {})),
+    "lax:pmin": lambda: _axis_bound(((V(), "sweep_axis"), {})),
+    "lax:all_gather": lambda: _axis_bound(((V(), "sweep_axis"), {"axis": 0, "tiled": False})),
+    "lax:axis_index": lambda: _axis_bound((("sweep_axis",), {})),
     "lax:fori_loop": lambda: ((0, 3, lambda i, c: c + 1.0, V()), {}),
     "lax:scan": lambda: ((lambda c, x: (c + x, c), 0.0, V()), {}),
     "lax:switch": lambda: ((1, [lambda x: x, lambda x: -x], V()), {}),

@@ -6,7 +6,7 @@ import pytest
 
 import fgrad
 import fgrad.numpy as fnp
-from fgrad import io, nn, optim, random, test_util, tree
+from fgrad import distributed, io, nn, optim, random, test_util, tree
 from fgrad.numpy import linalg
 from fgrad.scipy import linalg as scipy_linalg
 from fgrad.scipy import special as scipy_special
@@ -21,6 +21,7 @@ MODULES = {
     "fgrad.scipy.linalg": scipy_linalg,
     **{f"fgrad.scipy.stats.{d}": getattr(scipy_stats, d) for d in scipy_stats.__all__},
     "fgrad.nn": nn,
+    "fgrad.distributed": distributed,
     "fgrad.optim": optim,
     "fgrad.random": random,
     "fgrad.io": io,

@@ -658,6 +658,28 @@ def _with_cpu_compile(on: bool, fn: Callable) -> Callable:
     return run
 
 
+def _rk4_loss(xp: Any, scan: Callable, n: int, dt: float) -> Callable:
+    """``sum(theta_t^2) + sum(y_T)`` of an ``n``-step RK4 scan of the pendulum, written
+    once over a numpy-like namespace ``xp`` and its ``scan`` (fgrad's or JAX's)."""
+
+    def loss(y0, p):
+        def f(y):
+            return xp.stack([y[1], -p[0] * xp.sin(y[0]) - p[1] * y[1]])
+
+        def step(y, _):
+            k1 = f(y)
+            k2 = f(y + 0.5 * dt * k1)
+            k3 = f(y + 0.5 * dt * k2)
+            k4 = f(y + dt * k3)
+            y = y + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
+            return y, y[0]
+
+        y, thetas = scan(step, y0, None, length=n)
+        return xp.sum(thetas**2) + xp.sum(y)
+
+    return loss
+
+
 def rk4(tiny: bool = False, peer_libs: dict | None = None) -> Workload:
     """A 200-step RK4 ``lax.scan`` of a damped pendulum (2-element state), forward and the
     gradient of ``sum(theta_t^2) + sum(y_T)`` in its two parameters (float64).
@@ -706,20 +728,7 @@ def rk4(tiny: bool = False, peer_libs: dict | None = None) -> Workload:
             g += 2.0 * y[0] * sens[0]
         return [g + sens.sum(axis=0)]
 
-    def loss(y0, p):
-        def f(y):
-            return fnp.stack([y[1], -p[0] * fnp.sin(y[0]) - p[1] * y[1]])
-
-        def step(y, _):
-            k1 = f(y)
-            k2 = f(y + 0.5 * dt * k1)
-            k3 = f(y + 0.5 * dt * k2)
-            k4 = f(y + dt * k3)
-            y = y + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
-            return y, y[0]
-
-        y, thetas = lax.scan(step, y0, None, length=n)
-        return fnp.sum(thetas**2) + fnp.sum(y)
+    loss = _rk4_loss(fnp, lax.scan, n, dt)
 
     y0, p = fnp.asarray(y0_np), fnp.asarray(p_np)
     fwd = fgrad.jit(loss)
@@ -743,21 +752,7 @@ def rk4(tiny: bool = False, peer_libs: dict | None = None) -> Workload:
         jnp = importlib.import_module("jax.numpy")
         jax_lax = importlib.import_module("jax.lax")
 
-        def jloss(y0, p):
-            def f(y):
-                return jnp.stack([y[1], -p[0] * jnp.sin(y[0]) - p[1] * y[1]])
-
-            def step(y, _):
-                k1 = f(y)
-                k2 = f(y + 0.5 * dt * k1)
-                k3 = f(y + 0.5 * dt * k2)
-                k4 = f(y + dt * k3)
-                y = y + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
-                return y, y[0]
-
-            y, thetas = jax_lax.scan(step, y0, None, length=n)
-            return jnp.sum(thetas**2) + jnp.sum(y)
-
+        jloss = _rk4_loss(jnp, jax_lax.scan, n, dt)
         jf, jg = jax.jit(jloss), jax.jit(jax.grad(jloss, argnums=1))
         jy0, jp = jnp.asarray(y0_np), jnp.asarray(p_np)
         variants.append(Variant("forward: jax jit", lambda: [np.asarray(jf(jy0, jp).block_until_ready())]))

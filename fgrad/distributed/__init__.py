@@ -83,8 +83,8 @@ def init(*, backend: str = "auto", check: bool | None = None, gpu: str = "nccl")
             (a CUDA-aware MPI given device buffers).
 
     Returns:
-        The world :class:`Group` (``.rank``, ``.size``). A later call returns the same
-        group; giving other settings then raises.
+        The world :class:`Group` (``.rank``, ``.size``, ``.check``, which may be set
+        later). A later call returns the same group; giving other settings then raises.
 
     Raises:
         ValueError: an unknown ``backend`` or ``gpu``, or settings that differ from those
@@ -100,16 +100,16 @@ def init(*, backend: str = "auto", check: bool | None = None, gpu: str = "nccl")
     global _WORLD
     if backend not in ("auto", "mpi", "local"):
         raise ValueError(f"init: backend must be 'auto', 'mpi' or 'local', got {backend!r}")
-    if check is None:
-        check = os.environ.get("FGRAD_DISTRIBUTED_CHECK", "1") not in ("0", "false", "False")
     if _WORLD is not None:
         kind = "local" if isinstance(_WORLD, LocalGroup) else "mpi"
-        if (backend not in ("auto", kind)) or check != _WORLD.check:
+        if (backend not in ("auto", kind)) or (check is not None and check != _WORLD.check):
             raise ValueError(
                 f"init: the group is already made ({kind}, check={_WORLD.check}); it cannot "
                 f"change to backend={backend!r}, check={check}"
             )
         return _WORLD
+    if check is None:
+        check = os.environ.get("FGRAD_DISTRIBUTED_CHECK", "1") not in ("0", "false", "False")
     if backend == "auto":
         launched = any(v in os.environ for v in _LAUNCHER_VARS) or "mpi4py.MPI" in sys.modules
         backend = "mpi" if launched and _has_mpi4py() else "local"

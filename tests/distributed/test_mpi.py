@@ -31,7 +31,9 @@ def _launcher() -> list[str]:
     cmd = [exe]
     if "Open MPI" in version:
         # Open MPI refuses root (containers, CI) and more ranks than cores without these.
-        cmd += ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+        # (yielding when idle: ranks waiting in a collective leave the shared cores to others)
+        cmd += ["--oversubscribe", "--mca", "mpi_yield_when_idle", "1"]
+        cmd += ["--allow-run-as-root"] if os.geteuid() == 0 else []
     return cmd
 
 

@@ -38,6 +38,8 @@ from fgrad._config import config
 from fgrad.core.graph import Graph, Var
 from fgrad.ops import elementwise as e
 from fgrad.ops import indexing as ix
+from fgrad.ops import linalg as la
+from fgrad.ops import nn as nn_ops
 from fgrad.ops import reduction as r
 from fgrad.ops import shape as s
 from fgrad.tensor import Tensor
@@ -201,9 +203,48 @@ class _Lowering:
             return None
         if op is r.sum:
             return self._sum(ins[0], out, params)
+        if op is e.sigmoid:  # the kernel's form: exp(-|x|) never overflows
+            x, one, t = self.ref(ins[0], dt), _literal(1.0, dt), f"t_{self.names[id(out)]}"
+            self.lines.append(f"{t} = np.exp(-np.abs({x}))")
+            if out.aval.shape == ():
+                return self.assign(out, f"({one} / ({one} + {t}) if {x} >= 0 else {t} / ({one} + {t}))")
+            return self.assign(out, f"np.where({x} >= 0, {one} / ({one} + {t}), {t} / ({one} + {t}))")
+        if op is nn_ops.relu:
+            return self.assign(out, f"np.maximum({self.ref(ins[0], dt)}, {_literal(0, dt)})")
+        if op is la.matmul:
+            return self._matmul(ins, out)
+        if op is ix.dynamic_slice:
+            return self._dynamic(ins[0], ins[1:], tuple(params["slice_sizes"]), out, None)
+        if op is ix.dynamic_update_slice:
+            return self._dynamic(ins[0], ins[2:], tuple(ins[1].aval.shape), out, ins[1])
         if op is s.split:
             return self._split(ins[0], outs, params)
         raise Unsupported(f"op {op.name!r}")
+
+    def _matmul(self, ins: list, out: Var) -> None:
+        a, b = ins
+        if not (isinstance(a, Var) and isinstance(b, Var)) or max(len(a.aval.shape), len(b.aval.shape)) > 2:
+            raise Unsupported("a batched matmul, or one with a constant operand")
+        if a.aval.dtype != b.aval.dtype or np.dtype(a.aval.dtype).kind != "f":
+            raise Unsupported("a matmul of mixed or non-float dtypes")
+        return self.assign(out, f"np.dot({self.names[id(a)]}, {self.names[id(b)]})")
+
+    def _dynamic(self, x: Any, starts: list, sizes: tuple, out: Var, update: Any) -> None:
+        if not isinstance(x, Var) or x.aval.shape == ():
+            raise Unsupported("a dynamic slice of a constant or 0-d value")
+        name = self.names[id(out)]
+        index = []
+        for d, (st, n, k) in enumerate(zip(starts, x.aval.shape, sizes)):
+            begin = f"s{d}_{name}"
+            value = str(int(st)) if type(st) in (int, bool) else f"int({self.ref(st, np.int64)})"
+            self.lines.append(f"{begin} = min(max({value}, 0), {n - k})")  # clamped, as the op
+            index.append(f"{begin}:{begin} + {k}")
+        src = self.names[id(x)]
+        if update is None:
+            return self.assign(out, f"np.ascontiguousarray({src}[{', '.join(index)}])")
+        self.lines.append(f"{name} = {src}.copy()")
+        self.lines.append(f"{name}[{', '.join(index)}] = {self.ref(update, out.aval.dtype)}")
+        return None
 
     def _array(self, v: Any) -> str:
         x = self.ref(v, v.aval.dtype if isinstance(v, Var) else np.float64)
@@ -241,14 +282,14 @@ class _Lowering:
         raise Unsupported("a sum over several (not all) axes")
 
     def _split(self, v: Any, outs: list, params: dict) -> None:
-        axis = int(params.get("axis", 0))
-        if axis % len(v.aval.shape) != 0:
-            raise Unsupported("split along an axis other than the first")
+        ndim = len(v.aval.shape)
+        axis = int(params.get("axis", 0)) % ndim
         x = self.ref(v, v.aval.dtype)
         start = 0
         for o in outs:
-            n = o.aval.shape[0]
-            self.lines.append(f"{self.names[id(o)]} = np.ascontiguousarray({x}[{start}:{start + n}])")
+            n = o.aval.shape[axis]
+            index = [":"] * axis + [f"{start}:{start + n}"]
+            self.lines.append(f"{self.names[id(o)]} = np.ascontiguousarray({x}[{', '.join(index)}])")
             start += n
         return None
 

@@ -88,3 +88,46 @@ def test_the_generated_module_is_kept_on_disk(compiled, tmp_path):
     modules = list((tmp_path / "numba").glob("fgrad_loop_*.py"))
     assert modules and "numba.njit(cache=True" in modules[0].read_text()
     assert cpu_compile.available()
+
+
+def _lstm(w, xs):
+    def cell(carry, x):
+        h, c = carry
+        z = fnp.concatenate([x, h], axis=1) @ w
+        i, f, g, o = fnp.split(z, 4, axis=1)
+        c = fgrad.nn.sigmoid(f) * c + fgrad.nn.sigmoid(i) * fnp.tanh(g)
+        h = fgrad.nn.sigmoid(o) * fnp.tanh(c)
+        return (h, c), fgrad.nn.relu(h)
+
+    h0 = fnp.zeros((3, 4))
+    (h, c), hs = lax.scan(cell, (h0, h0), xs)
+    return fnp.sum(hs) + fnp.sum(h * c)
+
+
+def _windows(x):  # fori_loop over dynamic slices and updates
+    def body(i, acc):
+        return fnp.dynamic_update_slice(acc, fnp.dynamic_slice(x, (i,), (2,)) * 2.0, (i,))
+
+    return lax.fori_loop(0, 5, body, fnp.zeros(6))
+
+
+def _lstm_args():
+    rng = np.random.default_rng(0)
+    return fnp.asarray(rng.standard_normal((6, 16)) * 0.3), fnp.asarray(rng.standard_normal((5, 3, 2)))
+
+
+def _compiled_as_numpy(compiled, cases):
+    for f, args in cases:
+        got, want = _both(fgrad.jit(f), *args)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
+    falls = [r.getMessage() for r in compiled.records if "runs as numpy calls" in r.getMessage()]
+    assert not falls, falls
+
+
+def test_an_lstm_scan_with_matmuls_and_a_loop_over_slices(compiled):
+    _compiled_as_numpy(compiled, [(_lstm, _lstm_args()), (_windows, (fnp.arange(6.0),))])
+
+
+@pytest.mark.slow  # its two gradient loops take about a minute to compile
+def test_the_lstm_gradient_loops(compiled):
+    _compiled_as_numpy(compiled, [(fgrad.grad(_lstm), _lstm_args())])

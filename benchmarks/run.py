@@ -13,7 +13,9 @@ between machines):
    and against forming the full Hessian;
 5. ``memory``: peak memory (tracemalloc) of ``grad`` through 200 layers of ``tanh(x W)``
    (d 512, batch 64), with and without ``fgrad.checkpoint``, against the bytes of the
-   activations reverse mode must keep.
+   activations reverse mode must keep;
+6. ``rk4``: a 200-step RK4 ``lax.scan`` (2-element state), forward and gradient, with
+   ``jit``'s scans as numpy calls and compiled by numba (``config.cpu_compile``).
 
 Peers (PyTorch eager, autograd, JAX jit) are added when they import; only fgrad and numpy
 are needed. Times are the best of several repeats (timeit-style), the variants of a
@@ -53,7 +55,7 @@ import workloads
 
 import fgrad
 
-SECTIONS = ("op", "mlp", "transformer", "hvp", "memory")
+SECTIONS = ("op", "mlp", "transformer", "hvp", "memory", "rk4")
 
 # Performance targets (ratios to the numpy floor in the same run; benchmarks/README.md).
 TARGETS = {"mlp": 1.2, "transformer": 0.8}

@@ -23,9 +23,9 @@ import numpy as np
 
 import fgrad
 import fgrad.numpy as fnp
-from fgrad import nn, optim, random
+from fgrad import lax, nn, optim, random
 
-__all__ = ["Variant", "Workload", "hvp", "memory", "mlp", "peers", "transformer"]
+__all__ = ["Variant", "Workload", "hvp", "memory", "mlp", "peers", "rk4", "transformer"]
 
 
 @dataclass
@@ -643,9 +643,132 @@ def memory(tiny: bool = False, peer_libs: dict | None = None) -> MemoryCase:
     return MemoryCase(n_layers, d, batch, variants)
 
 
+# ========================================================================== (6) rk4
+
+
+def _with_cpu_compile(on: bool, fn: Callable) -> Callable:
+    def run():
+        before = fgrad.config.cpu_compile
+        fgrad.config.cpu_compile = on
+        try:
+            return fn()
+        finally:
+            fgrad.config.cpu_compile = before
+
+    return run
+
+
+def _rk4_loss(xp: Any, scan: Callable, n: int, dt: float) -> Callable:
+    """``sum(theta_t^2) + sum(y_T)`` of an ``n``-step RK4 scan of the pendulum, written
+    once over a numpy-like namespace ``xp`` and its ``scan`` (fgrad's or JAX's)."""
+
+    def loss(y0, p):
+        def f(y):
+            return xp.stack([y[1], -p[0] * xp.sin(y[0]) - p[1] * y[1]])
+
+        def step(y, _):
+            k1 = f(y)
+            k2 = f(y + 0.5 * dt * k1)
+            k3 = f(y + 0.5 * dt * k2)
+            k4 = f(y + dt * k3)
+            y = y + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
+            return y, y[0]
+
+        y, thetas = scan(step, y0, None, length=n)
+        return xp.sum(thetas**2) + xp.sum(y)
+
+    return loss
+
+
+def rk4(tiny: bool = False, peer_libs: dict | None = None) -> Workload:
+    """A 200-step RK4 ``lax.scan`` of a damped pendulum (2-element state), forward and the
+    gradient of ``sum(theta_t^2) + sum(y_T)`` in its two parameters (float64).
+
+    The numpy floors are Python loops: the forward solve, and for the gradient the forward
+    sensitivities ``dy/dp`` carried beside the state (the Jacobians of the right-hand side
+    written by hand). fgrad's ``jit`` runs the scan as numpy calls, and with
+    ``fgrad.config.cpu_compile`` (numba installed) as one compiled loop.
+    """
+    n, dt = (20 if tiny else 200), 0.01
+    y0_np, p_np = np.array([1.0, 0.0]), np.array([9.8, 0.1])
+
+    def f_np(y, p):
+        return np.array([y[1], -p[0] * np.sin(y[0]) - p[1] * y[1]])
+
+    def jac_np(y, p):  # d f / d y and d f / d p
+        return (
+            np.array([[0.0, 1.0], [-p[0] * np.cos(y[0]), -p[1]]]),
+            np.array([[0.0, 0.0], [-np.sin(y[0]), -y[1]]]),
+        )
+
+    def np_forward():
+        y, total = y0_np, 0.0
+        for _ in range(n):
+            k1 = f_np(y, p_np)
+            k2 = f_np(y + 0.5 * dt * k1, p_np)
+            k3 = f_np(y + 0.5 * dt * k2, p_np)
+            k4 = f_np(y + dt * k3, p_np)
+            y = y + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
+            total += y[0] ** 2
+        return [np.asarray(total + y.sum())]
+
+    def np_grad():
+        y, sens, g = y0_np, np.zeros((2, 2)), np.zeros(2)
+        for _ in range(n):
+            ys, ss, ks, kss = [y], [sens], [], []
+            for c in (0.5, 0.5, 1.0, None):
+                jy, jp = jac_np(ys[-1], p_np)
+                ks.append(f_np(ys[-1], p_np))
+                kss.append(jy @ ss[-1] + jp)
+                if c is not None:
+                    ys.append(y + c * dt * ks[-1])
+                    ss.append(sens + c * dt * kss[-1])
+            y = y + dt / 6.0 * (ks[0] + 2 * ks[1] + 2 * ks[2] + ks[3])
+            sens = sens + dt / 6.0 * (kss[0] + 2 * kss[1] + 2 * kss[2] + kss[3])
+            g += 2.0 * y[0] * sens[0]
+        return [g + sens.sum(axis=0)]
+
+    loss = _rk4_loss(fnp, lax.scan, n, dt)
+
+    y0, p = fnp.asarray(y0_np), fnp.asarray(p_np)
+    fwd = fgrad.jit(loss)
+    grad = fgrad.jit(fgrad.grad(loss, argnums=1))
+    variants = [
+        Variant("forward: numpy", np_forward, note="a Python loop"),
+        Variant("forward: fgrad jit", _with_cpu_compile(False, lambda: [_to_numpy(fwd(y0, p))])),
+    ]
+    grads = [
+        Variant("grad: numpy", np_grad, note="forward sensitivities by hand"),
+        Variant("grad: fgrad jit", _with_cpu_compile(False, lambda: [_to_numpy(grad(y0, p))])),
+    ]
+    from fgrad.transforms import cpu_compile
+
+    if cpu_compile.available() and not tiny:
+        fwd_c, grad_c = fgrad.jit(loss), fgrad.jit(fgrad.grad(loss, argnums=1))
+        variants.append(Variant("forward: fgrad jit + numba", _with_cpu_compile(True, lambda: [_to_numpy(fwd_c(y0, p))]), note="cpu_compile"))
+        grads.append(Variant("grad: fgrad jit + numba", _with_cpu_compile(True, lambda: [_to_numpy(grad_c(y0, p))]), note="cpu_compile"))
+    jax = (peer_libs or {}).get("jax")
+    if jax is not None:
+        jnp = importlib.import_module("jax.numpy")
+        jax_lax = importlib.import_module("jax.lax")
+
+        jloss = _rk4_loss(jnp, jax_lax.scan, n, dt)
+        jf, jg = jax.jit(jloss), jax.jit(jax.grad(jloss, argnums=1))
+        jy0, jp = jnp.asarray(y0_np), jnp.asarray(p_np)
+        variants.append(Variant("forward: jax jit", lambda: [np.asarray(jf(jy0, jp).block_until_ready())]))
+        grads.append(Variant("grad: jax jit", lambda: [np.asarray(jg(jy0, jp).block_until_ready())]))
+    return Workload(
+        "rk4",
+        f"RK4 lax.scan, {n} steps of a 2-element pendulum state, float64 (groups: forward, grad)",
+        variants + grads,
+        rtol=1e-9,
+    )
+
+
 WORKLOADS: dict[str, Callable] = {
     "mlp": mlp,
     "transformer": transformer,
     "hvp": hvp,
     "memory": memory,
+    "rk4": rk4,
 }

@@ -38,7 +38,7 @@ __version__ = "0.1.0"
 # Loaded on first use (``fgrad.nn.Linear`` or ``from fgrad import nn``), so that
 # ``import fgrad`` costs little more than numpy: the layers alone take longer to import
 # than the whole core.
-_LAZY = frozenset({"io", "nn", "optim", "random", "scipy", "test_util"})
+_LAZY = frozenset({"distributed", "io", "nn", "optim", "random", "scipy", "test_util"})
 
 
 def __getattr__(name: str):

@@ -31,6 +31,9 @@ class Config:
             a function again: what differs from the closest signature it has compiled
             (an array's shape or dtype, a static argument, a Python scalar's value, the
             argument structure), as JAX's ``jax_explain_cache_misses``.
+        cpu_compile: let ``jit`` compile on the CPU where numba is installed (the
+            ``cpu-compile`` extra): a ``scan`` whose body lowers runs as one native loop
+            (``fgrad/transforms/cpu_compile.py``); on by default, a no-op without numba.
 
     Example:
         >>> fgrad.config.debug_nans = True
@@ -43,7 +46,11 @@ class Config:
 
     def __init__(self) -> None:
         self.__dict__.update(
-            debug_nans=False, check_rules=False, log_compiles=False, explain_cache_misses=False
+            debug_nans=False,
+            check_rules=False,
+            log_compiles=False,
+            explain_cache_misses=False,
+            cpu_compile=True,
         )
 
     def __setattr__(self, name: str, value: bool) -> None:

@@ -58,7 +58,9 @@ import fgrad.nn as nn
 import fgrad.numpy as fnp
 import fgrad.random as frandom
 import fgrad.tree as ftree
+from fgrad.scipy import linalg as fscipy_linalg
 from fgrad.scipy import special as fscipy_special
+from fgrad.scipy import stats as fscipy_stats
 
 # --------------------------------------------------------------------------- bad values
 
@@ -180,6 +182,20 @@ def _fresh_dataclass():
 
 
 # name -> () -> (args, kwargs). Names are "module:function" with the module's short name.
+_AXIS: list = []
+
+
+def _axis_bound(call: tuple) -> tuple:
+    """``call``, with the axis name "sweep_axis" bound (once, for this thread) to a
+    one-process spmd axis: the named collectives need their axis bound."""
+    if not _AXIS:
+        from fgrad.distributed import LocalGroup
+        from fgrad.transforms.batching import AxisFrame, named_axis
+
+        _AXIS.append(named_axis(AxisFrame("sweep_axis", 1, group=LocalGroup())).__enter__())
+    return call
+
+
 BASE: dict[str, Callable[[], tuple[tuple, dict]]] = {
     # fgrad.numpy
     "numpy:all": lambda: ((X() > 0.2,), {"axis": 0}),
@@ -326,6 +342,36 @@ BASE: dict[str, Callable[[], tuple[tuple, dict]]] = {
     "special:logsumexp": lambda: ((X(),), {"axis": 0, "b": X(), "keepdims": False, "return_sign": False}),
     "special:softmax": lambda: ((X(),), {"axis": 0}),
     "special:log_softmax": lambda: ((X(),), {"axis": 0}),
+    # fgrad.scipy.linalg
+    "scipy_linalg:solve_triangular": lambda: ((M(), V()[:2]), {"lower": True}),
+    "scipy_linalg:cho_factor": lambda: ((M(),), {"lower": True}),
+    "scipy_linalg:cho_solve": lambda: (((fnp.linalg.cholesky(M()), True), V()[:2]), {}),
+    "scipy_linalg:expm": lambda: ((M(),), {}),
+    "scipy_linalg:sqrtm": lambda: ((M(),), {}),
+    "scipy_linalg:block_diag": lambda: ((M(), V()), {}),
+    # fgrad.scipy.stats: one module per distribution, each function with its parameters
+    **{f"stats_{dist}:{fn}": (lambda params=params: ((V(),) + params, {}))
+       for dist, fns, params in (
+           ("norm", ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf"), (0.1, 1.5)),
+           ("t", ("logpdf", "pdf"), (3.0, 0.1, 1.5)),
+           ("gamma", ("logpdf", "pdf", "cdf", "sf"), (2.0, 0.0, 1.5)),
+           ("beta", ("logpdf", "pdf"), (2.0, 3.0, 0.0, 1.0)),
+           ("expon", ("logpdf", "pdf", "cdf", "sf", "ppf"), (0.0, 1.5)),
+           ("laplace", ("logpdf", "pdf", "cdf", "ppf"), (0.1, 1.5)),
+           ("logistic", ("logpdf", "pdf", "cdf", "sf", "ppf"), (0.1, 1.5)),
+           ("cauchy", ("logpdf", "pdf", "cdf", "ppf"), (0.1, 1.5)),
+           ("uniform", ("logpdf", "pdf", "cdf", "ppf"), (0.0, 1.0)),
+           ("poisson", ("logpmf", "pmf", "cdf"), (2.0, 0)),
+           ("bernoulli", ("logpmf", "pmf", "cdf"), (0.3, 0)),
+           ("binom", ("logpmf", "pmf"), (5, 0.3, 0)),
+       )
+       for fn in fns},
+    "stats_dirichlet:logpdf": lambda: ((V() / fnp.sum(V()), V() + 1.0), {}),
+    "stats_dirichlet:pdf": lambda: ((V() / fnp.sum(V()), V() + 1.0), {}),
+    "stats_multivariate_normal:logpdf": lambda: ((V()[:2], V()[1:], M()), {}),
+    "stats_multivariate_normal:pdf": lambda: ((V()[:2], V()[1:], M()), {}),
+    "stats_categorical:logpmf": lambda: ((I(), V() / fnp.sum(V())), {}),
+    "stats_categorical:pmf": lambda: ((I(), V() / fnp.sum(V())), {}),
     "linalg:cholesky": lambda: ((M(),), {}),
     "linalg:det": lambda: ((M(),), {}),
     "linalg:diagonal": lambda: ((X(),), {"offset": 1}),
@@ -419,6 +465,12 @@ BASE: dict[str, Callable[[], tuple[tuple, dict]]] = {
     "random:truncated_normal": lambda: ((KEY(), -1.0, 1.0, (2,)), {}),
     # fgrad.lax
     "lax:cond": lambda: ((True, lambda x: x, lambda x: -x, V()), {}),
+    "lax:psum": lambda: _axis_bound(((V(), "sweep_axis"), {})),
+    "lax:pmean": lambda: _axis_bound(((V(), "sweep_axis"), {})),
+    "lax:pmax": lambda: _axis_bound(((V(), "sweep_axis"), {})),
+    "lax:pmin": lambda: _axis_bound(((V(), "sweep_axis"), {})),
+    "lax:all_gather": lambda: _axis_bound(((V(), "sweep_axis"), {"axis": 0, "tiled": False})),
+    "lax:axis_index": lambda: _axis_bound((("sweep_axis",), {})),
     "lax:fori_loop": lambda: ((0, 3, lambda i, c: c + 1.0, V()), {}),
     "lax:scan": lambda: ((lambda c, x: (c + x, c), 0.0, V()), {}),
     "lax:switch": lambda: ((1, [lambda x: x, lambda x: -x], V()), {}),
@@ -626,6 +678,8 @@ MODULES = [
     ("linalg", fnp.linalg),
     ("fft", fnp.fft),
     ("special", fscipy_special),
+    ("scipy_linalg", fscipy_linalg),
+    *((f"stats_{d}", getattr(fscipy_stats, d)) for d in fscipy_stats.__all__),
     ("nn", nn),
     ("initializers", nn.initializers),
     ("random", frandom),

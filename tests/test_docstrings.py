@@ -6,9 +6,11 @@ import pytest
 
 import fgrad
 import fgrad.numpy as fnp
-from fgrad import io, nn, optim, random, test_util, tree
+from fgrad import distributed, io, nn, optim, random, test_util, tree
 from fgrad.numpy import linalg
+from fgrad.scipy import linalg as scipy_linalg
 from fgrad.scipy import special as scipy_special
+from fgrad.scipy import stats as scipy_stats
 
 MODULES = {
     "fgrad": fgrad,
@@ -16,7 +18,10 @@ MODULES = {
     "fgrad.numpy.linalg": linalg,
     "fgrad.numpy.fft": fnp.fft,
     "fgrad.scipy.special": scipy_special,
+    "fgrad.scipy.linalg": scipy_linalg,
+    **{f"fgrad.scipy.stats.{d}": getattr(scipy_stats, d) for d in scipy_stats.__all__},
     "fgrad.nn": nn,
+    "fgrad.distributed": distributed,
     "fgrad.optim": optim,
     "fgrad.random": random,
     "fgrad.io": io,

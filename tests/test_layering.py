@@ -29,6 +29,7 @@ RANKS = {
     "fgrad._io_tree": 10,
     "fgrad._io_files": 10,
     "fgrad.llm": 10,
+    "fgrad.distributed": 10,
     "fgrad.test_util": 11,
 }
 

@@ -89,6 +89,7 @@ class Op:
         "batch",
         "reverse_forward",
         "promotes",
+        "numpy_names",
         "_kernels",
         "_fast",
     )
@@ -110,6 +111,8 @@ class Op:
         # The positions of the inputs that numpy's promotion types together (a weakly
         # typed one takes the others' dtype; see ShapeDtype.weak); set by fgrad.ops.traits.
         self.promotes: tuple[int, ...] = ()
+        # The names under which fgrad.numpy exports the op itself (set by defop's numpy=).
+        self.numpy_names: tuple[str, ...] = ()
         self._kernels: dict[type, Callable] = {}  # type(array) -> kernel bound to its xp
         self._fast: dict[str, Callable] = {}  # fast Tensor-method entry points (_specialise)
 
@@ -530,6 +533,7 @@ def defop(
     vjp_reads: tuple[str, ...] = ("inputs", "out"),
     batch: Callable | None = None,
     reverse_forward: Callable | None = None,
+    numpy: bool | tuple[str, ...] = (),
 ) -> Op:
     """Declare an op and add it to :data:`REGISTRY`.
 
@@ -567,6 +571,9 @@ def defop(
             values only the VJP rule reads (it sees ``(*outputs, *extra)`` as ``out``).
             ``custom_vjp_call`` runs the user's ``fwd`` this way, so the residuals are
             computed once, as JAX does.
+        numpy: the names under which ``fgrad.numpy`` exports the op as it is (``True``:
+            its own name); for ops users call directly, whose docstring is then the user
+            documentation. Empty for ops that ``fgrad.numpy`` wraps or does not show.
 
     Raises:
         ValueError: ``name`` is already registered, or a differentiable op lacks rules.
@@ -580,6 +587,7 @@ def defop(
     op.vjp_reads = frozenset(vjp_reads)
     op.batch = batch
     op.reverse_forward = reverse_forward
+    op.numpy_names = (name,) if numpy is True else tuple(numpy or ())
     _specialise(op)
     REGISTRY[name] = op
     return op

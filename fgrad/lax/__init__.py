@@ -41,13 +41,26 @@ from fgrad.errors import ConcretizationError as _ConcretizationError
 from fgrad.errors import DTypeError as _DTypeError
 from fgrad.errors import ShapeError as _ShapeError
 from fgrad.lax import _ops as _control
+from fgrad.lax._collectives import all_gather, axis_index, pmax, pmean, pmin, psum
 from fgrad.tensor import ShapeDtype as _ShapeDtype
 from fgrad.tensor import Tensor as _Tensor
 from fgrad.tensor import as_tensor as _as_named_tensor
 from fgrad.tensor import asarray as _asarray
 from fgrad.transforms import subgraph as _sub
 
-__all__ = ["cond", "fori_loop", "scan", "switch", "while_loop"]
+__all__ = [
+    "all_gather",
+    "axis_index",
+    "cond",
+    "fori_loop",
+    "pmax",
+    "pmean",
+    "pmin",
+    "psum",
+    "scan",
+    "switch",
+    "while_loop",
+]
 
 _NUMBERS = (bool, int, float, complex)  # Python numbers: weakly typed, as in JAX
 

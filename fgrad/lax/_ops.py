@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from fgrad._config import config
 from fgrad.core.op import REGISTRY, Check, defop
 from fgrad.errors import ShapeError
 from fgrad.ops._batch import batch_size, with_batch
@@ -51,6 +52,7 @@ from fgrad.ops.elementwise import (
     where,
 )
 from fgrad.tensor import ShapeDtype
+from fgrad.transforms.cpu_compile import compile_scan
 from fgrad.transforms.subgraph import (
     _example_graph,
     SubGraph,
@@ -458,6 +460,13 @@ while_loop = defop(
 
 def _scan_kernel(xp, *args, body, n_consts, n_carry, length, reverse):
     _check_arrays("scan", args)
+    if xp is np and length and config.cpu_compile and not config.debug_nans:
+        compiled = compile_scan(body, n_consts, n_carry, length, reverse)
+        outs = compiled(list(args)) if compiled is not None else None
+        if outs is not None:
+            return outs
+        if compiled is not None:  # numba could not type it: numpy from now on
+            body.derived[("numba", n_consts, n_carry, length, bool(reverse))] = False
     consts, carry, xs = _split(args, n_consts, n_carry)
     n_ys = len(body.out_avals) - n_carry
     ys: list = [None] * length

@@ -10,6 +10,9 @@ Modules:
     dequantized or kept quantized). ``quants``: dequantization of ggml's tensor types.
     ``quantized``: :class:`~fgrad.llm.quantized.QuantizedWeight` and ``linear`` (the
     ``quantized_matmul`` op). ``hf``: :func:`fgrad.llm.hf.read` reads a Hugging Face folder.
+    ``bert``: BERT encoders and sentence embeddings (:func:`fgrad.llm.load_encoder`).
+    ``lora``: LoRA and QLoRA adapters as a pytree transform, PEFT's adapter files.
+    ``int8``: int8 weights (per channel or group) and SmoothQuant W8A8.
 
 Example:
     >>> import fgrad.llm
@@ -42,9 +45,18 @@ _LAZY = {
     "KVCache": "fgrad.llm.cache:KVCache",
     "Model": "fgrad.llm.model:Model",
     "Transformer": "fgrad.llm.model:Transformer",
+    "load_encoder": "fgrad.llm.bert:load_encoder",
+    "SentenceEncoder": "fgrad.llm.bert:SentenceEncoder",
+    "BertConfig": "fgrad.llm.bert:BertConfig",
+    "BertEncoder": "fgrad.llm.bert:BertEncoder",
+    "BertModel": "fgrad.llm.bert:BertModel",
+    "mean_pool": "fgrad.llm.bert:mean_pool",
+    "LoraAdapters": "fgrad.llm.lora:LoraAdapters",
+    "LoraWeight": "fgrad.llm.lora:LoraWeight",
+    "Int8Weight": "fgrad.llm.int8:Int8Weight",
 }
 
-_SUBMODULES = ("gguf", "hf", "quants", "quantized")
+_SUBMODULES = ("bert", "gguf", "hf", "int8", "lora", "quants", "quantized")
 
 __all__ = sorted(_LAZY)
 

@@ -71,6 +71,9 @@ def _embed(table: Any, tokens: Any) -> Tensor:
     """Rows of the embedding table; a quantized table dequantizes only the rows taken."""
     from fgrad.llm.quantized import QuantizedWeight, quantized_matmul
 
+    take = getattr(type(table), "__fgrad_take__", None)
+    if take is not None:  # another compressed table (fgrad.llm.int8.Int8Weight) looks up its rows
+        return take(table, tokens)
     if not isinstance(table, QuantizedWeight):
         return fnp.take(table, tokens, axis=0)
     # The rows' packed blocks, dequantized by a product with the identity: I @ W_rows.T is

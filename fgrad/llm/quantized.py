@@ -165,24 +165,50 @@ def _check(x_shape, x_dtype, b_shape, b_dtype, qtype, shape, transpose) -> tuple
     return (*x_shape[:-1], n)
 
 
+def chunked_matmul(xp, x, rows_of, shape, *, transpose=False, step=None, dtype=None):
+    """``x @ W.T`` (or ``x @ W``) for a weight produced a chunk of rows at a time.
+
+    The shared loop of the kernels that keep weights compressed (``quantized_matmul``
+    here, the int8 products of :mod:`fgrad.llm.int8`): ``rows_of(r0, r1)`` returns rows
+    ``r0:r1`` of the ``(out, in)`` weight ``W`` as an array (dequantized, or widened for an
+    exact integer product), and only one chunk exists at a time.
+
+    Args:
+        xp: the array namespace.
+        x: ``(..., in)`` array (``(..., out)`` with ``transpose``).
+        rows_of: ``(r0, r1) -> (r1 - r0, in)`` array of ``x``'s kind.
+        shape: ``(out, in)``.
+        transpose: compute ``x @ W`` instead.
+        step: rows per chunk (default: about 2 MB of float32).
+        dtype: of the result (default ``x``'s).
+
+    Returns:
+        ``(..., out)`` array (``(..., in)`` with ``transpose``).
+    """
+    out_f, in_f = shape
+    dtype = x.dtype if dtype is None else dtype
+    lead = x.shape[:-1]
+    x2 = x.reshape(-1, x.shape[-1])
+    step = _chunk_rows(in_f) if step is None else step
+    if not transpose:  # y[:, rows] = x @ W[rows].T
+        y = xp.empty((x2.shape[0], out_f), dtype=dtype)
+        for r in range(0, out_f, step):
+            y[:, r : r + step] = x2 @ rows_of(r, min(r + step, out_f)).T
+    else:  # y = sum over row chunks of x[:, rows] @ W[rows]
+        y = xp.zeros((x2.shape[0], in_f), dtype=dtype)
+        for r in range(0, out_f, step):
+            y += x2[:, r : r + step] @ rows_of(r, min(r + step, out_f))
+    return y.reshape(*lead, y.shape[-1])
+
+
 def _qmm_kernel(xp, x, blocks, *, qtype, shape, transpose=False):
     _check(x.shape, x.dtype, blocks.shape, blocks.dtype, qtype, shape, transpose)
     t = quants.QUANT_TYPES[qtype]
-    out_f, in_f = shape
-    lead = x.shape[:-1]
-    x2 = x.reshape(-1, x.shape[-1])
-    step = _chunk_rows(in_f)
-    if not transpose:  # y[:, rows] = x @ W[rows].T
-        y = xp.empty((x2.shape[0], out_f), dtype=x.dtype)
-        for r in range(0, out_f, step):
-            w = _dequantize_chunk(xp, blocks[r : r + step], t).astype(x.dtype, copy=False)
-            y[:, r : r + step] = x2 @ w.T
-    else:  # y = sum over row chunks of x[:, rows] @ W[rows]
-        y = xp.zeros((x2.shape[0], in_f), dtype=x.dtype)
-        for r in range(0, out_f, step):
-            w = _dequantize_chunk(xp, blocks[r : r + step], t).astype(x.dtype, copy=False)
-            y += x2[:, r : r + step] @ w
-    return y.reshape(*lead, y.shape[-1])
+
+    def rows_of(r0, r1):
+        return _dequantize_chunk(xp, blocks[r0:r1], t).astype(x.dtype, copy=False)
+
+    return chunked_matmul(xp, x, rows_of, shape, transpose=transpose)
 
 
 def _qmm_aval(x, blocks, *, qtype, shape, transpose=False):
@@ -277,11 +303,15 @@ def linear(x: Any, w: Any) -> Any:
 
     Dense ``w``: an ordinary fgrad matmul, differentiable in both. A
     :class:`QuantizedWeight`: the ``quantized_matmul`` op (dequantizing a chunk of rows at
-    a time), differentiable in ``x`` only.
+    a time), differentiable in ``x`` only. Any other weight type that defines
+    ``__fgrad_linear__(self, x)`` computes its own product (the LoRA-wrapped weights of
+    :mod:`fgrad.llm.lora` and the int8 weights of :mod:`fgrad.llm.int8`), so the model's
+    parameter pytree can hold them wherever it holds a weight.
 
     Args:
         x: ``(..., in)`` real floating Tensor or array.
-        w: ``(out, in)`` Tensor or array, or a :class:`QuantizedWeight` of that shape.
+        w: ``(out, in)`` Tensor or array, a :class:`QuantizedWeight` of that shape, or an
+            object with a ``__fgrad_linear__`` method.
 
     Returns:
         ``(..., out)`` Tensor.
@@ -301,6 +331,9 @@ def linear(x: Any, w: Any) -> Any:
         if len(w.shape) != 2:
             raise ShapeError(f"linear: a quantized weight must be 2-D (out, in), got shape {w.shape}")
         return quantized_matmul(x, w.blocks, qtype=w.qtype, shape=w.shape, transpose=False)
+    own = getattr(type(w), "__fgrad_linear__", None)
+    if own is not None:
+        return own(w, x)
     w_shape = tuple(getattr(w, "shape", np.shape(w)))
     x_shape = tuple(getattr(x, "shape", np.shape(x)))
     if len(w_shape) != 2 or not x_shape or x_shape[-1] != w_shape[1]:

@@ -85,6 +85,9 @@ class Tokenizer:
         stop_tokens: frozenset of ids that end generation.
         chat_template: the jinja2 chat template text or None.
         vocab_size: number of ids.
+        post_processor: the ``tokenizer.json``'s post-processor (``tokenizers``' object:
+            BERT's ``[CLS] $A [SEP]`` template) or None; applied only when
+            :meth:`encode` is asked for ``add_special_tokens``.
     """
 
     def __init__(
@@ -96,8 +99,10 @@ class Tokenizer:
         add_bos: bool = False,
         stop_tokens: Iterable[int] = (),
         chat_template: str | None = None,
+        post_processor: Any = None,
     ):
         self.backend = backend
+        self.post_processor = post_processor
         self.bos_id = bos_id
         self.eos_id = eos_id
         self.add_bos = bool(add_bos and bos_id is not None)
@@ -194,25 +199,62 @@ class Tokenizer:
         stops = {vocab[t] for t in _END_OF_TURN if t in vocab and t in specials}
         add_bos = bool(config.get("add_bos_token", _post_adds(backend, bos)))
         backend.no_padding()
-        # generation adds BOS itself (once): the post-processor's template would add a second
+        backend.no_truncation()
+        # generation adds BOS itself (once): the post-processor's template would add a
+        # second; it is kept aside for encoders (BERT's [CLS] ... [SEP]), see encode
+        post_processor = backend.post_processor
         backend.post_processor = None
         return cls(backend, bos_id=bos, eos_id=eos, add_bos=add_bos, stop_tokens=stops,
-                   chat_template=config.get("chat_template"))
+                   chat_template=config.get("chat_template"), post_processor=post_processor)
 
     # ------------------------------------------------------------------ use
 
-    def encode(self, text: str, *, add_bos: bool | None = None) -> list[int]:
+    def encode(
+        self,
+        text: str,
+        *,
+        add_bos: bool | None = None,
+        add_special_tokens: bool = False,
+        max_length: int | None = None,
+    ) -> list[int]:
         """Token ids of ``text``; BOS first if ``add_bos`` (default: as the model says).
 
         Special tokens written in the text (``<|im_start|>``) become their ids.
 
+        Args:
+            text: the text.
+            add_bos: put ``bos_id`` first (never twice); None: :attr:`add_bos`.
+            add_special_tokens: wrap the ids in the ``tokenizer.json`` post-processor's
+                special tokens instead (BERT's ``[CLS] ... [SEP]``, what transformers'
+                ``add_special_tokens=True`` does); ``add_bos`` is then ignored. A tokenizer
+                without a post-processor (a GGUF vocabulary) falls back to the BOS rule.
+            max_length: keep at most this many ids, special tokens included: the text's
+                ids are cut at the end before the special tokens are added (transformers'
+                ``truncation=True, max_length=...`` for one text).
+
         Raises:
             TypeError: ``text`` is not a str.
+            ValueError: ``max_length`` leaves no room for the text's ids.
         """
         if not isinstance(text, str):
             raise TypeError(f"Tokenizer.encode: text must be a str, got {type(text).__name__}")
-        ids = self.backend.encode(text, add_special_tokens=False).ids
-        add = self.add_bos if add_bos is None else add_bos
+        encoding = self.backend.encode(text, add_special_tokens=False)
+        post = self.post_processor if add_special_tokens else None
+        add = (self.add_bos if add_bos is None else add_bos) and post is None
+        if max_length is not None:
+            n_special = post.num_special_tokens_to_add(False) if post is not None else int(
+                bool(add and self.bos_id is not None)
+            )
+            room = int(max_length) - n_special
+            if room < 1:
+                raise ValueError(
+                    f"Tokenizer.encode: max_length={max_length} leaves no room for the text "
+                    f"beside the {n_special} special tokens"
+                )
+            encoding.truncate(room)
+        if post is not None:
+            return list(post.process(encoding).ids)
+        ids = encoding.ids
         if add and self.bos_id is not None and (not ids or ids[0] != self.bos_id):
             ids = [self.bos_id, *ids]  # never a second BOS (a template may have written one)
         return ids

@@ -57,5 +57,48 @@ def binary_doc(summary: str, example: str, *, extra: str = "") -> str:
     """
 
 
+def nondiff_doc(
+    summary: str, example: str, *, returns: str, nargs: int = 1, extra: str = ""
+) -> str:
+    """Docstring of a piecewise-constant or boolean elementwise op (no derivative)."""
+    if nargs == 1:
+        arg_text = "x: Tensor, array or Python scalar of any shape."
+    else:
+        arg_text = (
+            "x: Tensor, array or Python scalar.\n"
+            "        y: Tensor, array or Python scalar; shape broadcastable with ``x``."
+        )
+    broadcasting = " with numpy broadcasting" if nargs > 1 else ""
+    return f"""{summary}
+
+    Elementwise{broadcasting}. It carries no derivative: the result is not traced, so
+    gradients through it are zero.{(" " + extra) if extra else ""}
+
+    Args:
+        {arg_text}
+
+    Returns:
+        {returns}
+
+    Raises:
+        ShapeError: the shapes do not broadcast.
+        DTypeError: a dtype the op does not accept.
+
+    Example:
+{_indent(example)}
+    """
+
+
+def contract(summary: str, example: str, *, user: str = "") -> str:
+    """The short developer docstring of an op that users reach through a wrapper
+    (``user``: the function they call, which carries the user documentation)."""
+    see = f"\n\n    Users call ``{user}``, whose docstring documents it." if user else ""
+    return f"""{summary}{see}
+
+    Example:
+{_indent(example)}
+    """
+
+
 def _indent(example: str) -> str:
     return "\n".join("        " + line for line in example.strip("\n").splitlines())

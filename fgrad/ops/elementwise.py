@@ -1,5 +1,9 @@
 """Elementwise ops: arithmetic, transcendental functions, comparisons, logic, casts.
 
+Each op is one family declaration (``fgrad/ops/_families.py``): its kernel, its derivative
+(one per input; the same function serves as JVP and VJP) and its docstring, which is the
+user documentation where ``numpy=`` exports the op itself from ``fgrad.numpy``.
+
 Each VJP rule is the transpose of the op's linearisation (no conjugation), which is JAX's
 convention for complex numbers; for real inputs it is the ordinary chain rule. Rules that
 must not produce NaN where the maths has a finite answer (``abs`` at 0, ``power`` at
@@ -17,15 +21,19 @@ import math
 import numpy as np
 
 from fgrad import dtypes
-from fgrad.core.op import LINEAR, Check, Op, defop
+from fgrad.core.op import Check, defop
 from fgrad.errors import DTypeError
 from fgrad.ops._batch import elementwise_batch
-from fgrad.ops._doc import binary_doc, unary_doc
-from fgrad.ops._families import binary_op, unary_op
+from fgrad.ops._doc import binary_doc, contract, nondiff_doc, unary_doc
+from fgrad.ops._kernels import erf_kernel as _erf_kernel
+from fgrad.ops._kernels import erfc_kernel as _erfc_kernel
+from fgrad.ops._kernels import is_complex as _is_complex
+from fgrad.ops._kernels import sigmoid_kernel as _sigmoid_kernel
+from fgrad.ops._families import BINARY_SHAPES, binary_op, linear_op, nondiff_op, unary_op
 from fgrad.ops._rules import binary, broadcast_shapes, floating, same, shape_of, to_bool, unary
 from fgrad.tensor import ShapeDtype
 
-_BINARY_SHAPES = (((), ()), ((3,), (3,)), ((2, 3), (3,)), ((2, 1), (1, 3)))
+_BINARY_SHAPES = BINARY_SHAPES
 
 
 def _xp_fn(xp, name: str, legacy: str):
@@ -48,26 +56,6 @@ def _real_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.real(np.zeros((), dtype)).dtype)
 
 
-def _is_integral(xp, x) -> bool:
-    isdtype = getattr(xp, "isdtype", None)
-    if isdtype is not None:
-        return bool(isdtype(x.dtype, ("integral", "bool")))
-    return x.dtype.kind in "biu"
-
-
-def _is_complex(xp, x) -> bool:
-    if isinstance(x, (bool, int, float)):
-        return False
-    if isinstance(x, complex):
-        return True
-    isdtype = getattr(xp, "isdtype", None)
-    if isdtype is not None:
-        return bool(isdtype(x.dtype, "complex floating"))
-    return x.dtype.kind == "c"
-
-
-
-
 def _bool_as_int8(dtype: np.dtype) -> np.dtype:
     # numpy computes these on bools as int8 (np.conj(True), True // True)
     return np.dtype(np.int8) if dtype == np.bool_ else dtype
@@ -77,76 +65,53 @@ def _float64_unless_inexact(dtype: np.dtype) -> np.dtype:
     # true division of ints and bools is float64 in numpy; erf/erfc kernels do the same
     return dtype if np.dtype(dtype).kind in "fc" else np.dtype(np.float64)
 
+
+def _safe_over(x, out):
+    """``x / out``, and 0 where ``out == 0`` (the zero subgradient of a norm at 0)."""
+    return divide(x, where(equal(out, 0), 1, out))
+
+
 # ---------------------------------------------------------------- arithmetic
 
-neg = defop(
-    "negative",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: xp.negative(x),
-    aval=unary(same),
-    jvp=LINEAR,
-    vjp=(lambda ct, out, x: negative(ct),),
-    check=Check(),
+neg = negative = linear_op(
+    "negative", "negative", lambda ct, out, x: negative(ct), numpy=True,
     doc=unary_doc(
         "Numerical negative, ``-x``.",
         ">>> fnp.negative(fnp.array([1.0, -2.0]))\nTensor([-1.,  2.], dtype=float64)",
         keeps_dtype=True,
     ),
-    vjp_reads=(),
 )
-negative = neg
 
 add = binary_op(
-    "add",
-    lambda xp, x, y: xp.add(x, y),
-    (lambda t, out, x, y: t, lambda t, out, x, y: t),
-    aval=binary("add"),
-    check=Check(shapes=_BINARY_SHAPES),
+    "add", "add", (lambda t, out, x, y: t, lambda t, out, x, y: t), vjp_reads=(), numpy=True,
     doc=binary_doc(
         "Sum ``x + y``.", ">>> fnp.add(fnp.array([1.0, 2.0]), 3.0)\nTensor([4., 5.], dtype=float64)"
     ),
-    vjp_reads=(),
 )
 
 subtract = binary_op(
-    "subtract",
-    lambda xp, x, y: xp.subtract(x, y),
-    (lambda t, out, x, y: t, lambda t, out, x, y: negative(t)),
-    aval=binary("subtract"),
-    check=Check(shapes=(((), ()), ((2, 3), (3,)), ((2, 1), (1, 3)))),
+    "subtract", "subtract", (lambda t, out, x, y: t, lambda t, out, x, y: negative(t)),
+    check=Check(shapes=(((), ()), ((2, 3), (3,)), ((2, 1), (1, 3)))), vjp_reads=(), numpy=True,
     doc=binary_doc(
         "Difference ``x - y``.",
         ">>> fnp.subtract(fnp.array([1.0, 2.0]), 3.0)\nTensor([-2., -1.], dtype=float64)",
     ),
-    vjp_reads=(),
 )
 
 multiply = binary_op(
-    "multiply",
-    lambda xp, x, y: xp.multiply(x, y),
+    "multiply", "multiply",
     (lambda t, out, x, y: multiply(t, y), lambda t, out, x, y: multiply(x, t)),
-    aval=binary("multiply"),
-    check=Check(shapes=_BINARY_SHAPES),
+    vjp_reads=("inputs",), numpy=True,
     doc=binary_doc(
         "Product ``x * y``.",
         ">>> fnp.multiply(fnp.array([1.0, 2.0]), 3.0)\nTensor([3., 6.], dtype=float64)",
     ),
-    vjp_reads=("inputs",),
 )
 
-divide = defop(
-    "divide",
-    batch=elementwise_batch,
-    kernel=lambda xp, x, y: xp.divide(x, y),
-    aval=binary("divide", _float64_unless_inexact),  # numpy: ints and bools divide in float64,
-    jvp=(
-        lambda t, out, x, y: divide(t, y),
-        lambda t, out, x, y: negative(multiply(t, divide(out, y))),
-    ),
-    vjp=(
-        lambda ct, out, x, y: divide(ct, y),
-        lambda ct, out, x, y: negative(multiply(ct, divide(out, y))),
-    ),
+divide = binary_op(
+    "divide", "divide",
+    (lambda t, out, x, y: divide(t, y), lambda t, out, x, y: negative(multiply(t, divide(out, y)))),
+    aval=binary("divide", _float64_unless_inexact),  # numpy: ints and bools divide in float64
     check=Check(
         shapes=(((), ()), ((2, 3), (3,)), ((2, 1), (1, 3))),
         make_args=lambda rng, shapes: [
@@ -154,6 +119,7 @@ divide = defop(
             rng.uniform(0.5, 2, shapes[1]) * rng.choice([-1, 1], shapes[1]),
         ],
     ),
+    numpy=("divide", "true_divide"),
     doc=binary_doc(
         "True division ``x / y``; integer inputs give float64.",
         ">>> fnp.divide(fnp.array([1.0, 2.0]), 4.0)\nTensor([0.25, 0.5 ], dtype=float64)",
@@ -196,13 +162,9 @@ def _power_dy(t, out, x, y):
     return multiply(t, multiply(log(safe_x), out))
 
 
-power = defop(
-    "power",
-    batch=elementwise_batch,
-    kernel=lambda xp, x, y: _xp_fn(xp, "pow", "power")(x, y),
+power = binary_op(
+    "power", lambda xp, x, y: _xp_fn(xp, "pow", "power")(x, y), (_power_dx, _power_dy),
     aval=_power_aval,
-    jvp=(_power_dx, _power_dy),
-    vjp=(_power_dx, _power_dy),
     check=Check(
         shapes=_BINARY_SHAPES,
         make_args=lambda rng, shapes: [
@@ -210,6 +172,7 @@ power = defop(
             rng.uniform(-2.0, 2.0, shapes[1]),
         ],
     ),
+    numpy=("power", "pow"),
     doc=binary_doc(
         "``x`` raised to the power ``y``, ``x ** y``.",
         ">>> fnp.power(fnp.array([2.0, 3.0]), 2)\nTensor([4., 9.], dtype=float64)\n"
@@ -237,11 +200,8 @@ def _remainder_args(rng, shapes):
 
 
 remainder = binary_op(
-    "remainder",
-    lambda xp, x, y: xp.remainder(x, y),
-    (lambda t, out, x, y: t, _remainder_dy),
-    aval=binary("remainder"),
-    check=Check(shapes=_BINARY_SHAPES, make_args=_remainder_args),
+    "remainder", "remainder", (lambda t, out, x, y: t, _remainder_dy),
+    check=Check(shapes=_BINARY_SHAPES, make_args=_remainder_args), numpy=("remainder", "mod"),
     doc=binary_doc(
         "Remainder of floor division, ``x % y``, with the sign of ``y`` (Python's ``%``).",
         ">>> fnp.remainder(fnp.array([5.0, -5.0]), 3.0)\nTensor([2., 1.], dtype=float64)",
@@ -250,13 +210,9 @@ remainder = binary_op(
     ),
 )
 
-floor_divide = defop(
-    "floor_divide",
-    batch=elementwise_batch,
-    kernel=lambda xp, x, y: xp.floor_divide(x, y),
-    aval=binary("floor_divide", _bool_as_int8),
-    nondiff=True,
-    check=Check(shapes=_BINARY_SHAPES, domain=(0.5, 4.0)),
+floor_divide = nondiff_op(
+    "floor_divide", "floor_divide", arity=2, aval=binary("floor_divide", _bool_as_int8),
+    check=Check(shapes=_BINARY_SHAPES, domain=(0.5, 4.0)), numpy=True,
     doc=binary_doc(
         "Floor division ``x // y``, rounding towards minus infinity.",
         ">>> fnp.floor_divide(fnp.array([7, -7]), 2)\nTensor([ 3, -4], dtype=int64)",
@@ -277,29 +233,27 @@ def _tie_args(rng, shapes):
     return [x, y]
 
 
+_TIES = "At ties ``x == y`` the derivative is split evenly, 0.5 to each input (JAX)."
+
 maximum = binary_op(
-    "maximum",
-    lambda xp, x, y: xp.maximum(x, y),
+    "maximum", "maximum",
     (lambda t, out, x, y: _balanced(t, x, y), lambda t, out, x, y: _balanced(t, y, x)),
-    aval=binary("maximum"),
-    check=Check(shapes=_BINARY_SHAPES, make_args=_tie_args),
+    check=Check(shapes=_BINARY_SHAPES, make_args=_tie_args), numpy=True,
     doc=binary_doc(
         "Elementwise maximum; NaN if either input is NaN.",
         ">>> fnp.maximum(fnp.array([1.0, 5.0]), 3.0)\nTensor([3., 5.], dtype=float64)",
-        extra="At ties ``x == y`` the derivative is split evenly, 0.5 to each input (JAX).",
+        extra=_TIES,
     ),
 )
 
 minimum = binary_op(
-    "minimum",
-    lambda xp, x, y: xp.minimum(x, y),
+    "minimum", "minimum",
     (lambda t, out, x, y: _balanced(t, y, x), lambda t, out, x, y: _balanced(t, x, y)),
-    aval=binary("minimum"),
-    check=Check(shapes=_BINARY_SHAPES, make_args=_tie_args),
+    check=Check(shapes=_BINARY_SHAPES, make_args=_tie_args), numpy=True,
     doc=binary_doc(
         "Elementwise minimum; NaN if either input is NaN.",
         ">>> fnp.minimum(fnp.array([1.0, 5.0]), 3.0)\nTensor([1., 3.], dtype=float64)",
-        extra="At ties ``x == y`` the derivative is split evenly, 0.5 to each input (JAX).",
+        extra=_TIES,
     ),
 )
 
@@ -327,6 +281,7 @@ abs = defop(
     jvp=(_abs_jvp,),
     vjp=(_abs_vjp,),
     check=Check(make_args=_away_from_zero()),
+    numpy=("abs", "absolute"),
     doc="""Absolute value ``|x|`` (the modulus for complex ``x``).
 
     Elementwise. The derivative at ``x = 0`` is 0 (PyTorch's and autograd's convention).
@@ -351,33 +306,24 @@ abs = defop(
 # ---------------------------------------------------------------- exponentials and logarithms
 
 exp = unary_op(
-    "exp",
-    lambda xp, x: xp.exp(x),
-    lambda t, out, x: multiply(t, out),
+    "exp", "exp", lambda t, out, x: multiply(t, out), vjp_reads=("out",), numpy=True,
     doc=unary_doc(
         "Natural exponential ``e**x``.",
         ">>> fnp.exp(fnp.array([0.0, 1.0]))\nTensor([1.        , 2.71828183], dtype=float64)",
     ),
-    vjp_reads=("out",),
 )
 
 expm1 = unary_op(
-    "expm1",
-    lambda xp, x: xp.expm1(x),
-    lambda t, out, x: multiply(t, add(out, 1)),
+    "expm1", "expm1", lambda t, out, x: multiply(t, add(out, 1)), vjp_reads=("out",), numpy=True,
     doc=unary_doc(
         "``exp(x) - 1``, accurate for small ``x``.",
         ">>> fnp.expm1(fnp.array([1e-10, 1.0]))\n"
         "Tensor([1.00000000e-10, 1.71828183e+00], dtype=float64)",
     ),
-    vjp_reads=("out",),
 )
 
 log = unary_op(
-    "log",
-    lambda xp, x: xp.log(x),
-    lambda t, out, x: divide(t, x),
-    check=Check(domain=(0.2, 3.0)),
+    "log", "log", lambda t, out, x: divide(t, x), check=Check(domain=(0.2, 3.0)), numpy=True,
     doc=unary_doc(
         "Natural logarithm.",
         ">>> fnp.log(fnp.array([1.0, 100.0]))\nTensor([0.        , 4.60517019], dtype=float64)",
@@ -386,10 +332,8 @@ log = unary_op(
 )
 
 log1p = unary_op(
-    "log1p",
-    lambda xp, x: xp.log1p(x),
-    lambda t, out, x: divide(t, add(x, 1)),
-    check=Check(domain=(-0.5, 3.0)),
+    "log1p", "log1p", lambda t, out, x: divide(t, add(x, 1)), check=Check(domain=(-0.5, 3.0)),
+    numpy=True,
     doc=unary_doc(
         "``log(1 + x)``, accurate for small ``x``.",
         ">>> fnp.log1p(fnp.array([1e-10, 1.0]))\n"
@@ -402,10 +346,8 @@ _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 
 log2 = unary_op(
-    "log2",
-    lambda xp, x: xp.log2(x),
-    lambda t, out, x: divide(t, multiply(x, _LN2)),
-    check=Check(domain=(0.2, 3.0)),
+    "log2", "log2", lambda t, out, x: divide(t, multiply(x, _LN2)),
+    check=Check(domain=(0.2, 3.0)), numpy=True,
     doc=unary_doc(
         "Base-2 logarithm; exact at powers of two.",
         ">>> fnp.log2(fnp.array([8.0, 0.5]))\nTensor([ 3., -1.], dtype=float64)",
@@ -414,10 +356,8 @@ log2 = unary_op(
 )
 
 log10 = unary_op(
-    "log10",
-    lambda xp, x: xp.log10(x),
-    lambda t, out, x: divide(t, multiply(x, _LN10)),
-    check=Check(domain=(0.2, 3.0)),
+    "log10", "log10", lambda t, out, x: divide(t, multiply(x, _LN10)),
+    check=Check(domain=(0.2, 3.0)), numpy=True,
     doc=unary_doc(
         "Base-10 logarithm; exact at powers of ten.",
         ">>> fnp.log10(fnp.array([1000.0, 0.1]))\nTensor([ 3., -1.], dtype=float64)",
@@ -435,20 +375,14 @@ def _logaddexp_weight(x, y):
     return sigmoid(subtract(where(tie, 0, x), where(tie, 0, y)))
 
 
-logaddexp = defop(
-    "logaddexp",
-    batch=elementwise_batch,
-    kernel=lambda xp, x, y: xp.logaddexp(x, y),
-    aval=binary("logaddexp", floating, real_only=True),
-    jvp=(
+logaddexp = binary_op(
+    "logaddexp", "logaddexp",
+    (
         lambda t, out, x, y: multiply(t, _logaddexp_weight(x, y)),
         lambda t, out, x, y: multiply(t, _logaddexp_weight(y, x)),
     ),
-    vjp=(
-        lambda ct, out, x, y: multiply(ct, _logaddexp_weight(x, y)),
-        lambda ct, out, x, y: multiply(ct, _logaddexp_weight(y, x)),
-    ),
-    check=Check(shapes=_BINARY_SHAPES, domain=(-3.0, 3.0)),
+    aval=binary("logaddexp", floating, real_only=True),
+    check=Check(shapes=_BINARY_SHAPES, domain=(-3.0, 3.0)), numpy=True,
     doc=binary_doc(
         "``log(exp(x) + exp(y))`` without overflow.",
         ">>> x = fnp.array([1000.0, -float('inf')])\n"
@@ -460,25 +394,20 @@ logaddexp = defop(
 )
 
 sqrt = unary_op(
-    "sqrt",
-    lambda xp, x: xp.sqrt(x),
-    lambda t, out, x: divide(t, multiply(2, out)),
-    check=Check(domain=(0.2, 3.0)),
+    "sqrt", "sqrt", lambda t, out, x: divide(t, multiply(2, out)), vjp_reads=("out",),
+    check=Check(domain=(0.2, 3.0)), numpy=True,
     doc=unary_doc(
         "Non-negative square root.",
         ">>> fnp.sqrt(fnp.array([4.0, 2.0]))\nTensor([2.        , 1.41421356], dtype=float64)",
         domain="``x >= 0``",
         extra="The derivative at 0 is ``inf``, as in JAX and PyTorch.",
     ),
-    vjp_reads=("out",),
 )
 
 cbrt = unary_op(
-    "cbrt",
-    lambda xp, x: xp.cbrt(x),
-    lambda t, out, x: divide(t, multiply(3, multiply(out, out))),
+    "cbrt", "cbrt", lambda t, out, x: divide(t, multiply(3, multiply(out, out))),
     # cbrt is outside the Array API standard (numpy and cupy have it), hence strict=False.
-    check=Check(make_args=_away_from_zero(), strict=False),
+    check=Check(make_args=_away_from_zero(), strict=False), numpy=True,
     doc=unary_doc(
         "Real cube root, negative for negative ``x``.",
         ">>> fnp.cbrt(fnp.array([27.0, -8.0]))\nTensor([ 3., -2.], dtype=float64)",
@@ -489,9 +418,7 @@ cbrt = unary_op(
 # ---------------------------------------------------------------- trigonometric and hyperbolic
 
 sin = unary_op(
-    "sin",
-    lambda xp, x: xp.sin(x),
-    lambda t, out, x: multiply(t, cos(x)),
+    "sin", "sin", lambda t, out, x: multiply(t, cos(x)), numpy=True,
     doc=unary_doc(
         "Sine of ``x`` in radians.",
         ">>> fnp.sin(fnp.array([0.0, 1.0]))\nTensor([0.        , 0.84147098], dtype=float64)",
@@ -499,9 +426,7 @@ sin = unary_op(
 )
 
 cos = unary_op(
-    "cos",
-    lambda xp, x: xp.cos(x),
-    lambda t, out, x: negative(multiply(t, sin(x))),
+    "cos", "cos", lambda t, out, x: negative(multiply(t, sin(x))), numpy=True,
     doc=unary_doc(
         "Cosine of ``x`` in radians.",
         ">>> fnp.cos(fnp.array([0.0, 1.0]))\nTensor([1.        , 0.54030231], dtype=float64)",
@@ -509,10 +434,8 @@ cos = unary_op(
 )
 
 tan = unary_op(
-    "tan",
-    lambda xp, x: xp.tan(x),
-    lambda t, out, x: multiply(t, add(1, multiply(out, out))),
-    check=Check(domain=(-1.2, 1.2)),
+    "tan", "tan", lambda t, out, x: multiply(t, add(1, multiply(out, out))),
+    check=Check(domain=(-1.2, 1.2)), numpy=True,
     doc=unary_doc(
         "Tangent of ``x`` in radians.",
         ">>> fnp.tan(fnp.array([0.0, 1.0]))\nTensor([0.        , 1.55740772], dtype=float64)",
@@ -526,10 +449,9 @@ def _one_minus_sq(x):
 
 
 arcsin = unary_op(
-    "arcsin",
-    lambda xp, x: _xp_fn(xp, "asin", "arcsin")(x),
+    "arcsin", lambda xp, x: _xp_fn(xp, "asin", "arcsin")(x),
     lambda t, out, x: divide(t, sqrt(_one_minus_sq(x))),
-    check=Check(domain=(-0.8, 0.8)),
+    check=Check(domain=(-0.8, 0.8)), numpy=("arcsin", "asin"),
     doc=unary_doc(
         "Inverse sine, in radians in ``[-pi/2, pi/2]``.",
         ">>> fnp.arcsin(fnp.array([0.0, 1.0]))\nTensor([0.        , 1.57079633], dtype=float64)",
@@ -538,10 +460,9 @@ arcsin = unary_op(
 )
 
 arccos = unary_op(
-    "arccos",
-    lambda xp, x: _xp_fn(xp, "acos", "arccos")(x),
+    "arccos", lambda xp, x: _xp_fn(xp, "acos", "arccos")(x),
     lambda t, out, x: negative(divide(t, sqrt(_one_minus_sq(x)))),
-    check=Check(domain=(-0.8, 0.8)),
+    check=Check(domain=(-0.8, 0.8)), numpy=("arccos", "acos"),
     doc=unary_doc(
         "Inverse cosine, in radians in ``[0, pi]``.",
         ">>> fnp.arccos(fnp.array([1.0, 0.0]))\nTensor([0.        , 1.57079633], dtype=float64)",
@@ -550,9 +471,8 @@ arccos = unary_op(
 )
 
 arctan = unary_op(
-    "arctan",
-    lambda xp, x: _xp_fn(xp, "atan", "arctan")(x),
-    lambda t, out, x: divide(t, add(1, multiply(x, x))),
+    "arctan", lambda xp, x: _xp_fn(xp, "atan", "arctan")(x),
+    lambda t, out, x: divide(t, add(1, multiply(x, x))), numpy=("arctan", "atan"),
     doc=unary_doc(
         "Inverse tangent, in radians in ``(-pi/2, pi/2)``.",
         ">>> fnp.arctan(fnp.array([0.0, 1.0]))\nTensor([0.        , 0.78539816], dtype=float64)",
@@ -560,9 +480,7 @@ arctan = unary_op(
 )
 
 sinh = unary_op(
-    "sinh",
-    lambda xp, x: xp.sinh(x),
-    lambda t, out, x: multiply(t, cosh(x)),
+    "sinh", "sinh", lambda t, out, x: multiply(t, cosh(x)), numpy=True,
     doc=unary_doc(
         "Hyperbolic sine.",
         ">>> fnp.sinh(fnp.array([0.0, 1.0]))\nTensor([0.        , 1.17520119], dtype=float64)",
@@ -570,9 +488,7 @@ sinh = unary_op(
 )
 
 cosh = unary_op(
-    "cosh",
-    lambda xp, x: xp.cosh(x),
-    lambda t, out, x: multiply(t, sinh(x)),
+    "cosh", "cosh", lambda t, out, x: multiply(t, sinh(x)), numpy=True,
     doc=unary_doc(
         "Hyperbolic cosine.",
         ">>> fnp.cosh(fnp.array([0.0, 1.0]))\nTensor([1.        , 1.54308063], dtype=float64)",
@@ -580,21 +496,18 @@ cosh = unary_op(
 )
 
 tanh = unary_op(
-    "tanh",
-    lambda xp, x: xp.tanh(x),
-    lambda t, out, x: multiply(t, subtract(1, multiply(out, out))),
+    "tanh", "tanh", lambda t, out, x: multiply(t, subtract(1, multiply(out, out))),
+    vjp_reads=("out",), numpy=True,
     doc=unary_doc(
         "Hyperbolic tangent.",
         ">>> fnp.tanh(fnp.array([0.0, 1.0]))\nTensor([0.        , 0.76159416], dtype=float64)",
     ),
-    vjp_reads=("out",),
 )
 
 arcsinh = unary_op(
-    "arcsinh",
-    lambda xp, x: _xp_fn(xp, "asinh", "arcsinh")(x),
-    lambda t, out, x: divide(t, hypot(x, 1)),
+    "arcsinh", lambda xp, x: _xp_fn(xp, "asinh", "arcsinh")(x),
     # hypot(x, 1) = sqrt(x**2 + 1) without overflow for large |x|.
+    lambda t, out, x: divide(t, hypot(x, 1)), numpy=("arcsinh", "asinh"),
     doc=unary_doc(
         "Inverse hyperbolic sine.",
         ">>> fnp.arcsinh(fnp.array([0.0, 1.0]))\nTensor([0.        , 0.88137359], dtype=float64)",
@@ -602,11 +515,10 @@ arcsinh = unary_op(
 )
 
 arccosh = unary_op(
-    "arccosh",
-    lambda xp, x: _xp_fn(xp, "acosh", "arccosh")(x),
-    lambda t, out, x: divide(t, sqrt(multiply(subtract(x, 1), add(x, 1)))),
+    "arccosh", lambda xp, x: _xp_fn(xp, "acosh", "arccosh")(x),
     # sqrt((x - 1)(x + 1)) rather than sqrt(x*x - 1): no cancellation near x = 1.
-    check=Check(domain=(1.2, 3.0)),
+    lambda t, out, x: divide(t, sqrt(multiply(subtract(x, 1), add(x, 1)))),
+    check=Check(domain=(1.2, 3.0)), numpy=("arccosh", "acosh"),
     doc=unary_doc(
         "Inverse hyperbolic cosine.",
         ">>> fnp.arccosh(fnp.array([1.0, 2.0]))\nTensor([0.        , 1.31695790], dtype=float64)",
@@ -615,10 +527,9 @@ arccosh = unary_op(
 )
 
 arctanh = unary_op(
-    "arctanh",
-    lambda xp, x: _xp_fn(xp, "atanh", "arctanh")(x),
+    "arctanh", lambda xp, x: _xp_fn(xp, "atanh", "arctanh")(x),
     lambda t, out, x: divide(t, _one_minus_sq(x)),
-    check=Check(domain=(-0.8, 0.8)),
+    check=Check(domain=(-0.8, 0.8)), numpy=("arctanh", "atanh"),
     doc=unary_doc(
         "Inverse hyperbolic tangent.",
         ">>> fnp.arctanh(fnp.array([0.0, 0.5]))\nTensor([0.        , 0.54930614], dtype=float64)",
@@ -631,19 +542,13 @@ def _sum_sq(x, y):
     return add(multiply(x, x), multiply(y, y))
 
 
-arctan2 = defop(
-    "arctan2",
-    batch=elementwise_batch,
-    kernel=lambda xp, x, y: _xp_fn(xp, "atan2", "arctan2")(x, y),
-    aval=binary("arctan2", floating),
-    jvp=(
+arctan2 = binary_op(
+    "arctan2", lambda xp, x, y: _xp_fn(xp, "atan2", "arctan2")(x, y),
+    (
         lambda t, out, x, y: multiply(t, divide(y, _sum_sq(x, y))),
         lambda t, out, x, y: negative(multiply(t, divide(x, _sum_sq(x, y)))),
     ),
-    vjp=(
-        lambda ct, out, x, y: multiply(ct, divide(y, _sum_sq(x, y))),
-        lambda ct, out, x, y: negative(multiply(ct, divide(x, _sum_sq(x, y)))),
-    ),
+    aval=binary("arctan2", floating),
     # x (the sine side) stays off 0: away from the origin and the branch cut x = 0, y < 0.
     check=Check(
         shapes=_BINARY_SHAPES,
@@ -652,6 +557,7 @@ arctan2 = defop(
             rng.uniform(-2.0, 2.0, shapes[1]),
         ],
     ),
+    numpy=("arctan2", "atan2"),
     doc="""Quadrant-aware ``arctan(x1 / x2)``: the angle of the point ``(x2, x1)`` in radians.
 
     Elementwise with numpy broadcasting; the result is in ``[-pi, pi]``, and
@@ -677,26 +583,14 @@ arctan2 = defop(
     """,
 )
 
-
-def _safe_over(x, out):
-    """``x / out``, and 0 where ``out == 0`` (the zero subgradient of a norm at 0)."""
-    return divide(x, where(equal(out, 0), 1, out))
-
-
-hypot = defop(
-    "hypot",
-    batch=elementwise_batch,
-    kernel=lambda xp, x, y: xp.hypot(x, y),
-    aval=binary("hypot", floating),
-    jvp=(
+hypot = binary_op(
+    "hypot", "hypot",
+    (
         lambda t, out, x, y: multiply(t, _safe_over(x, out)),
         lambda t, out, x, y: multiply(t, _safe_over(y, out)),
     ),
-    vjp=(
-        lambda ct, out, x, y: multiply(ct, _safe_over(x, out)),
-        lambda ct, out, x, y: multiply(ct, _safe_over(y, out)),
-    ),
-    check=Check(shapes=_BINARY_SHAPES, make_args=_away_from_zero(0.3, 2.0)),
+    aval=binary("hypot", floating),
+    check=Check(shapes=_BINARY_SHAPES, make_args=_away_from_zero(0.3, 2.0)), numpy=True,
     doc=binary_doc(
         "``sqrt(x**2 + y**2)`` without overflow or underflow.",
         ">>> fnp.hypot(fnp.array([3.0, 1e200]), fnp.array([4.0, 1e200]))\n"
@@ -707,119 +601,9 @@ hypot = defop(
 )
 
 # ---------------------------------------------------------------- special functions
+# Their kernels (W. J. Cody's erf and erfc, the overflow-free sigmoid) are in _kernels.py.
 
-# erf and erfc: W. J. Cody's rational Chebyshev approximations, "Rational Chebyshev
-# approximations for the error function", Math. Comp. 23 (1969) 631-637, in the three-range
-# form of his SPECFUN routine CALERF (netlib specfun, 1990), which targets about 1e-18
-# relative error. The coefficients are the published ones. Range 1, |x| <= 0.46875:
-# erf(x) = x R1(x**2). Range 2, 0.46875 < |x| <= 4: erfc(|x|) = exp(-x**2) R2(|x|). Range 3,
-# |x| > 4: erfc(|x|) = exp(-x**2) / |x| * (1/sqrt(pi) + R3(1/x**2) / x**2). exp(-x**2) is
-# formed as exp(-s**2) exp(-(x - s)(x + s)) with s = x rounded down to 1/16, which keeps the
-# rounding error of x**2 out of the exponent. Every range is evaluated on inputs clamped into
-# it and the answer selected with where, so no range overflows on another's inputs.
-_ERF_A = (
-    3.1611237438705656,
-    113.864154151050156,
-    377.485237685302021,
-    3209.37758913846947,
-    0.185777706184603153,
-)
-_ERF_B = (23.6012909523441209, 244.024637934444173, 1282.61652607737228, 2844.23683343917062)
-_ERF_C = (
-    0.564188496988670089,
-    8.88314979438837594,
-    66.1191906371416295,
-    298.635138197400131,
-    881.95222124176909,
-    1712.04761263407058,
-    2051.07837782607147,
-    1230.33935479799725,
-    2.15311535474403846e-8,
-)
-_ERF_D = (
-    15.7449261107098347,
-    117.693950891312499,
-    537.181101862009858,
-    1621.38957456669019,
-    3290.79923573345963,
-    4362.61909014324716,
-    3439.36767414372164,
-    1230.33935480374942,
-)
-_ERF_P = (
-    0.305326634961232344,
-    0.360344899949804439,
-    0.125781726111229246,
-    0.0160837851487422766,
-    6.58749161529837803e-4,
-    0.0163153871373020978,
-)
-_ERF_Q = (
-    2.56852019228982242,
-    1.87295284992346047,
-    0.527905102951428412,
-    0.0605183413124413191,
-    0.00233520497626869185,
-)
-_ERF_THRESH = 0.46875
-_ERFC_XBIG = 27.3  # erfc(x) < 4.9e-324, the smallest float64 subnormal, beyond this
-_INV_SQRT_PI = 0.56418958354775628695
 _TWO_OVER_SQRT_PI = 1.1283791670955126
-
-
-def _cody_ratio(z, num_coef, den_coef, n):
-    """CALERF's loop: ``(z (... (z (a_n z + a_0) + a_1) ...) + a_n-1) / (same with b, lead 1)``."""
-    num = num_coef[-1] * z
-    den = z
-    for i in range(n):
-        num = (num + num_coef[i]) * z
-        den = (den + den_coef[i]) * z
-    return (num + num_coef[n]) / (den + den_coef[n])
-
-
-def _as_floating(xp, x):
-    # Integer and bool inputs compute in float64, as numpy's transcendental functions do.
-    if isinstance(x, (bool, int)):
-        return float(x)
-    if getattr(getattr(x, "dtype", None), "kind", "f") in "biu":
-        cast = getattr(xp, "astype", None)  # the Array API function; older cupy: the method
-        return cast(x, xp.float64) if cast is not None else x.astype(xp.float64)
-    return x
-
-
-def _erf_small(xp, x):
-    """erf(x) for ``|x| <= 0.46875``: range 1."""
-    return x * _cody_ratio(x * x, _ERF_A, _ERF_B, 3)
-
-
-def _erfc_large(xp, y):
-    """erfc(y) for ``y > 0.46875`` (ranges 2 and 3); 0 beyond ``_ERFC_XBIG`` (underflow)."""
-    y2 = xp.clip(y, _ERF_THRESH, 4.0)
-    r2 = _cody_ratio(y2, _ERF_C, _ERF_D, 7)
-    y3 = xp.clip(y, 4.0, _ERFC_XBIG)
-    z = 1.0 / (y3 * y3)
-    r3 = (_INV_SQRT_PI - z * _cody_ratio(z, _ERF_P, _ERF_Q, 4)) / y3
-    in2 = y <= 4.0
-    yy = xp.where(in2, y2, y3)
-    s = xp.floor(yy * 16.0) / 16.0
-    r = xp.exp(-s * s) * xp.exp(-(yy - s) * (yy + s)) * xp.where(in2, r2, r3)
-    return xp.where(y > _ERFC_XBIG, 0.0, r)
-
-
-def _erf_kernel(xp, x):
-    x = _as_floating(xp, x)
-    y = xp.abs(x)
-    small = _erf_small(xp, xp.clip(x, -_ERF_THRESH, _ERF_THRESH))
-    big = (0.5 - _erfc_large(xp, y)) + 0.5
-    return xp.where(y <= _ERF_THRESH, small, xp.where(x < 0, -big, big))
-
-
-def _erfc_kernel(xp, x):
-    x = _as_floating(xp, x)
-    y = xp.abs(x)
-    small = 1.0 - _erf_small(xp, xp.clip(x, -_ERF_THRESH, _ERF_THRESH))
-    big = _erfc_large(xp, y)
-    return xp.where(y <= _ERF_THRESH, small, xp.where(x < 0, 2.0 - big, big))
 
 
 def _gauss(x):
@@ -828,11 +612,9 @@ def _gauss(x):
 
 
 erf = unary_op(
-    "erf",
-    _erf_kernel,
-    lambda t, out, x: multiply(t, _gauss(x)),
+    "erf", _erf_kernel, lambda t, out, x: multiply(t, _gauss(x)),
     aval=unary(_float64_unless_inexact, name="erf", real_only=True),
-    check=Check(domain=(-5.0, 5.0)),
+    check=Check(domain=(-5.0, 5.0)), numpy=True,
     doc="""The error function ``erf(x) = 2/sqrt(pi) * integral_0^x exp(-t**2) dt``.
 
     Elementwise, real input; float32 stays float32. Accurate to a few units in the last
@@ -859,11 +641,9 @@ erf = unary_op(
 )
 
 erfc = unary_op(
-    "erfc",
-    _erfc_kernel,
-    lambda t, out, x: negative(multiply(t, _gauss(x))),
+    "erfc", _erfc_kernel, lambda t, out, x: negative(multiply(t, _gauss(x))),
     aval=unary(_float64_unless_inexact, name="erfc", real_only=True),
-    check=Check(domain=(-5.0, 5.0)),
+    check=Check(domain=(-5.0, 5.0)), numpy=True,
     doc="""The complementary error function ``erfc(x) = 1 - erf(x)``, accurate in the tail.
 
     Elementwise, real input; keeps full relative accuracy for large ``x`` where
@@ -890,25 +670,9 @@ erfc = unary_op(
 )
 
 
-def _sigmoid_kernel(xp, x):
-    if isinstance(x, (bool, int)):
-        x = float(x)
-    elif not isinstance(x, (float, complex)) and _is_integral(xp, x):  # numpy's promotion for transcendental functions
-        x = xp.astype(x, getattr(xp, floating(np.dtype(x.dtype)).name))
-    if _is_complex(xp, x):  # holomorphic: the formula itself (its poles are the maths')
-        with np.errstate(over="ignore"):  # exp(-z) -> inf gives the limit 0
-            return 1.0 / (1.0 + xp.exp(-x))
-    # exp(-|x|) never overflows: 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0.
-    e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-
-
 sigmoid = unary_op(
-    "sigmoid",
-    _sigmoid_kernel,
-    lambda t, out, x: multiply(t, multiply(out, subtract(1, out))),
-    aval=unary(floating, name="sigmoid"),
-    check=Check(domain=(-4.0, 4.0)),
+    "sigmoid", _sigmoid_kernel, lambda t, out, x: multiply(t, multiply(out, subtract(1, out))),
+    check=Check(domain=(-4.0, 4.0)), vjp_reads=("out",),
     doc="""The logistic sigmoid ``1 / (1 + exp(-x))`` (scipy's ``expit``).
 
     Elementwise. Never overflows on real input: ``sigmoid(-1000) = 0`` and
@@ -929,7 +693,6 @@ sigmoid = unary_op(
         >>> sigmoid(fnp.array([-1000.0, 0.0, 2.0]))
         Tensor([0.        , 0.5       , 0.88079708], dtype=float64)
     """,
-    vjp_reads=("out",),
 )
 
 # ---------------------------------------------------------------- selection
@@ -947,57 +710,44 @@ def _where_args(rng, shapes):
     ]
 
 
+def _where_x(t, out, cond, x, y):
+    return where(cond, t, 0)  # the branch not taken gets a zero derivative; cond none
+
+
+def _where_y(t, out, cond, x, y):
+    return where(cond, 0, t)
+
+
 where = defop(
     "where",
     batch=elementwise_batch,
     kernel=lambda xp, cond, x, y: xp.where(cond, x, y),
     aval=_where_aval,
-    jvp=(None, lambda t, out, c, x, y: where(c, t, 0), lambda t, out, c, x, y: where(c, 0, t)),
-    vjp=(None, lambda ct, out, c, x, y: where(c, ct, 0), lambda ct, out, c, x, y: where(c, 0, ct)),
+    jvp=(None, _where_x, _where_y),
+    vjp=(None, _where_x, _where_y),
     check=Check(
         shapes=(((), (), ()), ((3,), (3,), (3,)), ((2, 3), (3,), (2, 1)), ((2, 1), (), (1, 3))),
         make_args=_where_args,
     ),
-    doc="""Elements of ``x`` where ``cond`` is true, else of ``y``.
-
-    Elementwise with numpy broadcasting over all three inputs. The derivative flows to
-    ``x`` where ``cond`` holds and to ``y`` elsewhere; ``cond`` carries none. The branch
-    not taken gets a zero cotangent, so ``where(x > 0, log(x), 0.0)`` has gradient 0 at
-    ``x = -1``. As in JAX, a branch whose own derivative is infinite still gives NaN
-    (``0 * inf``): for ``where(x > 0, sqrt(x), 0.0)`` at 0, first make the input safe,
-    ``sqrt(where(x > 0, x, 1.0))`` (the "double where" trick).
-
-    Args:
-        cond: bool Tensor, array or Python bool.
-        x: Tensor, array or Python scalar.
-        y: Tensor, array or Python scalar.
-
-    Returns:
-        Tensor of the broadcast shape of all three and the promoted dtype of ``x``, ``y``.
-
-    Raises:
-        ShapeError: the shapes do not broadcast.
-
-    Example:
-        >>> x = fnp.array([-1.0, 4.0])
-        >>> fnp.where(x > 0, fnp.sqrt(fnp.abs(x)), 0.0)
-        Tensor([0., 2.], dtype=float64)
-        >>> safe_log = lambda x: fnp.log(fnp.where(x > 0, x, 1.0))  # no log(-1) warning
-        >>> fgrad.grad(lambda x: fnp.where(x > 0, safe_log(x), 0.0))(-1.0)
-        Tensor(0., dtype=float64)
-    """,
+    doc=contract(
+        "Elements of ``x`` where ``cond`` is true, else of ``y``; broadcasting all three.",
+        ">>> from fgrad.ops.elementwise import where\n"
+        ">>> fgrad.grad(lambda x: where(x > 0, x, 0.0))(-1.0)\nTensor(0., dtype=float64)",
+        user="fgrad.numpy.where",
+    ),
 )
 
 # ---------------------------------------------------------------- complex parts and casts
 
-real = defop(
-    "real",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: xp.real(x),
-    aval=unary(_real_dtype),
-    jvp=LINEAR,
-    vjp=(lambda ct, out, x: _real_ct(ct, x),),
-    check=Check(),
+
+def _real_ct(ct, x):
+    # The transpose of Re(.) maps a real cotangent back into the input's (complex) type.
+    return astype(ct, dtype=x.dtype) if np.issubdtype(x.dtype, np.complexfloating) else ct
+
+
+real = linear_op(
+    "real", "real", lambda ct, out, x: _real_ct(ct, x), aval=unary(_real_dtype),
+    vjp_reads=("inputs", "out"), numpy=True,
     doc=unary_doc(
         "Real part; the identity on real input.",
         ">>> fnp.real(fnp.array([1 + 2j]))\nTensor([1.], dtype=float64)",
@@ -1007,28 +757,17 @@ real = defop(
 )
 
 
-def _real_ct(ct, x):
-    # The transpose of Re(.) maps a real cotangent back into the input's (complex) type.
-    return astype(ct, dtype=x.dtype) if np.issubdtype(x.dtype, np.complexfloating) else ct
-
-
 def _imag_kernel(xp, x):
     # The Array API's imag takes complex input only; numpy's gives zeros for real input.
     return xp.imag(x) if _is_complex(xp, x) else xp.zeros_like(x)
 
 
-imag = defop(
-    "imag",
-    batch=elementwise_batch,
-    kernel=_imag_kernel,
-    aval=unary(_real_dtype),
-    jvp=LINEAR,
+imag = linear_op(
+    "imag", _imag_kernel,
     # The transpose of Im(.) is ct -> -i ct (JAX's convention); a real input's imaginary
     # part is the constant 0, so it gets no cotangent.
-    vjp=(
-        lambda ct, out, x: multiply(ct, -1j) if dtypes.is_complex(dtypes.result_type(x)) else None,
-    ),
-    check=Check(),
+    lambda ct, out, x: multiply(ct, -1j) if dtypes.is_complex(dtypes.result_type(x)) else None,
+    aval=unary(_real_dtype), vjp_reads=("inputs", "out"), numpy=True,
     doc="""Imaginary part; zeros for real input.
 
     Elementwise. Linear, so differentiable: the cotangent of a complex input is
@@ -1046,14 +785,9 @@ imag = defop(
     """,
 )
 
-conj = defop(
-    "conj",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: xp.conj(x),
-    aval=unary(_bool_as_int8),
-    jvp=LINEAR,
-    vjp=(lambda ct, out, x: conj(ct),),
-    check=Check(),
+conj = linear_op(
+    "conj", "conj", lambda ct, out, x: conj(ct), aval=unary(_bool_as_int8),
+    vjp_reads=("inputs", "out"), numpy=("conj", "conjugate"),
     doc=unary_doc(
         "Complex conjugate; the identity on real input.",
         ">>> fnp.conj(fnp.array([1 + 2j]))\nTensor([1.-2.j], dtype=complex128)",
@@ -1069,307 +803,27 @@ def _astype_kernel(xp, x, *, dtype):
     return xp.astype(x, dtype, copy=False)
 
 
-astype = defop(
-    "astype",
-    batch=elementwise_batch,
-    kernel=_astype_kernel,
+astype = linear_op(
+    "astype", _astype_kernel, lambda ct, out, x, *, dtype: astype(ct, dtype=x.dtype),
     aval=lambda x, *, dtype: x._replace(dtype=np.dtype(dtype)),
-    jvp=LINEAR,
-    vjp=(lambda ct, out, x, *, dtype: astype(ct, dtype=x.dtype),),
     check=Check(params=({"dtype": np.dtype(np.float64)},), dtype=np.float32),
-    doc="""Cast to ``dtype``; differentiable between floating dtypes.
-
-    Args:
-        x: Tensor of any shape.
-        dtype: a numpy dtype (canonical: ``np.dtype``).
-
-    Returns:
-        Tensor of ``x.shape`` and ``dtype``. Casts to integer or bool dtypes carry no
-        gradient (the result is not traced).
-
-    Example:
-        >>> fnp.astype(fnp.array([1.5, 2.5]), np.dtype("float32"))
-        Tensor([1.5, 2.5], dtype=float32)
-    """,
+    vjp_reads=("inputs", "out"),
+    doc=contract(
+        "Cast to ``dtype`` (canonical: an ``np.dtype``); casts between floating dtypes carry "
+        "the derivative, casts to integer or bool dtypes none.",
+        ">>> from fgrad.ops.elementwise import astype\n"
+        ">>> astype(fnp.array([1.5, 2.5]), dtype=np.dtype('float32'))\n"
+        "Tensor([1.5, 2.5], dtype=float32)",
+        user="fgrad.numpy.astype",
+    ),
 )
 
-# ---------------------------------------------------------------- no derivative
-
-
-def _nondiff_doc(
-    summary: str, example: str, *, returns: str, nargs: int = 1, extra: str = ""
-) -> str:
-    """Docstring of a piecewise-constant or boolean elementwise op (no derivative)."""
-    if nargs == 1:
-        arg_text = "x: Tensor, array or Python scalar of any shape."
-    else:
-        arg_text = (
-            "x: Tensor, array or Python scalar.\n"
-            "        y: Tensor, array or Python scalar; shape broadcastable with ``x``."
-        )
-    example = example.strip().replace("\n", "\n        ")
-    broadcasting = " with numpy broadcasting" if nargs > 1 else ""
-    return f"""{summary}
-
-    Elementwise{broadcasting}. It carries no derivative: the result is not traced, so
-    gradients through it are zero.{(" " + extra) if extra else ""}
-
-    Args:
-        {arg_text}
-
-    Returns:
-        {returns}
-
-    Raises:
-        ShapeError: the shapes do not broadcast.
-        DTypeError: a dtype the op does not accept.
-
-    Example:
-        {example}
-    """
-
-
-def _bool_args(rng, shapes):
-    return [rng.uniform(0, 1, s) < 0.5 for s in shapes]
-
-
-def _int_args(rng, shapes):
-    return [rng.integers(-8, 8, s) for s in shapes]
-
-
-def _nondiff(name, kernel, summary, example, *, aval, returns, nargs=1, make_args=None, extra=""):
-    shapes = _BINARY_SHAPES if nargs == 2 else Check.shapes
-    return defop(
-        name,
-        batch=elementwise_batch,
-        kernel=kernel,
-        aval=aval,
-        nondiff=True,
-        check=Check(shapes=shapes, make_args=make_args),
-        doc=_nondiff_doc(summary, example, returns=returns, nargs=nargs, extra=extra),
-    )
-
-
-def _round_dtype(dtype: np.dtype) -> np.dtype:
-    return np.dtype(np.float16) if dtype == np.bool_ else dtype  # numpy rounds bools to float16
-
-
-_ROUNDED = {
-    "aval": unary(same),
-    "returns": "Tensor of ``x.shape`` and dtype (integers stay integers).",
-}
-_PREDICATE = {"aval": unary(to_bool), "returns": "bool Tensor of ``x.shape``."}
-_nan_inf = ">>> x = fnp.array([1.0, -float('inf'), float('nan')])\n"
-
-floor = _nondiff(
-    "floor",
-    lambda xp, x: xp.floor(x),
-    "Largest integer not greater than ``x``.",
-    ">>> fnp.floor(fnp.array([-1.5, 1.5]))\nTensor([-2.,  1.], dtype=float64)",
-    **_ROUNDED,
-)
-ceil = _nondiff(
-    "ceil",
-    lambda xp, x: xp.ceil(x),
-    "Smallest integer not less than ``x``.",
-    ">>> fnp.ceil(fnp.array([-1.5, 1.5]))\nTensor([-1.,  2.], dtype=float64)",
-    **_ROUNDED,
-)
-trunc = _nondiff(
-    "trunc",
-    lambda xp, x: xp.trunc(x),
-    "``x`` rounded towards zero.",
-    ">>> fnp.trunc(fnp.array([-1.5, 1.5]))\nTensor([-1.,  1.], dtype=float64)",
-    **_ROUNDED,
-)
-round = _nondiff(
-    "round",
-    lambda xp, x: xp.round(x),
-    "``x`` rounded to the nearest integer, halves to even (``fnp.round`` adds ``decimals``).",
-    ">>> fnp.round(fnp.array([0.5, 1.5, 2.7]))\nTensor([0., 2., 3.], dtype=float64)",
-    aval=unary(_round_dtype),
-    returns="Tensor of ``x.shape`` and dtype (integers stay integers).",
-)
-sign = _nondiff(
-    "sign",
-    lambda xp, x: xp.sign(x),
-    "Sign of ``x``: -1, 0 or 1 (``x / |x|`` for complex, 0 at 0).",
-    ">>> fnp.sign(fnp.array([-2.0, 0.0, 3.0]))\nTensor([-1.,  0.,  1.], dtype=float64)",
-    extra="Its derivative is 0 almost everywhere, as JAX's.",
-    **_ROUNDED,
-)
-isfinite = _nondiff(
-    "isfinite",
-    lambda xp, x: xp.isfinite(x),
-    "True where ``x`` is neither infinite nor NaN.",
-    _nan_inf + ">>> fnp.isfinite(x)\nTensor([ True, False, False], dtype=bool)",
-    **_PREDICATE,
-)
-isinf = _nondiff(
-    "isinf",
-    lambda xp, x: xp.isinf(x),
-    "True where ``x`` is positive or negative infinity.",
-    _nan_inf + ">>> fnp.isinf(x)\nTensor([False,  True, False], dtype=bool)",
-    **_PREDICATE,
-)
-isnan = _nondiff(
-    "isnan",
-    lambda xp, x: xp.isnan(x),
-    "True where ``x`` is NaN.",
-    _nan_inf + ">>> fnp.isnan(x)\nTensor([False, False,  True], dtype=bool)",
-    **_PREDICATE,
-)
-logical_not = _nondiff(
-    "logical_not",
-    lambda xp, x: xp.logical_not(x),
-    "Logical NOT.",
-    ">>> fnp.logical_not(fnp.array([True, False]))\nTensor([False,  True], dtype=bool)",
-    make_args=_bool_args,
-    **_PREDICATE,
-)
-
-
-def _compare(name, kernel, summary, example, make_args=None):
-    return _nondiff(
-        name,
-        kernel,
-        summary,
-        example,
-        aval=binary(name, to_bool),
-        returns="bool Tensor of the broadcast shape.",
-        nargs=2,
-        make_args=make_args,
-    )
-
-
-_x = ">>> x = fnp.array([1.0, 2.0, 3.0])\n"
-less = _compare(
-    "less",
-    lambda xp, x, y: xp.less(x, y),
-    "``x < y``.",
-    _x + ">>> fnp.less(x, 2.0)\nTensor([ True, False, False], dtype=bool)",
-)
-less_equal = _compare(
-    "less_equal",
-    lambda xp, x, y: xp.less_equal(x, y),
-    "``x <= y``.",
-    _x + ">>> fnp.less_equal(x, 2.0)\nTensor([ True,  True, False], dtype=bool)",
-)
-greater = _compare(
-    "greater",
-    lambda xp, x, y: xp.greater(x, y),
-    "``x > y``.",
-    _x + ">>> fnp.greater(x, 2.0)\nTensor([False, False,  True], dtype=bool)",
-)
-greater_equal = _compare(
-    "greater_equal",
-    lambda xp, x, y: xp.greater_equal(x, y),
-    "``x >= y``.",
-    _x + ">>> fnp.greater_equal(x, 2.0)\nTensor([False,  True,  True], dtype=bool)",
-)
-equal = _compare(
-    "equal",
-    lambda xp, x, y: xp.equal(x, y),
-    "``x == y``.",
-    _x + ">>> fnp.equal(x, 2.0)\nTensor([False,  True, False], dtype=bool)",
-)
-not_equal = _compare(
-    "not_equal",
-    lambda xp, x, y: xp.not_equal(x, y),
-    "``x != y``.",
-    _x + ">>> fnp.not_equal(x, 2.0)\nTensor([ True, False,  True], dtype=bool)",
-)
-_b = ">>> a, b = fnp.array([True, True, False]), fnp.array([True, False, False])\n"
-logical_and = _compare(
-    "logical_and",
-    lambda xp, x, y: xp.logical_and(x, y),
-    "Logical AND.",
-    _b + ">>> fnp.logical_and(a, b)\nTensor([ True, False, False], dtype=bool)",
-    _bool_args,
-)
-logical_or = _compare(
-    "logical_or",
-    lambda xp, x, y: xp.logical_or(x, y),
-    "Logical OR.",
-    _b + ">>> fnp.logical_or(a, b)\nTensor([ True,  True, False], dtype=bool)",
-    _bool_args,
-)
-logical_xor = _compare(
-    "logical_xor",
-    lambda xp, x, y: xp.logical_xor(x, y),
-    "Logical exclusive OR.",
-    _b + ">>> fnp.logical_xor(a, b)\nTensor([False,  True, False], dtype=bool)",
-    _bool_args,
-)
-
-
-def _bitwise_aval(name: str):
-    def rule(*xs):
-        dtype = np.dtype(dtypes.result_type(*xs))
-        if not (dtypes.is_integer(dtype) or dtypes.is_bool(dtype)):
-            described = ", ".join(
-                str(ShapeDtype(shape_of(x), np.dtype(dtypes.result_type(x)))) for x in xs
-            )
-            raise DTypeError(
-                f"{name}: needs integer or bool inputs, got {described}; compare floats "
-                "(x > 0, fnp.less, ...) to get bool masks first"
-            )
-        return ShapeDtype(broadcast_shapes(name, *xs), dtype)
-
-    return rule
-
-
-def _bitwise(name, kernel, summary, example, nargs=2):
-    return _nondiff(
-        name,
-        kernel,
-        summary,
-        example,
-        aval=_bitwise_aval(name),
-        returns="Tensor of the broadcast shape and promoted integer (or bool) dtype.",
-        nargs=nargs,
-        make_args=_int_args,
-        extra="Integer and bool inputs only (on bools it is the logical operation).",
-    )
-
-
-bitwise_and = _bitwise(
-    "bitwise_and",
-    lambda xp, x, y: xp.bitwise_and(x, y),
-    "Bitwise AND, ``x & y``.",
-    ">>> fnp.bitwise_and(fnp.array([12, 10]), 6)\nTensor([4, 2], dtype=int64)",
-)
-bitwise_or = _bitwise(
-    "bitwise_or",
-    lambda xp, x, y: xp.bitwise_or(x, y),
-    "Bitwise OR, ``x | y``.",
-    ">>> fnp.bitwise_or(fnp.array([12, 10]), 6)\nTensor([14, 14], dtype=int64)",
-)
-bitwise_xor = _bitwise(
-    "bitwise_xor",
-    lambda xp, x, y: xp.bitwise_xor(x, y),
-    "Bitwise exclusive OR, ``x ^ y``.",
-    ">>> fnp.bitwise_xor(fnp.array([12, 10]), 6)\nTensor([10, 12], dtype=int64)",
-)
-invert = _bitwise(
-    "invert",
-    lambda xp, x: _xp_fn(xp, "bitwise_invert", "invert")(x),
-    "Bitwise NOT, ``~x``; logical NOT on bools.",
-    ">>> fnp.invert(fnp.array([True, False]))\nTensor([False,  True], dtype=bool)\n"
-    ">>> fnp.invert(fnp.array([0, 5]))\nTensor([-1, -6], dtype=int64)",
-    nargs=1,
-)
-
-optimization_barrier = defop(
+optimization_barrier = linear_op(
     "optimization_barrier",
-    batch=elementwise_batch,
     # A copy, not the input itself: jit's buffer planner may write in place into this
     # output once it is dead, which must never touch the (still live) input.
-    kernel=lambda xp, x: xp.asarray(x, copy=True),
-    aval=unary(same),
-    jvp=LINEAR,
-    vjp=(lambda ct, out, x: ct,),
-    check=Check(),
+    lambda xp, x: xp.asarray(x, copy=True),
+    lambda ct, out, x: ct, vjp_reads=("inputs", "out"), numpy=True,
     doc="""The identity, as a value graph passes may not see through.
 
     ``jit``'s common-subexpression elimination would merge the recomputation that
@@ -1389,13 +843,180 @@ optimization_barrier = defop(
     """,
 )
 
-stop_gradient = defop(
-    "stop_gradient",
-    batch=elementwise_batch,
-    kernel=lambda xp, x: x,
-    aval=unary(same),
-    nondiff=True,
-    check=Check(),
+# ---------------------------------------------------------------- no derivative
+
+
+def _bool_args(rng, shapes):
+    return [rng.uniform(0, 1, s) < 0.5 for s in shapes]
+
+
+def _int_args(rng, shapes):
+    return [rng.integers(-8, 8, s) for s in shapes]
+
+
+def _round_dtype(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.float16) if dtype == np.bool_ else dtype  # numpy rounds bools to float16
+
+
+def _rounding(name, summary, example, *, aval=unary(same), extra="", numpy=True):
+    returns = "Tensor of ``x.shape`` and dtype (integers stay integers)."
+    doc = nondiff_doc(summary, example, returns=returns, extra=extra)
+    return nondiff_op(name, name, aval=aval, doc=doc, numpy=numpy)
+
+
+floor = _rounding(
+    "floor", "Largest integer not greater than ``x``.",
+    ">>> fnp.floor(fnp.array([-1.5, 1.5]))\nTensor([-2.,  1.], dtype=float64)",
+)
+ceil = _rounding(
+    "ceil", "Smallest integer not less than ``x``.",
+    ">>> fnp.ceil(fnp.array([-1.5, 1.5]))\nTensor([-1.,  2.], dtype=float64)",
+)
+trunc = _rounding(
+    "trunc", "``x`` rounded towards zero.",
+    ">>> fnp.trunc(fnp.array([-1.5, 1.5]))\nTensor([-1.,  1.], dtype=float64)",
+)
+round = _rounding(  # fgrad.numpy.round wraps it, adding ``decimals``
+    "round",
+    "``x`` rounded to the nearest integer, halves to even (``fnp.round`` adds ``decimals``).",
+    ">>> fnp.round(fnp.array([0.5, 1.5, 2.7]))\nTensor([0., 2., 3.], dtype=float64)",
+    aval=unary(_round_dtype), numpy=(),
+)
+sign = _rounding(
+    "sign", "Sign of ``x``: -1, 0 or 1 (``x / |x|`` for complex, 0 at 0).",
+    ">>> fnp.sign(fnp.array([-2.0, 0.0, 3.0]))\nTensor([-1.,  0.,  1.], dtype=float64)",
+    extra="Its derivative is 0 almost everywhere, as JAX's.",
+)
+
+
+def _predicate(name, summary, example, *, arity=1, make_args=None):
+    """A bool-valued op: a test of one input or a comparison of two (broadcasting)."""
+    if arity == 1:
+        aval, returns = unary(to_bool), "bool Tensor of ``x.shape``."
+    else:
+        aval, returns = binary(name, to_bool), "bool Tensor of the broadcast shape."
+    shapes = _BINARY_SHAPES if arity == 2 else Check.shapes
+    return nondiff_op(
+        name, name, aval=aval, arity=arity, numpy=True,
+        check=Check(shapes=shapes, make_args=make_args),
+        doc=nondiff_doc(summary, example, returns=returns, nargs=arity),
+    )
+
+
+_nan_inf = ">>> x = fnp.array([1.0, -float('inf'), float('nan')])\n"
+isfinite = _predicate(
+    "isfinite", "True where ``x`` is neither infinite nor NaN.",
+    _nan_inf + ">>> fnp.isfinite(x)\nTensor([ True, False, False], dtype=bool)",
+)
+isinf = _predicate(
+    "isinf", "True where ``x`` is positive or negative infinity.",
+    _nan_inf + ">>> fnp.isinf(x)\nTensor([False,  True, False], dtype=bool)",
+)
+isnan = _predicate(
+    "isnan", "True where ``x`` is NaN.",
+    _nan_inf + ">>> fnp.isnan(x)\nTensor([False, False,  True], dtype=bool)",
+)
+logical_not = _predicate(
+    "logical_not", "Logical NOT.",
+    ">>> fnp.logical_not(fnp.array([True, False]))\nTensor([False,  True], dtype=bool)",
+    make_args=_bool_args,
+)
+
+_x = ">>> x = fnp.array([1.0, 2.0, 3.0])\n"
+less = _predicate(
+    "less", "``x < y``.",
+    _x + ">>> fnp.less(x, 2.0)\nTensor([ True, False, False], dtype=bool)", arity=2,
+)
+less_equal = _predicate(
+    "less_equal", "``x <= y``.",
+    _x + ">>> fnp.less_equal(x, 2.0)\nTensor([ True,  True, False], dtype=bool)", arity=2,
+)
+greater = _predicate(
+    "greater", "``x > y``.",
+    _x + ">>> fnp.greater(x, 2.0)\nTensor([False, False,  True], dtype=bool)", arity=2,
+)
+greater_equal = _predicate(
+    "greater_equal", "``x >= y``.",
+    _x + ">>> fnp.greater_equal(x, 2.0)\nTensor([False,  True,  True], dtype=bool)", arity=2,
+)
+equal = _predicate(
+    "equal", "``x == y``.",
+    _x + ">>> fnp.equal(x, 2.0)\nTensor([False,  True, False], dtype=bool)", arity=2,
+)
+not_equal = _predicate(
+    "not_equal", "``x != y``.",
+    _x + ">>> fnp.not_equal(x, 2.0)\nTensor([ True, False,  True], dtype=bool)", arity=2,
+)
+
+_b = ">>> a, b = fnp.array([True, True, False]), fnp.array([True, False, False])\n"
+logical_and = _predicate(
+    "logical_and", "Logical AND.",
+    _b + ">>> fnp.logical_and(a, b)\nTensor([ True, False, False], dtype=bool)",
+    arity=2, make_args=_bool_args,
+)
+logical_or = _predicate(
+    "logical_or", "Logical OR.",
+    _b + ">>> fnp.logical_or(a, b)\nTensor([ True,  True, False], dtype=bool)",
+    arity=2, make_args=_bool_args,
+)
+logical_xor = _predicate(
+    "logical_xor", "Logical exclusive OR.",
+    _b + ">>> fnp.logical_xor(a, b)\nTensor([False,  True, False], dtype=bool)",
+    arity=2, make_args=_bool_args,
+)
+
+
+def _bitwise_aval(name: str):
+    def rule(*xs):
+        dtype = np.dtype(dtypes.result_type(*xs))
+        if not (dtypes.is_integer(dtype) or dtypes.is_bool(dtype)):
+            described = ", ".join(
+                str(ShapeDtype(shape_of(x), np.dtype(dtypes.result_type(x)))) for x in xs
+            )
+            raise DTypeError(
+                f"{name}: needs integer or bool inputs, got {described}; compare floats "
+                "(x > 0, fnp.less, ...) to get bool masks first"
+            )
+        return ShapeDtype(broadcast_shapes(name, *xs), dtype)
+
+    return rule
+
+
+def _bitwise(name, kernel, summary, example, arity=2, numpy=True):
+    doc = nondiff_doc(
+        summary, example, nargs=arity,
+        returns="Tensor of the broadcast shape and promoted integer (or bool) dtype.",
+        extra="Integer and bool inputs only (on bools it is the logical operation).",
+    )
+    shapes = _BINARY_SHAPES if arity == 2 else Check.shapes
+    return nondiff_op(
+        name, kernel, aval=_bitwise_aval(name), arity=arity, doc=doc, numpy=numpy,
+        check=Check(shapes=shapes, make_args=_int_args),
+    )
+
+
+bitwise_and = _bitwise(
+    "bitwise_and", "bitwise_and", "Bitwise AND, ``x & y``.",
+    ">>> fnp.bitwise_and(fnp.array([12, 10]), 6)\nTensor([4, 2], dtype=int64)",
+)
+bitwise_or = _bitwise(
+    "bitwise_or", "bitwise_or", "Bitwise OR, ``x | y``.",
+    ">>> fnp.bitwise_or(fnp.array([12, 10]), 6)\nTensor([14, 14], dtype=int64)",
+)
+bitwise_xor = _bitwise(
+    "bitwise_xor", "bitwise_xor", "Bitwise exclusive OR, ``x ^ y``.",
+    ">>> fnp.bitwise_xor(fnp.array([12, 10]), 6)\nTensor([10, 12], dtype=int64)",
+)
+invert = _bitwise(
+    "invert", lambda xp, x: _xp_fn(xp, "bitwise_invert", "invert")(x),
+    "Bitwise NOT, ``~x``; logical NOT on bools.",
+    ">>> fnp.invert(fnp.array([True, False]))\nTensor([False,  True], dtype=bool)\n"
+    ">>> fnp.invert(fnp.array([0, 5]))\nTensor([-1, -6], dtype=int64)",
+    arity=1, numpy=("invert", "bitwise_invert", "bitwise_not"),
+)
+
+stop_gradient = nondiff_op(
+    "stop_gradient", lambda xp, x: x, aval=unary(same), numpy=True,
     doc="""The identity, with zero derivative: ``x`` is treated as a constant by transforms.
 
     Args:
@@ -1418,25 +1039,16 @@ def _full_like_kernel(xp, x, *, fill_value, dtype):
     return xp.full(x.shape, fill_value, dtype=dtype or x.dtype)
 
 
-full_like = defop(
-    "full_like",
-    batch=elementwise_batch,
-    kernel=_full_like_kernel,
+full_like = nondiff_op(
+    "full_like", _full_like_kernel,
     aval=lambda x, *, fill_value, dtype: x._replace(dtype=np.dtype(dtype or x.dtype)),
-    nondiff=True,
     check=Check(params=({"fill_value": 2.0, "dtype": None},)),
-    doc="""A Tensor of ``x``'s shape (and dtype, unless ``dtype`` is given) filled with one value.
-
-    Args:
-        x: Tensor giving the shape, dtype and device.
-        fill_value: Python scalar.
-        dtype: optional dtype; None keeps ``x.dtype``.
-
-    Returns:
-        Tensor of ``x.shape``; it carries no derivative.
-
-    Example:
-        >>> fnp.full_like(fnp.array([1.0, 2.0]), 7.0)
-        Tensor([7., 7.], dtype=float64)
-    """,
+    doc=contract(
+        "``x``'s shape (and dtype, unless ``dtype`` is given) filled with the Python scalar "
+        "``fill_value``; no derivative.",
+        ">>> from fgrad.ops.elementwise import full_like\n"
+        ">>> full_like(fnp.array([1.0, 2.0]), fill_value=7.0, dtype=None)\n"
+        "Tensor([7., 7.], dtype=float64)",
+        user="fgrad.numpy.full_like",
+    ),
 )

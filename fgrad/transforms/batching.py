@@ -8,14 +8,22 @@ batched computation is itself traced by any transform around ``vmap``, and trans
 inside ``f`` see batched values: ``vmap(grad(f))``, ``grad(vmap(f))``, ``jit(vmap(f))`` and
 ``vmap(vmap(f))`` all compose.
 
+Named axes: ``vmap(f, axis_name="batch")`` also binds the name ``"batch"`` while ``f``
+runs (a per-thread stack of :class:`AxisFrame`, JAX's axis environment), so the
+collectives of ``fgrad.lax`` (``psum(x, "batch")``...) reduce over the mapped axis. Those
+ops register a rule in :data:`COLLECTIVE_RULES`; only a named vmap looks it up (its trace
+is a :class:`NamedBatchTrace`), so an unnamed vmap runs exactly as before. The same stack
+holds the frames of ``fgrad.distributed.spmd``, whose axes are processes.
+
 Reference: JAX's ``vmap`` and batching interpreter (``jax/_src/interpreters/batching.py``;
 the plain form in ``docs/autodidax.py``), whose ``in_axes``/``out_axes``/``axis_size``
-conventions this follows.
+conventions this follows; its ``axis_name`` and axis environment (``core.extend_axis_env``).
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +36,7 @@ from fgrad.ops.shape import permute_dims
 from fgrad.tensor import ShapeDtype, Tensor, asarray
 from fgrad.transforms.argnums import check_function
 
-__all__ = ["vmap"]
+__all__ = ["vmap", "AxisFrame", "UnboundAxisError", "axis_frame", "named_axis", "COLLECTIVE_RULES"]
 
 _SCALARS = (bool, int, float, complex)
 
@@ -94,6 +102,104 @@ class BatchTrace(Trace):
         return out if dim is None else BatchTracer(self, out)
 
 
+# ------------------------------------------------------------------------ named axes
+
+# Rules of the ops that name an axis (fgrad.lax's collectives), used by the vmap whose
+# axis they name: ``rule(value, axis_size, **params) -> (out, out_dim)``, ``value`` with
+# the mapped axis in front. Written only at import time, by the modules declaring them.
+COLLECTIVE_RULES: dict[Any, Callable] = {}
+
+
+class UnboundAxisError(NameError, ValueError):
+    """A collective named an axis that no running vmap or spmd binds (a NameError, as in
+    JAX, and a ValueError, as fgrad's other argument errors)."""
+
+
+class AxisFrame:
+    """A bound axis name: a vmap's mapped axis (``trace`` set) or a group of processes
+    (``group`` set, from ``fgrad.distributed.spmd``), with the axis' size."""
+
+    __slots__ = ("name", "size", "trace", "group")
+
+    def __init__(self, name: Any, size: int, trace: Any = None, group: Any = None):
+        self.name, self.size, self.trace, self.group = name, size, trace, group
+
+    def __repr__(self) -> str:
+        kind = "vmap" if self.group is None else f"processes of {self.group!r}"
+        return f"AxisFrame({self.name!r}, size={self.size}, {kind})"
+
+
+class _ThreadAxes(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[AxisFrame] = []
+
+
+_AXES = _ThreadAxes()
+
+
+class named_axis:
+    """Bind ``frame.name`` (innermost first) while the body runs."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, frame: AxisFrame):
+        self.frame = frame
+
+    def __enter__(self) -> AxisFrame:
+        _AXES.stack.append(self.frame)
+        return self.frame
+
+    def __exit__(self, *exc: object) -> None:
+        stack = _AXES.stack
+        if stack and stack[-1] is self.frame:
+            stack.pop()
+        else:  # exited out of order (a generator left suspended inside the transform)
+            stack.remove(self.frame)
+
+
+def axis_frame(name: Any, what: str) -> AxisFrame:
+    """The innermost frame binding ``name``.
+
+    Raises:
+        UnboundAxisError: no running ``vmap(..., axis_name=name)`` or ``spmd`` binds
+            ``name``; the message names ``what`` (the collective) and the bound names.
+    """
+    try:
+        hash(name)
+    except TypeError:
+        raise TypeError(
+            f"{what}: axis_name must be hashable (a string), got {type(name).__name__}"
+        ) from None
+    for frame in reversed(_AXES.stack):
+        if frame.name == name:
+            return frame
+    bound = [f.name for f in reversed(_AXES.stack)]
+    raise UnboundAxisError(
+        f"{what}: unbound axis name {name!r} (bound here: {bound or 'none'}); call it inside "
+        f"fgrad.vmap(f, axis_name={name!r}) or fgrad.distributed.spmd(f, axis_name={name!r})"
+    )
+
+
+class NamedBatchTrace(BatchTrace):
+    """The trace of ``vmap(f, axis_name=...)``: a collective naming its axis reduces over
+    the mapped axis (:data:`COLLECTIVE_RULES`); every other op is batched as by vmap."""
+
+    __slots__ = ("axis_name", "axis_size")
+
+    def __init__(self, axis_name: Any, axis_size: int):
+        super().__init__()
+        self.axis_name, self.axis_size = axis_name, axis_size
+
+    def process(self, op: Any, args: tuple, params: dict) -> Any:
+        rule = COLLECTIVE_RULES.get(op)
+        if rule is not None and params.get("axis_name") == self.axis_name and params.get("group") is None:
+            x = args[0]
+            if type(x) is BatchTracer and x._trace is self:
+                out, dim = rule(x.val, self.axis_size, **params)
+                return self._wrap(out, dim)
+        return BatchTrace.process(self, op, args, params)
+
+
 def _axes_for(spec: Any, tree_: Any, what: str) -> list:
     """One axis (int or None) per leaf of ``tree_`` from ``spec``: an int or None stands
     for every leaf below it, and containers must match ``tree_``'s (a pytree prefix)."""
@@ -119,6 +225,7 @@ def vmap(
     in_axes: Any = 0,
     out_axes: Any = 0,
     axis_size: int | None = None,
+    axis_name: Any = None,
 ) -> Callable:
     """Vectorise ``f`` over a mapped axis of its arguments.
 
@@ -136,6 +243,10 @@ def vmap(
         out_axes: where the mapped axis goes in the outputs: an int, None (the output is
             the same for every example), or a pytree of them shaped like the output.
         axis_size: the mapped axis' size, needed only when no argument is mapped.
+        axis_name: a hashable name (a string) for the mapped axis: inside ``f``,
+            ``fgrad.lax.psum(x, axis_name)``, ``pmean``, ``pmax``, ``all_gather`` and
+            ``axis_index`` act over the examples, as they act over processes under
+            ``fgrad.distributed.spmd``. None (the default) binds no name.
 
     Returns:
         A function with ``f``'s signature whose outputs carry the mapped axis.
@@ -158,8 +269,17 @@ def vmap(
         >>> fgrad.vmap(fnp.add, in_axes=(0, None))(xs, fnp.array([10.0, 20.0]))
         Tensor([[11., 22.],
                 [13., 24.]], dtype=float64)
+        >>> fgrad.vmap(lambda x: x / fgrad.lax.psum(x, "i"), axis_name="i")(fnp.array([1.0, 3.0]))
+        Tensor([0.25, 0.75], dtype=float64)
     """
     check_function(f, "vmap")
+    if axis_name is not None:
+        try:
+            hash(axis_name)
+        except TypeError:
+            raise TypeError(
+                f"vmap: axis_name must be hashable (a string), got {type(axis_name).__name__}"
+            ) from None
 
     @functools.wraps(f)
     def vmapped(*args: Any, **kwargs: Any) -> Any:
@@ -183,13 +303,21 @@ def vmap(
             where += [f"keyword argument {name!r}"] * len(axes)
         leaves, in_tree = tree.flatten((args, kwargs))
         size = _mapped_size(leaves, flat_axes, where, axis_size)
-        with new_trace(BatchTrace()) as trace:
+        if axis_name is None:
+            trace_ = BatchTrace()
+        else:
+            trace_ = NamedBatchTrace(axis_name, size)
+        with new_trace(trace_) as trace:
             inputs = [
                 leaf if axis is None else BatchTracer(trace, _front(leaf, axis))
                 for leaf, axis in zip(leaves, flat_axes)
             ]
             batched_args, batched_kwargs = tree.unflatten(in_tree, inputs)
-            out = f(*batched_args, **batched_kwargs)
+            if axis_name is None:
+                out = f(*batched_args, **batched_kwargs)
+            else:
+                with named_axis(AxisFrame(axis_name, size, trace=trace)):
+                    out = f(*batched_args, **batched_kwargs)
             out_leaves, out_tree = tree.flatten(out)
             out_specs = _axes_for(out_axes, out, "out_axes")
             results = [_place(o, trace, axis, size) for o, axis in zip(out_leaves, out_specs)]

@@ -80,7 +80,9 @@ class _Arena:
 
 
 
-def _donation_plan(graph: Graph, forms: list[tuple], donated: tuple[int, ...]) -> dict[int, int]:
+def _donation_plan(
+    graph: Graph, forms: list[tuple], donated: tuple[int, ...], overwrites: dict[int, frozenset]
+) -> dict[int, int]:
     """Which outputs to write into donated inputs' arrays: ``{id(output var): input index}``.
 
     An input's array may take an output of the same shape and dtype once nothing reads the
@@ -93,6 +95,8 @@ def _donation_plan(graph: Graph, forms: list[tuple], donated: tuple[int, ...]) -
     nodes = graph.nodes
     alias = {id(graph.invars[i]): frozenset((i,)) for i in donated}
     read_until = dict.fromkeys(donated, -1)
+    # Donated inputs a step reads at a position other than those it may write over.
+    read_elsewhere: dict[int, set] = {}
     step_of: dict[int, int] = {}
     for k, (node, form) in enumerate(zip(nodes, forms)):
         seen = frozenset().union(
@@ -100,7 +104,11 @@ def _donation_plan(graph: Graph, forms: list[tuple], donated: tuple[int, ...]) -
         )
         for i in seen:
             read_until[i] = k
-        fresh = node.op in FRESH or form[0] in ("ufunc", "matmul_rows", "where0")
+        for pos, v in enumerate(node.inputs):
+            if isinstance(v, Var) and pos not in overwrites.get(k, ()):
+                read_elsewhere.setdefault(k, set()).update(alias.get(id(v), ()))
+        # An overwriting step's result is a new array, or the input it may overwrite.
+        fresh = node.op in FRESH or form[0] in ("ufunc", "matmul_rows", "where0") or k in overwrites
         if seen and not fresh:
             for v in node.outputs:
                 alias[id(v)] = seen
@@ -119,7 +127,10 @@ def _donation_plan(graph: Graph, forms: list[tuple], donated: tuple[int, ...]) -
             continue
         for i in free:
             end = read_until[i]
-            if graph.invars[i].aval == v.aval and (end < k or (end == k and form[0] == "ufunc")):
+            in_place = form[0] == "ufunc" or (
+                k in overwrites and i not in read_elsewhere.get(k, ())
+            )
+            if graph.invars[i].aval == v.aval and (end < k or (end == k and in_place)):
                 plan[id(v)] = i
                 free.remove(i)
                 break
@@ -162,10 +173,20 @@ class MemoryPlan(NamedTuple):
     claims: tuple[int, ...]
 
 
-def plan_memory(graph: Graph, forms: list[tuple], donated: tuple[int, ...], view_copies: tuple) -> MemoryPlan:
+def plan_memory(
+    graph: Graph,
+    forms: list[tuple],
+    donated: tuple[int, ...],
+    view_copies: tuple,
+    overwrites: dict[int, frozenset] | None = None,
+) -> MemoryPlan:
     """The plan for ``graph`` run with steps of ``forms``; ``donated`` input indices may
     take outputs; ``view_copies`` are the "into" kernels that, without a buffer, run as
-    the op (and may return a view)."""
+    the op (and may return a view); ``overwrites[k]``, the input positions whose array
+    step ``k``'s kernel may write its result over (besides elementwise ufuncs, which may
+    write over any input): an update of a slice, written in place into its operand when
+    that dies at the step (a KV cache donated to a decode step)."""
+    overwrites = overwrites or {}
     nodes = graph.nodes
     # Last reader of each value; the graph's outputs live to the end.
     last_use: dict[int, int] = {}
@@ -201,7 +222,7 @@ def plan_memory(graph: Graph, forms: list[tuple], donated: tuple[int, ...], view
             for v in node.outputs:
                 roots[id(v)] = r
     managed = candidates - frozenset().union(*(roots.get(i, ()) for i in outputs))
-    donation = _donation_plan(graph, forms, donated)
+    donation = _donation_plan(graph, forms, donated, overwrites)
     busy_end: dict[int, int] = {}  # buffered value -> last step any alias of it is read
     for k, node in enumerate(nodes):
         for v in node.outputs:
@@ -225,10 +246,12 @@ def plan_memory(graph: Graph, forms: list[tuple], donated: tuple[int, ...], view
         o = node.outputs[0]
         if id(o) in managed:
             donor = None
-            if form[0] == "ufunc" and form[1].signature is None:  # elementwise: in place
-                for v in node.inputs:
+            elementwise = form[0] == "ufunc" and form[1].signature is None
+            if elementwise or k in overwrites:  # in place
+                for pos, v in enumerate(node.inputs):
                     if (
-                        isinstance(v, Var)
+                        (elementwise or pos in overwrites[k])
+                        and isinstance(v, Var)
                         and id(v) in managed
                         and busy_end[id(v)] == k
                         and v.aval == o.aval

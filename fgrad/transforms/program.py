@@ -19,6 +19,7 @@ import numpy as np
 
 from fgrad.core.graph import Graph, Node, Var
 from fgrad.ops.elementwise import where
+from fgrad.ops.indexing import _dynamic_key, dynamic_update_slice
 from fgrad.ops.linalg import matmul
 from fgrad.ops.nn import softmax
 from fgrad.ops.shape import concatenate, permute_dims, reshape
@@ -178,6 +179,15 @@ def _concat_into(*xs: Any, axis: int, out: Any) -> Any:
     return np.concatenate(xs, axis=axis, out=out)
 
 
+def _update_into(x: Any, update: Any, *starts: Any, out: Any) -> Any:
+    """``dynamic_update_slice`` into ``out``: in place when ``out`` is ``x`` itself (the
+    plan gave the step its operand's array, which dies there), else a copy of ``x`` first."""
+    if out is not x:
+        np.copyto(out, x)
+    out[_dynamic_key(starts, x.shape, update.shape)] = update
+    return out
+
+
 def _drop_ones(shape: tuple) -> tuple:
     return tuple(d for d in shape if d != 1)
 
@@ -272,6 +282,8 @@ def _step_forms(graph: Graph, xp: Any) -> list[tuple]:
                 and _drop_ones(ins[0].aval.shape) != _drop_ones(out.shape)
             ):  # a reshape of a permuted view that copies (not just adding unit axes)
                 form = ("into", _reshape_copy, {})
+            elif op is dynamic_update_slice and isinstance(ins[0], Var):
+                form = ("into", _update_into, {})
             elif op is permute_dims and _feeds_small_batched_matmul(
                 node, consumers.get(id(node.outputs[0]), [])
             ):
@@ -320,7 +332,12 @@ class Program:
             return names[id(v)] if isinstance(v, Var) else const(v)
 
         forms = _step_forms(graph, xp)
-        plan = plan_memory(graph, forms, donated if xp is np else (), (_reshape_copy, _transpose_copy))
+        overwrites = {
+            k: frozenset((0,)) for k, form in enumerate(forms) if form[0] == "into" and form[1] is _update_into
+        }
+        plan = plan_memory(
+            graph, forms, donated if xp is np else (), (_reshape_copy, _transpose_copy), overwrites
+        )
         self._claims = plan.claims
         lines: list[str] = []
         for k, (node, form) in enumerate(zip(nodes, forms)):

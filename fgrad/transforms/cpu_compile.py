@@ -1,0 +1,451 @@
+"""Compiled loops on the CPU: a ``scan`` whose body lowers to numba runs as one native loop.
+
+``jit`` runs a graph as one numpy call per node, and a ``scan`` as a Python loop over its
+body: a small-state simulation (an ODE solver, an RNN step) pays Python and numpy dispatch
+for every op of every step, far more than the arithmetic. Where numba is installed
+(``pip install "fgrad[cpu-compile]"``) and ``fgrad.config.cpu_compile`` is on, the scan
+kernel lowers its body graph to Python source over numba-typed values — 0-d values as
+scalars, arrays as arrays, numpy calls numba compiles natively — and compiles the whole loop
+with ``numba.njit``: the carry stays in native values from step to step. The reverse-mode
+loops of a scan's gradient are scans too, so they compile the same way.
+
+Nothing is guessed: a body holding an op without a lowering here, or one numba cannot
+type, falls back to the numpy loop for that scan (``config.log_compiles`` says which op,
+or numba's error), and a compiled loop whose first results differ in shape or dtype from
+the body's avals is dropped the same way. The generated module is written to a cache
+directory keyed by its source, so numba's own on-disk cache (``cache=True``) serves the
+next run of the script without compiling again.
+
+Reference: numba's nopython mode (https://numba.readthedocs.io/en/stable/reference/pysupported.html
+and numpysupported.html); the loop-to-native idea is XLA's ``While`` lowering.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from fgrad._config import config
+from fgrad.core.graph import Graph, Var
+from fgrad.ops import elementwise as e
+from fgrad.ops import indexing as ix
+from fgrad.ops import linalg as la
+from fgrad.ops import nn as nn_ops
+from fgrad.ops import reduction as r
+from fgrad.ops import shape as s
+from fgrad.tensor import Tensor
+
+__all__ = ["available", "compile_scan"]
+
+_log = logging.getLogger("fgrad")
+
+
+class Unsupported(Exception):
+    """The body holds something this lowering does not cover (the message says what)."""
+
+
+def available() -> bool:
+    """Whether numba imports (the ``cpu-compile`` extra)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+# ------------------------------------------------------------------ lowering, op by op
+# Each rule writes the statement(s) computing a node's outputs from its input expressions.
+# Values of shape () are numba scalars (cast to their aval's dtype on every assignment, so
+# a loop carry keeps one type); other values are arrays.
+
+_BINARY = {e.add: "+", e.subtract: "-", e.multiply: "*", e.divide: "/", e.power: "**"}
+_COMPARE = {e.less: "<", e.less_equal: "<=", e.greater: ">", e.greater_equal: ">=",
+            e.equal: "==", e.not_equal: "!="}
+_CALLS = {
+    e.exp: "np.exp", e.log: "np.log", e.sin: "np.sin", e.cos: "np.cos", e.tan: "np.tan",
+    e.tanh: "np.tanh", e.sinh: "np.sinh", e.cosh: "np.cosh", e.sqrt: "np.sqrt",
+    e.log1p: "np.log1p", e.expm1: "np.expm1", e.arctan: "np.arctan", e.arcsin: "np.arcsin",
+    e.arccos: "np.arccos", e.abs: "np.abs", e.floor: "np.floor", e.ceil: "np.ceil",
+    e.maximum: "np.maximum", e.minimum: "np.minimum", e.arctan2: "np.arctan2",
+    e.hypot: "np.hypot",
+}
+
+
+def _dtype_name(dtype: Any) -> str:
+    return f"np.{np.dtype(dtype).name}"
+
+
+def _literal(value: Any, dtype: Any) -> str:
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return repr(bool(value))
+    if dtype.kind == "c":
+        raise Unsupported("a complex constant")
+    v = float(value) if dtype.kind == "f" else int(value)
+    if dtype.kind == "f" and not math.isfinite(v):
+        text = "np.nan" if math.isnan(v) else ("np.inf" if v > 0 else "-np.inf")
+    else:
+        text = repr(v)
+    return f"{_dtype_name(dtype)}({text})"
+
+
+def _index_text(index: Any) -> str:
+    parts = []
+    for k in index if isinstance(index, tuple) else (index,):
+        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            parts.append(str(int(k)))
+        elif isinstance(k, slice) and all(
+            v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, bool))
+            for v in (k.start, k.stop, k.step)
+        ):
+            parts.append(":".join("" if v is None else str(int(v)) for v in (k.start, k.stop, k.step)))
+        else:
+            raise Unsupported(f"an index {k!r}")
+    return ", ".join(parts) + ("," if len(parts) == 1 else "")
+
+
+class _Lowering:
+    """Source lines for a graph's nodes, with names for its values."""
+
+    def __init__(self, graph: Graph, names: dict[int, str], arrays: list):
+        self.graph = graph
+        self.names = names
+        self.arrays = arrays  # array constants, passed in as arguments
+        self.lines: list[str] = []
+
+    def ref(self, v: Any, dtype: Any) -> str:
+        if isinstance(v, Var):
+            return self.names[id(v)]
+        if type(v) in (bool, int, float):
+            return _literal(v, dtype)
+        data = v._data if isinstance(v, Tensor) else v
+        if isinstance(data, (np.ndarray, np.generic)):
+            if data.dtype.kind == "c" or data.dtype.hasobject:
+                raise Unsupported(f"a {data.dtype} constant")
+            if data.shape == ():
+                return _literal(data.item(), data.dtype)
+            self.arrays.append(np.ascontiguousarray(data))
+            return f"k{len(self.arrays) - 1}"
+        raise Unsupported(f"a constant of type {type(v).__name__}")
+
+    def assign(self, out: Var, expr: str) -> None:
+        name = self.names[id(out)]
+        aval = out.aval
+        if aval.shape == ():
+            self.lines.append(f"{name} = {_dtype_name(aval.dtype)}({expr})")
+        else:
+            self.lines.append(f"{name} = {expr}")
+
+    def node(self, node: Any) -> None:
+        op, ins, params, outs = node.op, node.inputs, node.params, node.outputs
+        out = outs[0]
+        dt = out.aval.dtype
+        if any(np.dtype(getattr(getattr(v, "aval", None), "dtype", "f8")).kind == "c" for v in (*ins, out)):
+            raise Unsupported(f"complex values in {op.name}")
+        if op in _BINARY:
+            a, b = (self.ref(v, dt) for v in ins)
+            return self.assign(out, f"({a} {_BINARY[op]} {b})")
+        if op in _COMPARE:
+            other = next((v.aval.dtype for v in ins if isinstance(v, Var)), dt)
+            a, b = (self.ref(v, other) for v in ins)
+            return self.assign(out, f"({a} {_COMPARE[op]} {b})")
+        if op in _CALLS:
+            args = ", ".join(self.ref(v, dt) for v in ins)
+            return self.assign(out, f"{_CALLS[op]}({args})")
+        if op is e.negative:
+            return self.assign(out, f"(-{self.ref(ins[0], dt)})")
+        if op in (e.stop_gradient, e.optimization_barrier) and len(outs) == 1:
+            return self.assign(out, self.ref(ins[0], dt))
+        if op is e.astype:
+            x = self.ref(ins[0], ins[0].aval.dtype if isinstance(ins[0], Var) else dt)
+            if out.aval.shape == ():
+                return self.assign(out, x)
+            return self.assign(out, f"{x}.astype({_dtype_name(dt)})")
+        if op is e.where:
+            c, a, b = self.ref(ins[0], np.bool_), self.ref(ins[1], dt), self.ref(ins[2], dt)
+            if out.aval.shape == ():
+                return self.assign(out, f"({a} if {c} else {b})")
+            return self.assign(out, f"np.where({c}, {a}, {b})")
+        if op is e.full_like:
+            fill = _literal(params["fill_value"], dt)
+            if out.aval.shape == ():
+                return self.assign(out, fill)
+            return self.assign(out, f"np.full({tuple(out.aval.shape)!r}, {fill}, {_dtype_name(dt)})")
+        if op is s.reshape:
+            return self._reshape(ins[0], out)
+        if op is s.concatenate:
+            parts = ", ".join(self._array(v) for v in ins)
+            return self.assign(out, f"np.concatenate(({parts},), {int(params['axis'])})")
+        if op is s.broadcast_to:
+            x = self.ref(ins[0], dt)
+            shape = tuple(out.aval.shape)
+            return self.assign(out, f"np.broadcast_to({x}, {shape!r}).copy()")
+        if op is s.permute_dims:
+            return self.assign(out, f"np.ascontiguousarray({self._array(ins[0])}.transpose({tuple(params['axes'])!r}))")
+        if op is ix.getitem:
+            x = self.ref(ins[0], dt)
+            expr = f"{x}[{_index_text(params['index'])}]"
+            if out.aval.shape != ():
+                expr = f"np.ascontiguousarray({expr})"
+            return self.assign(out, expr)
+        if op is ix.scatter_set:
+            if out.aval.shape == ():
+                raise Unsupported("scatter_set into a 0-d value")
+            x, v = self.ref(ins[0], dt), self.ref(ins[1], dt)
+            name = self.names[id(out)]
+            self.lines.append(f"{name} = {x}.copy()")
+            self.lines.append(f"{name}[{_index_text(params['index'])}] = {v}")
+            return None
+        if op is r.sum:
+            return self._sum(ins[0], out, params)
+        if op is e.sigmoid:  # the kernel's form: exp(-|x|) never overflows
+            x, one, t = self.ref(ins[0], dt), _literal(1.0, dt), f"t_{self.names[id(out)]}"
+            self.lines.append(f"{t} = np.exp(-np.abs({x}))")
+            if out.aval.shape == ():
+                return self.assign(out, f"({one} / ({one} + {t}) if {x} >= 0 else {t} / ({one} + {t}))")
+            return self.assign(out, f"np.where({x} >= 0, {one} / ({one} + {t}), {t} / ({one} + {t}))")
+        if op is nn_ops.relu:
+            return self.assign(out, f"np.maximum({self.ref(ins[0], dt)}, {_literal(0, dt)})")
+        if op is la.matmul:
+            return self._matmul(ins, out)
+        if op is ix.dynamic_slice:
+            return self._dynamic(ins[0], ins[1:], tuple(params["slice_sizes"]), out, None)
+        if op is ix.dynamic_update_slice:
+            return self._dynamic(ins[0], ins[2:], tuple(ins[1].aval.shape), out, ins[1])
+        if op is s.split:
+            return self._split(ins[0], outs, params)
+        raise Unsupported(f"op {op.name!r}")
+
+    def _matmul(self, ins: list, out: Var) -> None:
+        a, b = ins
+        if not (isinstance(a, Var) and isinstance(b, Var)) or max(len(a.aval.shape), len(b.aval.shape)) > 2:
+            raise Unsupported("a batched matmul, or one with a constant operand")
+        if a.aval.dtype != b.aval.dtype or np.dtype(a.aval.dtype).kind != "f":
+            raise Unsupported("a matmul of mixed or non-float dtypes")
+        return self.assign(out, f"np.dot({self.names[id(a)]}, {self.names[id(b)]})")
+
+    def _dynamic(self, x: Any, starts: list, sizes: tuple, out: Var, update: Any) -> None:
+        if not isinstance(x, Var) or x.aval.shape == ():
+            raise Unsupported("a dynamic slice of a constant or 0-d value")
+        name = self.names[id(out)]
+        index = []
+        for d, (st, n, k) in enumerate(zip(starts, x.aval.shape, sizes)):
+            begin = f"s{d}_{name}"
+            value = str(int(st)) if type(st) in (int, bool) else f"int({self.ref(st, np.int64)})"
+            self.lines.append(f"{begin} = min(max({value}, 0), {n - k})")  # clamped, as the op
+            index.append(f"{begin}:{begin} + {k}")
+        src = self.names[id(x)]
+        if update is None:
+            return self.assign(out, f"np.ascontiguousarray({src}[{', '.join(index)}])")
+        self.lines.append(f"{name} = {src}.copy()")
+        self.lines.append(f"{name}[{', '.join(index)}] = {self.ref(update, out.aval.dtype)}")
+        return None
+
+    def _array(self, v: Any) -> str:
+        x = self.ref(v, v.aval.dtype if isinstance(v, Var) else np.float64)
+        if isinstance(v, Var) and v.aval.shape == ():
+            return f"np.full((1,), {x})"
+        return x
+
+    def _reshape(self, v: Any, out: Var) -> None:
+        shape = tuple(out.aval.shape)
+        if isinstance(v, Var) and v.aval.shape == ():
+            x = self.ref(v, v.aval.dtype)
+            return self.assign(out, x if shape == () else f"np.full({shape!r}, {x})")
+        x = self.ref(v, out.aval.dtype)
+        if shape == ():
+            return self.assign(out, f"{x}.ravel()[0]")
+        return self.assign(out, f"np.ascontiguousarray({x}).reshape({shape!r})")
+
+    def _sum(self, v: Any, out: Var, params: dict) -> None:
+        x = self.ref(v, out.aval.dtype)
+        axes = params.get("axes")
+        ndim = len(v.aval.shape) if isinstance(v, Var) else 0
+        if ndim == 0:
+            return self.assign(out, x)
+        all_axes = axes is None or sorted(int(a) % ndim for a in axes) == list(range(ndim))
+        if all_axes:
+            total = f"np.sum({x})"
+            if out.aval.shape == ():
+                return self.assign(out, total)
+            return self.assign(out, f"np.full({tuple(out.aval.shape)!r}, {total})")
+        if len(axes) == 1:
+            expr = f"np.sum({x}, axis={int(axes[0]) % ndim})"
+            if params.get("keepdims"):
+                expr = f"np.ascontiguousarray({expr}).reshape({tuple(out.aval.shape)!r})"
+            return self.assign(out, expr)
+        raise Unsupported("a sum over several (not all) axes")
+
+    def _split(self, v: Any, outs: list, params: dict) -> None:
+        ndim = len(v.aval.shape)
+        axis = int(params.get("axis", 0)) % ndim
+        x = self.ref(v, v.aval.dtype)
+        start = 0
+        for o in outs:
+            n = o.aval.shape[axis]
+            index = [":"] * axis + [f"{start}:{start + n}"]
+            self.lines.append(f"{self.names[id(o)]} = np.ascontiguousarray({x}[{', '.join(index)}])")
+            start += n
+        return None
+
+
+# ------------------------------------------------------------------ the loop
+
+
+def _scan_source(graph: Graph, n_consts: int, n_carry: int, length: int, reverse: bool) -> tuple[str, list]:
+    """The source of ``_loop(consts..., carry..., xs..., array constants...)``."""
+    names: dict[int, str] = {}
+    n_in = len(graph.invars)
+    n_xs = n_in - n_consts - n_carry
+    for i, v in enumerate(graph.invars):
+        names[id(v)] = f"in{i}"
+    for k, node in enumerate(graph.nodes):
+        for j, o in enumerate(node.outputs):
+            names[id(o)] = f"v{k}_{j}"
+    arrays: list = []
+    low = _Lowering(graph, names, arrays)
+    for node in graph.nodes:
+        low.node(node)
+    outs = []
+    for j, o in enumerate(graph.outvars):
+        aval = o.aval if isinstance(o, Var) else None
+        if aval is None:
+            raise Unsupported("a constant output of the body")
+        outs.append(names[id(o)])
+    carry_in = [f"in{n_consts + i}" for i in range(n_carry)]
+    y_vars = graph.outvars[n_carry:]
+    params = [f"p{i}" for i in range(n_consts + n_carry)] + [f"xs{j}" for j in range(n_xs)]
+    params += [f"k{i}" for i in range(len(arrays))]
+    lines = [f"def _loop({', '.join(params)}):"]
+    for i in range(n_consts + n_carry):  # scalars for 0-d values, contiguous arrays else
+        lines.append(f"    in{i} = {_value(graph.invars[i].aval, f'p{i}', zero_d=True)}")
+    for j, y in enumerate(y_vars):
+        lines.append(f"    ys{j} = np.empty(({length},) + {tuple(y.aval.shape)!r}, {_dtype_name(y.aval.dtype)})")
+    lines.append(f"    for step in range({length}):")
+    lines.append(f"        i = {length - 1} - step" if reverse else "        i = step")
+    for j in range(n_xs):
+        k = n_consts + n_carry + j
+        lines.append(f"        in{k} = {_value(graph.invars[k].aval, f'xs{j}[i]')}")
+    lines += [f"        {line}" for line in low.lines]
+    for j, y in enumerate(y_vars):
+        lines.append(f"        ys{j}[i] = {outs[n_carry + j]}")
+    for i in range(n_carry):
+        lines.append(f"        {carry_in[i]} = {_value(graph.invars[n_consts + i].aval, outs[i])}")
+    ret = carry_in + [f"ys{j}" for j in range(len(y_vars))]
+    lines.append(f"    return ({', '.join(ret)},)")
+    return "\n".join(lines) + "\n", arrays
+
+
+def _value(aval: Any, expr: str, zero_d: bool = False) -> str:
+    """``expr`` as the value a body variable of ``aval`` holds: a scalar of its dtype for
+    shape () (``zero_d``: read out of a 0-d array), else a C-contiguous array (one layout,
+    so numba gives a loop carry one type)."""
+    if aval.shape == ():
+        return f"{_dtype_name(aval.dtype)}({expr}[()])" if zero_d else f"{_dtype_name(aval.dtype)}({expr})"
+    return f"np.ascontiguousarray({expr})"
+
+
+def _cache_dir() -> str:
+    base = os.environ.get("FGRAD_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "fgrad"
+    )
+    path = os.path.join(base, "numba")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def _load(source: str) -> Callable:
+    """``_loop`` of ``source``, compiled by numba (from its disk cache when it has one)."""
+    import numba
+
+    text = "import numpy as np\nimport numba\n\n\n@numba.njit(cache=True, nogil=True)\n" + source
+    digest = hashlib.sha256((text + numba.__version__).encode()).hexdigest()[:24]
+    name = f"fgrad_loop_{digest}"
+    try:
+        folder = _cache_dir()
+    except OSError:  # no writable home: a private folder for this process
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="fgrad-numba-")
+    path = os.path.join(folder, name + ".py")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)  # atomic: another process may be writing the same module
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return module._loop
+
+
+class _CompiledScan:
+    """A scan's loop as one numba function; checks its first results against the avals."""
+
+    def __init__(self, fn: Callable, arrays: list, body: Any, n_carry: int, length: int):
+        self.fn = fn
+        self.arrays = arrays
+        self.body = body
+        self.n_carry = n_carry
+        self.length = length
+        self.checked = False
+
+    def __call__(self, args: list) -> tuple | None:
+        start = time.perf_counter()
+        try:
+            outs = self.fn(*[np.asarray(a) for a in args], *self.arrays)
+        except Exception as err:  # noqa: BLE001  (numba's typing or lowering error)
+            if self.checked:
+                raise
+            _log_fallback(self.body, f"numba could not compile it: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+            return None
+        outs = [np.asarray(o) for o in outs]
+        if not self.checked:
+            carry = self.body.out_avals[: self.n_carry]
+            ys = self.body.out_avals[self.n_carry :]
+            want = [(tuple(a.shape), a.dtype) for a in carry] + [((self.length, *a.shape), a.dtype) for a in ys]
+            for o, (shape, dtype) in zip(outs, want):
+                if o.shape != shape or o.dtype != np.dtype(dtype):
+                    _log_fallback(self.body, f"its compiled result {o.dtype}{list(o.shape)} is not {np.dtype(dtype)}{list(shape)}")
+                    return None
+            self.checked = True
+            if config.log_compiles:
+                _log.warning(
+                    "jit: compiled scan body %r with numba (first call %.2f s)",
+                    self.body.name, time.perf_counter() - start,
+                )
+        return tuple(outs)
+
+
+def _log_fallback(body: Any, why: str) -> None:
+    if config.log_compiles:
+        _log.warning("jit: scan body %r runs as numpy calls: %s", body.name, why)
+
+
+def compile_scan(body: Any, n_consts: int, n_carry: int, length: int, reverse: bool) -> Any:
+    """The compiled loop of a scan over ``body`` (a SubGraph), or None when the body does
+    not lower (an op without a rule here, complex values) or numba is missing; memoised
+    on the body. The result, called on the scan's input arrays, returns its outputs, or
+    None the first time when numba cannot type the loop (the caller then runs numpy)."""
+    key = ("numba", n_consts, n_carry, length, bool(reverse))
+    cached = body.derived.get(key)
+    if cached is not None:
+        return cached or None
+    compiled: Any = False
+    try:
+        source, arrays = _scan_source(body.graph, n_consts, n_carry, length, reverse)
+        compiled = _CompiledScan(_load(source), arrays, body, n_carry, length)
+    except Unsupported as why:
+        _log_fallback(body, f"no CPU lowering for {why}")
+    except ImportError:
+        pass
+    body.derived[key] = compiled
+    return compiled or None

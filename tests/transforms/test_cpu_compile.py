@@ -1,0 +1,133 @@
+"""jit's compiled CPU loops (issue 16): a scan whose body lowers to numba runs as one native
+loop, forward and in its gradient's loops, with the numpy loop's results; what does not
+lower falls back to numpy and says why."""
+
+import logging
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import lax
+from fgrad.transforms import cpu_compile
+
+pytest.importorskip("numba")
+
+
+@pytest.fixture
+def compiled(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("FGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(fgrad.config, "cpu_compile", True)
+    monkeypatch.setattr(fgrad.config, "log_compiles", True)
+    caplog.set_level(logging.WARNING, logger="fgrad")
+    return caplog
+
+
+def _pendulum(y0, p, dt=0.01, n=50):
+    def f(y):
+        return fnp.stack([y[1], -p[0] * fnp.sin(y[0]) - p[1] * y[1]])
+
+    def step(y, _):
+        k1 = f(y)
+        k2 = f(y + 0.5 * dt * k1)
+        y = y + dt * (k1 + k2) / 2.0
+        return y, y[0]
+
+    y, ys = lax.scan(step, y0, None, length=n)
+    return fnp.sum(ys**2) + fnp.sum(y)
+
+
+def _both(f, *args):
+    with_numba = f(*args)
+    fgrad.config.cpu_compile = False
+    try:
+        plain = fgrad.jit(f.__wrapped__ if hasattr(f, "__wrapped__") else f)(*args)
+    finally:
+        fgrad.config.cpu_compile = True
+    return with_numba, plain
+
+
+def test_forward_and_gradient_loops_compile_with_the_numpy_results(compiled):
+    y0, p = fnp.asarray([1.0, 0.0]), fnp.asarray([9.8, 0.1])
+    grad = fgrad.grad(_pendulum, argnums=(0, 1))
+    for f in (_pendulum, grad):
+        got, want = _both(fgrad.jit(f), y0, p)
+        for g, w in zip(fgrad.tree.leaves(got), fgrad.tree.leaves(want)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-13, atol=0)
+    names = [r.getMessage() for r in compiled.records if "compiled scan body" in r.getMessage()]
+    assert len(names) >= 3, names  # the forward loop, and the gradient's two loops
+
+
+def test_float32_carry_reverse_scan_and_stacked_outputs(compiled):
+    xs = fnp.asarray(np.linspace(-1.0, 1.0, 12).reshape(6, 2), dtype="float32")
+
+    def f(c0, xs):
+        return lax.scan(lambda c, x: (c * 0.9 + fnp.tanh(x), (c, fnp.sum(x))), c0, xs, reverse=True)
+
+    c0 = fnp.zeros(2, dtype="float32")
+    got, want = _both(fgrad.jit(f), c0, xs)
+    for g, w in zip(fgrad.tree.leaves(got), fgrad.tree.leaves(want)):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-7)
+    assert any("compiled scan body" in r.getMessage() for r in compiled.records)
+
+
+def test_a_body_with_an_op_without_lowering_runs_numpy_and_says_why(compiled):
+    def f(x):
+        return lax.scan(lambda c, _: (fnp.sort(c * -1.0), None), x, None, length=3)[0]
+
+    x = fnp.asarray([3.0, 1.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(fgrad.jit(f)(x)), [-3.0, -2.0, -1.0])
+    assert any("no CPU lowering for op 'sort'" in r.getMessage() for r in compiled.records)
+
+
+def test_the_generated_module_is_kept_on_disk(compiled, tmp_path):
+    f = fgrad.jit(lambda x: lax.fori_loop(0, 4, lambda i, c: c * 2.0 + 1.0, x))
+    np.testing.assert_array_equal(np.asarray(f(fnp.asarray([0.0, 1.0]))), [15.0, 31.0])
+    modules = list((tmp_path / "numba").glob("fgrad_loop_*.py"))
+    assert modules and "numba.njit(cache=True" in modules[0].read_text()
+    assert cpu_compile.available()
+
+
+def _lstm(w, xs):
+    def cell(carry, x):
+        h, c = carry
+        z = fnp.concatenate([x, h], axis=1) @ w
+        i, f, g, o = fnp.split(z, 4, axis=1)
+        c = fgrad.nn.sigmoid(f) * c + fgrad.nn.sigmoid(i) * fnp.tanh(g)
+        h = fgrad.nn.sigmoid(o) * fnp.tanh(c)
+        return (h, c), fgrad.nn.relu(h)
+
+    h0 = fnp.zeros((3, 4))
+    (h, c), hs = lax.scan(cell, (h0, h0), xs)
+    return fnp.sum(hs) + fnp.sum(h * c)
+
+
+def _windows(x):  # fori_loop over dynamic slices and updates
+    def body(i, acc):
+        return fnp.dynamic_update_slice(acc, fnp.dynamic_slice(x, (i,), (2,)) * 2.0, (i,))
+
+    return lax.fori_loop(0, 5, body, fnp.zeros(6))
+
+
+def _lstm_args():
+    rng = np.random.default_rng(0)
+    return fnp.asarray(rng.standard_normal((6, 16)) * 0.3), fnp.asarray(rng.standard_normal((5, 3, 2)))
+
+
+def _compiled_as_numpy(compiled, cases):
+    for f, args in cases:
+        got, want = _both(fgrad.jit(f), *args)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
+    falls = [r.getMessage() for r in compiled.records if "runs as numpy calls" in r.getMessage()]
+    assert not falls, falls
+
+
+def test_an_lstm_scan_with_matmuls_and_a_loop_over_slices(compiled):
+    _compiled_as_numpy(compiled, [(_lstm, _lstm_args()), (_windows, (fnp.arange(6.0),))])
+
+
+@pytest.mark.slow  # its two gradient loops take about a minute to compile
+def test_the_lstm_gradient_loops(compiled):
+    _compiled_as_numpy(compiled, [(fgrad.grad(_lstm), _lstm_args())])

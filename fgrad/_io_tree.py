@@ -228,7 +228,12 @@ def fill(like: Any, take: Callable[[str, Any], Any]) -> Any:
                 tokens.append(token)
             if cls is dict:
                 for key in node:
-                    _key_json(key, tokens)  # a str key, as save needs
+                    if type(key) is not str:
+                        raise TypeError(
+                            f"fgrad.io.load: like has a dict at {show(''.join(tokens))} with "
+                            f"key {key!r} of type {type(key).__name__}; checkpoint dicts have "
+                            "str keys"
+                        )
                 children = [("/" + escape(k), c) for k, c in node.items()]
             elif cls is list or cls is tuple:
                 children = [(f"/{i}", c) for i, c in enumerate(node)]

@@ -246,3 +246,9 @@ def test_like_with_a_dataclass_node_is_a_type_error(tmp_path):
     fio.save(tmp_path / "p.safetensors", {"w": fnp.ones(2)})
     with pytest.raises(TypeError, match=r"like has a pytree node .*Box at the root"):
         fio.load(tmp_path / "p.safetensors", like=Box(fnp.ones(2)))
+
+
+def test_like_with_a_non_str_dict_key_is_a_type_error(tmp_path):
+    fio.save(tmp_path / "p.safetensors", {"a": {"1": fnp.ones(2)}})
+    with pytest.raises(TypeError, match=r"like has a dict at '/a' with key 1 of type int"):
+        fio.load(tmp_path / "p.safetensors", like={"a": {1: fnp.ones(2)}})

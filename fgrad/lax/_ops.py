@@ -52,7 +52,7 @@ from fgrad.ops.elementwise import (
     where,
 )
 from fgrad.tensor import ShapeDtype
-from fgrad.transforms.cpu_compile import compile_scan
+from fgrad.transforms.cpu_compile import compile_scan, compile_while
 from fgrad.transforms.subgraph import (
     _example_graph,
     SubGraph,
@@ -256,6 +256,13 @@ def _truth(x: Any) -> bool:
 
 def _while_kernel(xp, *args, cond, body, n_cond_consts, n_body_consts):
     _check_arrays("while_loop", args)
+    if xp is np and config.cpu_compile and not config.debug_nans:
+        compiled = compile_while(cond, body, n_cond_consts, n_body_consts)
+        outs = compiled(list(args)) if compiled is not None else None
+        if outs is not None:
+            return outs
+        if compiled is not None:  # numba could not type it: numpy from now on
+            body.derived[("numba while", cond, n_cond_consts, n_body_consts)] = False
     cond_consts, body_consts, carry = _split(args, n_cond_consts, n_body_consts)
     while _truth(cond.run(xp, cond_consts + carry)[0]):
         carry = body.run(xp, body_consts + carry)

@@ -1,4 +1,4 @@
-"""Compiled loops on the CPU: a ``scan`` whose body lowers to numba runs as one native loop.
+"""Compiled loops on the CPU: a ``scan`` or ``while_loop`` whose body lowers to numba runs as one native loop.
 
 ``jit`` runs a graph as one numpy call per node, and a ``scan`` as a Python loop over its
 body: a small-state simulation (an ODE solver, an RNN step) pays Python and numpy dispatch
@@ -44,7 +44,7 @@ from fgrad.ops import reduction as r
 from fgrad.ops import shape as s
 from fgrad.tensor import Tensor
 
-__all__ = ["available", "compile_scan"]
+__all__ = ["available", "compile_scan", "compile_while"]
 
 _log = logging.getLogger("fgrad")
 
@@ -72,7 +72,7 @@ _CALLS = {
     e.log1p: "np.log1p", e.expm1: "np.expm1", e.arctan: "np.arctan", e.arcsin: "np.arcsin",
     e.arccos: "np.arccos", e.abs: "np.abs", e.floor: "np.floor", e.ceil: "np.ceil",
     e.maximum: "np.maximum", e.minimum: "np.minimum", e.arctan2: "np.arctan2",
-    e.hypot: "np.hypot",
+    e.hypot: "np.hypot", e.remainder: "np.remainder", e.floor_divide: "np.floor_divide",
 }
 
 
@@ -341,6 +341,46 @@ def _scan_source(graph: Graph, n_consts: int, n_carry: int, length: int, reverse
     return "\n".join(lines) + "\n", arrays
 
 
+def _lower_body(graph: Graph, inputs: list[str], prefix: str, arrays: list) -> tuple[list[str], list[str]]:
+    """The lines computing ``graph`` from variables ``inputs`` (one per input Var), and
+    the names of its outputs; ``prefix`` keeps two graphs' names apart."""
+    names = {id(v): n for v, n in zip(graph.invars, inputs)}
+    for k, node in enumerate(graph.nodes):
+        for j, o in enumerate(node.outputs):
+            names[id(o)] = f"{prefix}{k}_{j}"
+    low = _Lowering(graph, names, arrays)
+    for node in graph.nodes:
+        low.node(node)
+    if not all(isinstance(o, Var) for o in graph.outvars):
+        raise Unsupported("a constant output of the body")
+    return low.lines, [names[id(o)] for o in graph.outvars]
+
+
+def _while_source(cond: Graph, body: Graph, n_cond: int, n_body: int) -> tuple[str, list]:
+    """The source of ``_loop(cond consts..., body consts..., carry..., array constants...)``."""
+    n_carry = len(body.invars) - n_body
+    arrays: list = []
+    cc = [f"cc{i}" for i in range(n_cond)]
+    bc = [f"bc{i}" for i in range(n_body)]
+    carry = [f"carry{i}" for i in range(n_carry)]
+    cond_lines, (pred,) = _lower_body(cond, cc + carry, "u", arrays)
+    body_lines, outs = _lower_body(body, bc + carry, "v", arrays)
+    params = [f"p{i}" for i in range(n_cond + n_body + n_carry)] + [f"k{i}" for i in range(len(arrays))]
+    lines = [f"def _loop({', '.join(params)}):"]
+    avals = list(cond.invars[:n_cond]) + list(body.invars[:n_body]) + list(body.invars[n_body:])
+    for i, (name, v) in enumerate(zip(cc + bc + carry, avals)):
+        lines.append(f"    {name} = {_value(v.aval, f'p{i}', zero_d=True)}")
+    lines.append("    while True:")
+    lines += [f"        {line}" for line in cond_lines]
+    lines.append(f"        if not {pred}:")
+    lines.append("            break")
+    lines += [f"        {line}" for line in body_lines]
+    for name, out, v in zip(carry, outs, body.invars[n_body:]):
+        lines.append(f"        {name} = {_value(v.aval, out)}")
+    lines.append(f"    return ({', '.join(carry)},)")
+    return "\n".join(lines) + "\n", arrays
+
+
 def _value(aval: Any, expr: str, zero_d: bool = False) -> str:
     """``expr`` as the value a body variable of ``aval`` holds: a scalar of its dtype for
     shape () (``zero_d``: read out of a 0-d array), else a C-contiguous array (one layout,
@@ -387,8 +427,8 @@ def _load(source: str) -> Callable:
     return module._loop
 
 
-class _CompiledScan:
-    """A scan's loop as one numba function; checks its first results against the avals."""
+class _CompiledLoop:
+    """A loop as one numba function; checks its first results against the body's avals."""
 
     def __init__(self, fn: Callable, arrays: list, body: Any, n_carry: int, length: int):
         self.fn = fn
@@ -419,7 +459,7 @@ class _CompiledScan:
             self.checked = True
             if config.log_compiles:
                 _log.warning(
-                    "jit: compiled scan body %r with numba (first call %.2f s)",
+                    "jit: compiled loop body %r with numba (first call %.2f s)",
                     self.body.name, time.perf_counter() - start,
                 )
         return tuple(outs)
@@ -427,7 +467,7 @@ class _CompiledScan:
 
 def _log_fallback(body: Any, why: str) -> None:
     if config.log_compiles:
-        _log.warning("jit: scan body %r runs as numpy calls: %s", body.name, why)
+        _log.warning("jit: loop body %r runs as numpy calls: %s", body.name, why)
 
 
 def compile_scan(body: Any, n_consts: int, n_carry: int, length: int, reverse: bool) -> Any:
@@ -442,7 +482,29 @@ def compile_scan(body: Any, n_consts: int, n_carry: int, length: int, reverse: b
     compiled: Any = False
     try:
         source, arrays = _scan_source(body.graph, n_consts, n_carry, length, reverse)
-        compiled = _CompiledScan(_load(source), arrays, body, n_carry, length)
+        compiled = _CompiledLoop(_load(source), arrays, body, n_carry, length)
+    except Unsupported as why:
+        _log_fallback(body, f"no CPU lowering for {why}")
+    except ImportError:
+        pass
+    body.derived[key] = compiled
+    return compiled or None
+
+
+def compile_while(cond: Any, body: Any, n_cond_consts: int, n_body_consts: int) -> Any:
+    """The compiled loop of a ``while_loop`` of SubGraphs ``cond`` and ``body``, or None
+    (as :func:`compile_scan`); memoised on the body."""
+    key = ("numba while", cond, n_cond_consts, n_body_consts)
+    cached = body.derived.get(key)
+    if cached is not None:
+        return cached or None
+    compiled: Any = False
+    try:
+        if cond.graph.outvars and cond.graph.outvars[0].aval.shape != ():
+            raise Unsupported("a predicate that is not a scalar")
+        source, arrays = _while_source(cond.graph, body.graph, n_cond_consts, n_body_consts)
+        n_carry = len(body.out_avals)
+        compiled = _CompiledLoop(_load(source), arrays, body, n_carry, 0)
     except Unsupported as why:
         _log_fallback(body, f"no CPU lowering for {why}")
     except ImportError:

@@ -166,6 +166,13 @@ class SubGraph:
         With ``config.debug_nans`` each step is checked, so a NaN made inside a loop or
         branch body names the op and the line that traced it, not just the loop.
         """
+        if xp is np and not config.debug_nans:  # a loop body's steps as one generated function
+            program = self.derived.get("program")
+            if program is None:
+                from fgrad.transforms.program import Program  # (it imports the ops)
+
+                program = self.derived["program"] = Program(self.graph, np)
+            return [o if hasattr(o, "shape") else np.asarray(o) for o in program.run(list(args))]
         env = list(args) + [None] * (self._slots - len(args))
         check = config.debug_nans
         for step, (kernel, ins, params, outs, multi) in enumerate(self._steps):

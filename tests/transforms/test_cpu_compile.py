@@ -55,7 +55,7 @@ def test_forward_and_gradient_loops_compile_with_the_numpy_results(compiled):
         got, want = _both(fgrad.jit(f), y0, p)
         for g, w in zip(fgrad.tree.leaves(got), fgrad.tree.leaves(want)):
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-13, atol=0)
-    names = [r.getMessage() for r in compiled.records if "compiled scan body" in r.getMessage()]
+    names = [r.getMessage() for r in compiled.records if "compiled loop body" in r.getMessage()]
     assert len(names) >= 3, names  # the forward loop, and the gradient's two loops
 
 
@@ -70,7 +70,7 @@ def test_float32_carry_reverse_scan_and_stacked_outputs(compiled):
     for g, w in zip(fgrad.tree.leaves(got), fgrad.tree.leaves(want)):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-7)
-    assert any("compiled scan body" in r.getMessage() for r in compiled.records)
+    assert any("compiled loop body" in r.getMessage() for r in compiled.records)
 
 
 def test_a_body_with_an_op_without_lowering_runs_numpy_and_says_why(compiled):
@@ -131,3 +131,22 @@ def test_an_lstm_scan_with_matmuls_and_a_loop_over_slices(compiled):
 @pytest.mark.slow  # its two gradient loops take about a minute to compile
 def test_the_lstm_gradient_loops(compiled):
     _compiled_as_numpy(compiled, [(fgrad.grad(_lstm), _lstm_args())])
+
+
+def test_a_while_loop_compiles_with_the_numpy_results(compiled):
+    def collatz_steps(n):  # a data-dependent trip count: a while_loop, not a scan
+        def body(c):
+            n, k = c
+            return fnp.where(n % 2 == 0, n // 2, 3 * n + 1), k + 1
+
+        return lax.while_loop(lambda c: c[0] != 1, body, (n, fnp.asarray(0)))
+
+    def newton_sqrt(a):
+        return lax.while_loop(lambda x: fnp.abs(x * x - a) > 1e-12, lambda x: 0.5 * (x + a / x), a)
+
+    for f, arg in ((collatz_steps, fnp.asarray(27)), (newton_sqrt, fnp.asarray(2.0))):
+        got, want = _both(fgrad.jit(f), arg)
+        for g, w in zip(fgrad.tree.leaves(got), fgrad.tree.leaves(want)):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    assert sum("compiled loop body" in r.getMessage() for r in compiled.records) == 2

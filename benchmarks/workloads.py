@@ -103,14 +103,14 @@ def mlp(tiny: bool = False, peer_libs: dict | None = None) -> Workload:
         return loss, optim.apply_updates(p, updates)
 
     jitted = fgrad.jit(step)
-    flat = [np.asarray(p[k]) for p in params for k in ("weight", "bias")]
+    flat = [np.asarray(leaf) for p in params for leaf in (p.weight, p.bias)]
 
     def floor():
         return _mlp_numpy_step(flat, x_np, y_np, lr)
 
     def out(res):  # (loss, [params]) -> flat numpy list in the floor's order
         loss, new = res
-        return [_to_numpy(loss)] + [_to_numpy(p[k]) for p in new for k in ("weight", "bias")]
+        return [_to_numpy(loss)] + [_to_numpy(leaf) for p in new for leaf in (p.weight, p.bias)]
 
     variants = [
         Variant("numpy", floor),
@@ -229,10 +229,9 @@ def transformer(tiny: bool = False, peer_libs: dict | None = None) -> Workload:
     # Non-trivial layer-norm parameters, so that their gradients are tested too.
     rng = np.random.default_rng(1)
     for name in ("norm1", "norm2"):
-        params[name] = {
-            "scale": fnp.asarray((1 + 0.1 * rng.standard_normal(d_model)).astype(np.float32)),
-            "bias": fnp.asarray((0.1 * rng.standard_normal(d_model)).astype(np.float32)),
-        }
+        scale = fnp.asarray((1 + 0.1 * rng.standard_normal(d_model)).astype(np.float32))
+        bias = fnp.asarray((0.1 * rng.standard_normal(d_model)).astype(np.float32))
+        params = params._replace(**{name: nn.LayerNormParams(bias=bias, scale=scale)})
     x_np = np.random.default_rng(0).standard_normal((batch, seq, d_model)).astype(np.float32)
     x = fnp.asarray(x_np)
 
@@ -282,8 +281,9 @@ _C = math.sqrt(2.0 / math.pi)  # tanh GELU: 0.5 u (1 + tanh(C (u + 0.044715 u^3)
 
 
 def _get(tree_: Any, path: tuple) -> Any:
+    """The leaf at ``path``, a tuple of field names of the block's typed params."""
     for k in path:
-        tree_ = tree_[k]
+        tree_ = getattr(tree_, k)
     return tree_
 
 

@@ -32,6 +32,7 @@ import os
 import pathlib
 import time
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -125,6 +126,16 @@ def batch_windows(
 # ----------------------------------------------------------------------------- model
 
 
+class CharTransformerParams(NamedTuple):
+    """The model's parameters, typed as the layers' are (fields in alphabetical order)."""
+
+    blocks: tuple  # one nn.TransformerBlockParams per block
+    head: Any  # nn.LinearParams
+    norm: Any  # nn.LayerNormParams
+    positions: Any  # nn.EmbeddingParams
+    tokens: Any  # nn.EmbeddingParams
+
+
 @dataclass(frozen=True)
 class CharTransformer:
     """A decoder-only transformer over characters: ids ``(batch, seq)`` to logits ``(batch, seq, vocab_size)``.
@@ -153,31 +164,29 @@ class CharTransformer:
             nn.Linear(d, self.vocab_size),
         )
 
-    def init(self, key) -> dict:
-        """Parameters: ``{"tokens", "positions", "blocks": [...], "norm", "head"}``."""
+    def init(self, key) -> CharTransformerParams:
+        """Parameters: the embeddings, a tuple of block params, the final norm and head."""
         tokens, positions, block, norm, head = self._layers()
         keys = random.split(key, 3 + self.n_layers)
-        return {
-            "tokens": tokens.init(keys[0]),
-            "positions": positions.init(keys[1]),
-            "blocks": [block.init(keys[3 + i]) for i in range(self.n_layers)],
-            "norm": norm.init(None),
-            "head": head.init(keys[2]),
-        }
+        return CharTransformerParams(
+            blocks=tuple(block.init(keys[3 + i]) for i in range(self.n_layers)),
+            head=head.init(keys[2]),
+            norm=norm.init(None),
+            positions=positions.init(keys[1]),
+            tokens=tokens.init(keys[0]),
+        )
 
-    def apply(self, params: dict, ids):
+    def apply(self, params: CharTransformerParams, ids):
         """Logits of the next character at every position of ``ids`` (``(batch, seq)``)."""
         tokens, positions, block, norm, head = self._layers()
         seq = ids.shape[1]
-        x = tokens.apply(params["tokens"], ids) + positions.apply(
-            params["positions"], fnp.arange(seq)
-        )
-        for p in params["blocks"]:
+        x = tokens.apply(params.tokens, ids) + positions.apply(params.positions, fnp.arange(seq))
+        for p in params.blocks:
             x = block.apply(p, x)
-        return head.apply(params["head"], norm.apply(params["norm"], x))
+        return head.apply(params.head, norm.apply(params.norm, x))
 
 
-def loss_fn(model: CharTransformer, params: dict, inputs, targets):
+def loss_fn(model: CharTransformer, params: CharTransformerParams, inputs, targets):
     """Mean next-character cross-entropy in nats over all positions of the batch."""
     logits = model.apply(params, inputs)
     return fnp.mean(nn.softmax_cross_entropy(logits, targets))
@@ -187,7 +196,7 @@ def loss_fn(model: CharTransformer, params: dict, inputs, targets):
 
 
 def evaluate(
-    model: CharTransformer, params: dict, ids: np.ndarray, *, batch_size: int, max_batches: int
+    model: CharTransformer, params: CharTransformerParams, ids: np.ndarray, *, batch_size: int, max_batches: int
 ) -> float:
     """Mean loss in bits per character over non-overlapping windows of ``ids``.
 
@@ -320,7 +329,7 @@ def train(
 
 def sample(
     model: CharTransformer,
-    params: dict,
+    params: CharTransformerParams,
     data: Dataset,
     key,
     *,

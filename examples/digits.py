@@ -14,6 +14,7 @@ import argparse
 import math
 import pathlib
 import time
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -41,6 +42,14 @@ def make_model(name: str):
     return _SmallCNN()
 
 
+class SmallCNNParams(NamedTuple):
+    """The CNN's parameters, typed as the layers' are: a misspelt field fails where it is read."""
+
+    conv1: Any  # nn.Conv2dParams
+    conv2: Any  # nn.Conv2dParams
+    head: Any  # nn.LinearParams
+
+
 class _SmallCNN:
     """conv(1->16, 3x3, pad 1) - relu - maxpool 2 - conv(16->32, 3x3, pad 1) - relu - maxpool 2 - linear."""
 
@@ -50,15 +59,17 @@ class _SmallCNN:
         self.pool = nn.MaxPool2d(2)
         self.head = nn.Linear(32 * 2 * 2, 10)
 
-    def init(self, key):
+    def init(self, key) -> SmallCNNParams:
         k1, k2, k3 = random.split(key, 3)
-        return {"conv1": self.conv1.init(k1), "conv2": self.conv2.init(k2), "head": self.head.init(k3)}
+        return SmallCNNParams(
+            conv1=self.conv1.init(k1), conv2=self.conv2.init(k2), head=self.head.init(k3)
+        )
 
-    def apply(self, params, x, *, key=None, train=False):
+    def apply(self, params: SmallCNNParams, x, *, key=None, train=False):
         x = fnp.reshape(x, (-1, 1, 8, 8))
-        x = self.pool.apply({}, nn.relu(self.conv1.apply(params["conv1"], x)))
-        x = self.pool.apply({}, nn.relu(self.conv2.apply(params["conv2"], x)))
-        return self.head.apply(params["head"], fnp.reshape(x, (x.shape[0], -1)))
+        x = self.pool.apply((), nn.relu(self.conv1.apply(params.conv1, x)))
+        x = self.pool.apply((), nn.relu(self.conv2.apply(params.conv2, x)))
+        return self.head.apply(params.head, fnp.reshape(x, (x.shape[0], -1)))
 
 
 def train(name: str, data, *, epochs: int, batch_size: int, lr: float, seed: int, progress: bool = True):

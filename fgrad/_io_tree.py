@@ -2,9 +2,13 @@
 
 A checkpoint stores its pytree's structure as JSON: a leaf is its tensor's name (a JSON
 string), ``None`` is ``null``, and containers are ``{"dict": {key: child, ...}}``,
-``{"list": [children]}`` and ``{"tuple": [children]}``. Tensor names are the leaves' paths
-as JSON pointers (RFC 6901: ``/layers/0/w``; ``~`` is written ``~0`` and ``/`` ``~1`` in a
-key), so names are unique and say where each tensor sits.
+``{"list": [children]}`` and ``{"tuple": [children]}``. A NamedTuple (the layers' typed
+params, the optimisers' states) is written as the dict of its fields, in field order: the
+file names no class, so loading runs no code and needs no import, and its tensors have the
+names a dict of the same keys gave them. Tensor names are the leaves' paths as JSON
+pointers (RFC 6901: ``/layers/0/w``; ``~`` is written ``~0`` and ``/`` ``~1`` in a key), so
+names are unique and say where each tensor sits; :func:`fill` puts tensors found by those
+names into a template's structure.
 
 Both directions walk the tree with an explicit stack, never by recursion, so the depth of
 a pytree is limited only by memory and the header's size: a tree 100 000 levels deep saves
@@ -23,12 +27,22 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["encode", "decode", "escape", "show"]
+__all__ = ["encode", "decode", "escape", "fill", "show"]
+
+
+def _is_namedtuple(cls: type) -> bool:
+    """A namedtuple class that is a pytree node (``fgrad.ShapeDtype`` marks itself a leaf)."""
+    return (
+        issubclass(cls, tuple)
+        and hasattr(cls, "_fields")
+        and not getattr(cls, "_pytree_leaf", False)
+    )
 
 
 def escape(key: str) -> str:
@@ -68,8 +82,9 @@ def encode(
     """The JSON description of ``params`` and its leaves, in tree order, with their names.
 
     Args:
-        params: a pytree of dicts with ``str`` keys, lists, tuples, ``None`` and leaves
-            (``fgrad.Tensor`` or ``numpy.ndarray``).
+        params: a pytree of dicts with ``str`` keys, lists, tuples, NamedTuples (written
+            as dicts of their fields), ``None`` and leaves (``fgrad.Tensor`` or
+            ``numpy.ndarray``).
         leaf: called as ``leaf(name, node)`` on each leaf before it is taken; it may raise
             to refuse the leaf (``fgrad.io.save`` checks the dtype there).
 
@@ -77,8 +92,8 @@ def encode(
         ``(json_text, [(name, leaf), ...])``.
 
     Raises:
-        TypeError: a node of another type (namedtuple, dataclass, Python scalar, a dict
-            subclass) or a dict key that is not a ``str`` or not valid Unicode; the message
+        TypeError: a node of another type (dataclass, Python scalar, a dict subclass) or a
+            dict key that is not a ``str`` or not valid Unicode; the message
             names the node's path and says how to convert it.
 
     Example:
@@ -105,12 +120,13 @@ def encode(
         if token is not None:
             tokens.append(token)
         cls = type(node)
-        if cls is dict:
+        if cls is dict or _is_namedtuple(cls):
             out.append('{"dict":{')
             stack.append((_CLOSE, "}}", token is not None))
+            items = node.items() if cls is dict else zip(cls._fields, node)
             children = [
                 (child, ("," if i else "") + _key_json(key, tokens) + ":", "/" + escape(key))
-                for i, (key, child) in enumerate(node.items())
+                for i, (key, child) in enumerate(items)
             ]
             stack.extend(reversed(children))
             continue  # the token stays until the _CLOSE item
@@ -154,11 +170,10 @@ def _unsupported(node: Any, where: str) -> str:
     import numpy as np
 
     hint = ""
-    if isinstance(node, tuple) and hasattr(node, "_fields"):
+    if dataclasses.is_dataclass(node):
         hint = (
             "; save its leaves (fgrad.tree.leaves(x)) and rebuild it after loading with "
-            "fgrad.tree.unflatten(fgrad.tree.structure(x), leaves), as docs/optim.md shows "
-            "for optimiser states (or convert it with ._asdict() where a dict will do)"
+            "fgrad.tree.unflatten(fgrad.tree.structure(x), leaves), or make it a NamedTuple"
         )
     elif isinstance(node, (bool, int, float, complex, np.generic)):
         hint = "; wrap Python and numpy scalars with fnp.array(x)"
@@ -166,8 +181,104 @@ def _unsupported(node: Any, where: str) -> str:
         hint = "; convert it with dict(x) first"
     return (
         f"fgrad.io.save: unsupported pytree node {type(node).__qualname__} at {show(where)}; "
-        f"checkpoints hold dicts with str keys, lists, tuples, None and Tensor leaves{hint}"
+        f"checkpoints hold dicts with str keys, lists, tuples, NamedTuples, None and Tensor "
+        f"leaves{hint}"
     )
+
+
+# --------------------------------------------------------------------------- fill
+
+
+def fill(like: Any, take: Callable[[str, Any], Any]) -> Any:
+    """``like`` with each leaf replaced by ``take(name, leaf)``, ``name`` its tensor name.
+
+    The names are those :func:`encode` gives (a NamedTuple's fields and a dict's keys are
+    path tokens alike), so a checkpoint's tensors go where a template has leaves whatever
+    containers the file recorded: dict params saved before the layers' params were typed
+    fill their NamedTuples. The result has ``like``'s containers (NamedTuples rebuilt with
+    their class); ``None`` stays ``None``.
+
+    Args:
+        like: a pytree of dicts with ``str`` keys, lists, tuples, NamedTuples, ``None`` and
+            leaves (anything else that ``fgrad.tree`` treats as a leaf: Tensors, arrays,
+            ``fgrad.ShapeDtype``).
+        take: called once per leaf, in encode's order; what it returns is the new leaf.
+
+    Returns:
+        The pytree of ``like``'s structure with the leaves ``take`` gave.
+
+    Raises:
+        TypeError: ``like`` holds another pytree node (a registered dataclass) or a dict
+            key that is not a ``str``; the message names the node's path.
+
+    Example:
+        >>> fill({"a": [1, None], "b": (2,)}, lambda name, leaf: name)
+        {'a': ['/a/0', None], 'b': ('/b/0',)}
+    """
+    from fgrad import tree  # layer 1; imported here so this module stays light
+
+    tokens: list[str] = []
+    # Frames: [node, iterator over (token, child), rebuilt children, token or None].
+    stack: list[list] = []
+    node, token = like, None
+    while True:
+        cls = type(node)
+        if cls is dict or cls is list or cls is tuple or _is_namedtuple(cls):
+            if token is not None:
+                tokens.append(token)
+            if cls is dict:
+                for key in node:
+                    if type(key) is not str:
+                        raise TypeError(
+                            f"fgrad.io.load: like has a dict at {show(''.join(tokens))} with "
+                            f"key {key!r} of type {type(key).__name__}; checkpoint dicts have "
+                            "str keys"
+                        )
+                children = [("/" + escape(k), c) for k, c in node.items()]
+            elif cls is list or cls is tuple:
+                children = [(f"/{i}", c) for i, c in enumerate(node)]
+            else:
+                children = [("/" + escape(f), c) for f, c in zip(cls._fields, node)]
+            stack.append([node, iter(children), [], token])
+            value = _NONE_YET
+        elif node is None:
+            value = None
+        else:
+            treedef = tree.structure(node)
+            if treedef.children() or treedef.num_leaves != 1:  # a registered node
+                where = show("".join(tokens) + (token or ""))
+                raise TypeError(
+                    f"fgrad.io.load: like has a pytree node {cls.__qualname__} at {where}, "
+                    "which checkpoints do not hold; use dicts, lists, tuples and NamedTuples"
+                )
+            value = take("".join(tokens) + (token or ""), node)
+        # Hand finished values to their parents, closing the containers that are complete.
+        while True:
+            if value is not _NONE_YET:
+                if not stack:
+                    return value
+                stack[-1][2].append(value)
+            frame = stack[-1]
+            item = next(frame[1], None)
+            if item is not None:
+                token, node = item
+                break
+            stack.pop()
+            original, children = frame[0], frame[2]
+            if frame[3] is not None:
+                tokens.pop()
+            kind = type(original)
+            if kind is dict:
+                value = dict(zip(original.keys(), children))
+            elif kind is list:
+                value = children
+            elif kind is tuple:
+                value = tuple(children)
+            else:
+                value = kind(*children)
+
+
+_NONE_YET = object()  # fill's marker: a container was opened, no value to hand on yet
 
 
 # --------------------------------------------------------------------------- decode

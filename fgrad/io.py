@@ -9,7 +9,9 @@ first use. fgrad names each tensor by its path in the pytree, as a JSON pointer 
 ``/layers/0/w``), and stores in the metadata:
 
 * ``fgrad.tree``: the tree's structure as JSON, so :func:`load` rebuilds the same nesting
-  of dicts, lists, tuples and ``None`` (at any depth: nothing recurses);
+  of dicts, lists, tuples and ``None`` (at any depth: nothing recurses); a NamedTuple (the
+  layers' typed params, an optimiser's state) is stored as the dict of its fields, since
+  the file names no class;
 * ``fgrad.crc32``: a CRC-32 of each tensor's bytes, so a changed byte is reported with the
   tensor it belongs to, and ``fgrad.header_crc32``: a CRC-32 of the tree, the checksums and
   every tensor's name, dtype and shape, so a damaged header is reported rather than loaded
@@ -23,7 +25,11 @@ tensor's dtype, shape and byte range), so that a hostile header is refused in a 
 of a second and messages name the file and the tensor.
 
 The files stay plain safetensors files that other tools (the ``safetensors`` package,
-PyTorch, JAX) read; fgrad reads theirs, as flat dicts from tensor name to Tensor. Files are
+PyTorch, JAX) read; fgrad reads theirs, as flat dicts from tensor name to Tensor.
+``load(path, like=template)`` puts the tensors into the template's structure instead,
+matched by name and checked for shape and dtype, which is how typed params and optimiser
+states come back as their NamedTuples, and how a checkpoint saved with the dict params of
+older fgrad loads into the typed ones (a field and a dict key give the same name). Files are
 written atomically: a crash leaves either the old file or the new one, never a partial
 file, and the temporaries of writers that were killed are removed by the next save of the
 same file. ``bfloat16`` tensors (``BF16``, the dtype of most published language-model
@@ -38,6 +44,12 @@ Example:
     >>> restored = load(path)
     >>> restored["w"].dtype, restored["w"].shape, restored["b"][1]
     (dtype('float32'), (2, 3), None)
+    >>> layer = fgrad.nn.Linear(2, 3)
+    >>> save(path, layer.init(fgrad.random.key(0)))
+    >>> load(path)["weight"].shape  # the fields of a NamedTuple, as a dict
+    (2, 3)
+    >>> load(path, like=layer.init(fgrad.random.key(1))).weight.shape
+    (2, 3)
 """
 
 from __future__ import annotations
@@ -131,15 +143,16 @@ def save(path: str | os.PathLike, params: Any) -> None:
     Args:
         path: file to write (``str`` or path-like); replaced if it exists. The suffix
             ``.safetensors`` is customary but not required.
-        params: a pytree whose nodes are dicts with ``str`` keys, lists, tuples and ``None``,
-            nested to any depth, and whose leaves are Tensors or numpy arrays of any shape
+        params: a pytree whose nodes are dicts with ``str`` keys, lists, tuples, NamedTuples
+            (stored as dicts of their fields) and ``None``, nested to any depth, and whose
+            leaves are Tensors or numpy arrays of any shape
             with dtype bool, (u)int8/16/32/64, float16/32/64, complex64 or bfloat16 (numpy
             arrays of ``ml_dtypes.bfloat16``: to store float32 parameters as bfloat16, pass
             ``fgrad.tree.map(lambda x: np.asarray(x).astype(ml_dtypes.bfloat16), params)``).
 
     Raises:
-        TypeError: a node or leaf of an unsupported type (a namedtuple, a dataclass, a
-            Python scalar, a dict with a non-``str`` key) or an unsupported dtype
+        TypeError: a node or leaf of an unsupported type (a dataclass, a Python scalar, a
+            dict with a non-``str`` key) or an unsupported dtype
             (complex128, float8); the message names the leaf's path.
         ValueError: the checkpoint would break a limit that :func:`load` enforces: more than
             262 144 leaves, or a header (names and tree) over 100 MB.
@@ -243,7 +256,7 @@ def _header_digest(metadata: dict[str, str], tensors: Any) -> str:
 # --------------------------------------------------------------------------- load
 
 
-def load(path: str | os.PathLike, *, device: Any = None) -> Any:
+def load(path: str | os.PathLike, *, device: Any = None, like: Any = None) -> Any:
     """Load a pytree of Tensors saved by :func:`save`, or the tensors of any safetensors file.
 
     The whole header is checked before any tensor is read: its length against the file's
@@ -256,14 +269,28 @@ def load(path: str | os.PathLike, *, device: Any = None) -> Any:
     metadata) loads as a flat ``dict`` from tensor name to Tensor, sorted by name; files of
     fgrad's format 1 (which had no checksums) load unchecked.
 
+    With ``like``, the tensors fill a template instead (as equinox's
+    ``tree_deserialise_leaves(path, like)``): each leaf of ``like`` takes the tensor named by
+    its path (``/0/weight`` for ``params[0].weight``, or ``params[0]["weight"]`` in dict
+    params), which must have the leaf's shape and dtype, and every tensor of the file must
+    be used. Containers come from ``like``, so NamedTuples come back as their classes, and
+    checkpoints of dict params (fgrad's layers before their params were typed, with ``{}``
+    for a layer without parameters) load into the typed params, whose fields have the dict
+    keys' names.
+
     Args:
         path: the file to read (``str`` or path-like).
         device: where to put the Tensors: ``"cpu"`` (default), ``"cuda[:N]"`` or a Device.
+        like: optional template: a pytree of dicts, lists, tuples, NamedTuples and
+            ``None`` whose leaves have ``shape`` and ``dtype`` (Tensors, arrays, or
+            ``fgrad.ShapeDtype`` from ``fgrad.eval_shape(model.init, key)``), such as a
+            freshly initialised model's params or an optimiser's ``init`` state.
 
     Returns:
-        The pytree with the saved structure (dicts, lists, tuples, ``None``) whose leaves are
-        Tensors with the saved shapes and dtypes; ``BF16`` tensors become float32 Tensors
-        (exactly: every bfloat16 value is a float32 value).
+        The pytree with the saved structure (dicts, lists, tuples, ``None``; NamedTuples as
+        dicts) or, with ``like``, with ``like``'s, whose leaves are Tensors with the saved
+        shapes and dtypes; ``BF16`` tensors become float32 Tensors (exactly: every bfloat16
+        value is a float32 value).
 
     Raises:
         ValueError: the file is not a valid safetensors file, or is damaged: too short,
@@ -272,8 +299,10 @@ def load(path: str | os.PathLike, *, device: Any = None) -> Any:
             dimensions), a tensor with an invalid shape, dtype (float8) or byte
             range (past the data, overlapping another, a gap, bytes after the last), a
             header or tensor that does not match fgrad's checksum (the message names the
-            tensor), or an fgrad tree that does not match the tensors. The message names
-            ``path`` and says what to do.
+            tensor), or an fgrad tree that does not match the tensors; with ``like``, a leaf
+            whose tensor is missing or has another shape or dtype, or a tensor no leaf
+            takes. The message names ``path`` and the tensors, and says what to do.
+        TypeError: ``like`` holds a node checkpoints cannot hold (a dataclass).
         OSError: the file cannot be read (for example ``FileNotFoundError``).
         ImportError: the ``safetensors`` package is not installed, or the file holds
             ``BF16`` tensors and ``ml_dtypes`` is not installed.
@@ -322,7 +351,8 @@ def load(path: str | os.PathLike, *, device: Any = None) -> Any:
             tensors[name] = asarray(arr, device=device, copy=False if on_cpu else None)
             del arr
     if fgrad_meta is None:
-        return dict(sorted(tensors.items()))
+        tensors = dict(sorted(tensors.items()))
+        return tensors if like is None else _into(path, like, tensors)
     used: set[str] = set()
 
     def resolve(name: str) -> Any:
@@ -340,7 +370,56 @@ def load(path: str | os.PathLike, *, device: Any = None) -> Any:
             f"{path}: tensors {unused[:5]} are not referenced by the fgrad tree in the "
             "metadata; the header is damaged, or the file was edited by another tool"
         )
-    return tree
+    return tree if like is None else _into(path, like, tensors)
+
+
+def _into(path: str, like: Any, tensors: dict[str, Any]) -> Any:
+    """The tensors in ``like``'s structure, each checked against the leaf it replaces."""
+    missing: list[str] = []
+    used: set[str] = set()
+
+    def take(name: str, leaf: Any) -> Any:
+        value = tensors.get(name)
+        if value is None:
+            missing.append(name)
+            return leaf
+        used.add(name)
+        shape, dtype = getattr(leaf, "shape", None), getattr(leaf, "dtype", None)
+        if shape is not None and tuple(shape) != tuple(value.shape):
+            raise ValueError(
+                f"{path}: tensor {name!r} has shape {tuple(value.shape)}, but the leaf of like "
+                f"at {_io_tree.show(name)} has shape {tuple(shape)}: the checkpoint was saved "
+                "from a model of other sizes"
+            )
+        if dtype is not None and np.dtype(dtype) != np.dtype(value.dtype):
+            raise ValueError(
+                f"{path}: tensor {name!r} has dtype {np.dtype(value.dtype)}, but the leaf of "
+                f"like at {_io_tree.show(name)} has dtype {np.dtype(dtype)}; load without "
+                "like= and cast (fgrad.tree.map(lambda x: x.astype(...), tree)), or give "
+                "like the saved dtypes"
+            )
+        return value
+
+    out = _io_tree.fill(like, take)
+    saved = sorted(tensors)
+    if missing:
+        raise ValueError(
+            f"{path}: like has leaves at {missing[:5]}{_more(missing)} that the checkpoint "
+            f"has no tensor for (it holds {saved[:5]}{_more(saved)}); the checkpoint was "
+            "saved from another structure"
+        )
+    unused = [name for name in saved if name not in used]
+    if unused:
+        raise ValueError(
+            f"{path}: the checkpoint holds tensors {unused[:5]}{_more(unused)} that no leaf "
+            "of like takes; give like the saved structure (a layer with use_bias=True where "
+            "the checkpoint has biases), or load without like= and pick the tensors"
+        )
+    return out
+
+
+def _more(names: list[str]) -> str:
+    return f" and {len(names) - 5} more" if len(names) > 5 else ""
 
 
 def _need_ml_dtypes(path: str) -> None:

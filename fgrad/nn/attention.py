@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -21,13 +21,26 @@ import fgrad.numpy as fnp
 from fgrad import _args, dtypes, random
 from fgrad.errors import ConcretizationError, DTypeError, ShapeError
 from fgrad.nn._activations import gelu, softmax
-from fgrad.nn.layers import Dropout, LayerNorm, Linear, _field_dtype, _param, _split, dropout
+from fgrad.nn.layers import (
+    Dropout,
+    LayerNorm,
+    LayerNormParams,
+    Linear,
+    LinearParams,
+    _checked_params,
+    _field_dtype,
+    _split,
+    _typed_params,
+    dropout,
+)
 from fgrad.ops._rules import broadcasts_to
 from fgrad.tensor import Tensor, as_tensor, device_arg
 
 __all__ = [
     "MultiHeadAttention",
+    "MultiHeadAttentionParams",
     "TransformerBlock",
+    "TransformerBlockParams",
     "causal_mask",
     "dot_product_attention",
     "gelu_tanh",
@@ -301,6 +314,49 @@ def gelu_tanh(x: Any) -> Tensor:
     return gelu(as_tensor(x, "gelu_tanh", "x"), approximate=True)
 
 
+@_typed_params
+class MultiHeadAttentionParams(NamedTuple):
+    """Parameters of :class:`MultiHeadAttention` (fields in alphabetical order, as the
+    leaves flatten).
+
+    Attributes:
+        out: :class:`~fgrad.nn.LinearParams` of the ``(d_model, d_model)`` output projection.
+        qkv: :class:`~fgrad.nn.LinearParams` of the fused ``(d_model, 3 * d_model)``
+            query, key and value projection.
+
+    Example:
+        >>> MultiHeadAttention(8, 2).init(fgrad.random.key(0)).qkv.weight.shape
+        (8, 24)
+    """
+
+    out: LinearParams
+    qkv: LinearParams
+
+
+@_typed_params
+class TransformerBlockParams(NamedTuple):
+    """Parameters of :class:`TransformerBlock` (fields in alphabetical order, as the leaves
+    flatten).
+
+    Attributes:
+        attn: :class:`MultiHeadAttentionParams` of the self-attention.
+        mlp_in: :class:`~fgrad.nn.LinearParams` of the MLP's first layer.
+        mlp_out: :class:`~fgrad.nn.LinearParams` of the MLP's second layer.
+        norm1: :class:`~fgrad.nn.LayerNormParams` before the attention.
+        norm2: :class:`~fgrad.nn.LayerNormParams` before the MLP.
+
+    Example:
+        >>> TransformerBlock(8, 2).init(fgrad.random.key(0)).mlp_in.weight.shape
+        (8, 32)
+    """
+
+    attn: MultiHeadAttentionParams
+    mlp_in: LinearParams
+    mlp_out: LinearParams
+    norm1: LayerNormParams
+    norm2: LayerNormParams
+
+
 def _and(a: Any, b: Any) -> Any:
     return b if a is None else a if b is None else fnp.logical_and(a, b)
 
@@ -322,7 +378,8 @@ class MultiHeadAttention:
         param_dtype: dtype of the parameters (default float32).
 
     Params:
-        ``{"qkv": Linear(d_model, 3 * d_model), "out": Linear(d_model, d_model)}`` params.
+        :class:`MultiHeadAttentionParams`: ``qkv``, the params of ``Linear(d_model, 3 *
+        d_model)``, and ``out``, those of ``Linear(d_model, d_model)``.
 
     ``apply(params, x, *, mask=None, key=None, train=False)``: ``x`` is ``(batch, seq,
     d_model)``; ``mask`` an optional bool Tensor broadcastable to ``(batch, n_heads, seq,
@@ -370,17 +427,24 @@ class MultiHeadAttention:
     def d_head(self) -> int:
         return self.d_model // self.n_heads
 
-    def init(self, key: Any) -> dict:
+    def init(self, key: Any) -> MultiHeadAttentionParams:
         k1, k2 = _split(key, 2)
         d = self.d_model
-        return {
-            "qkv": Linear(d, 3 * d, self.use_bias, self.param_dtype).init(k1),
-            "out": Linear(d, d, self.use_bias, self.param_dtype).init(k2),
-        }
+        return MultiHeadAttentionParams(
+            out=Linear(d, d, self.use_bias, self.param_dtype).init(k2),
+            qkv=Linear(d, 3 * d, self.use_bias, self.param_dtype).init(k1),
+        )
 
     def apply(
-        self, params: dict, x: Any, *, mask: Any = None, key: Any = None, train: bool = False
+        self,
+        params: MultiHeadAttentionParams,
+        x: Any,
+        *,
+        mask: Any = None,
+        key: Any = None,
+        train: bool = False,
     ) -> Tensor:
+        params = _checked_params(params, MultiHeadAttentionParams, "MultiHeadAttention")
         shape = tuple(x.shape)
         if len(shape) != 3 or shape[2] != self.d_model:
             raise ShapeError(
@@ -388,7 +452,7 @@ class MultiHeadAttention:
             )
         batch, seq, d = shape
         h, dh = self.n_heads, self.d_head
-        qkv = Linear(d, 3 * d, self.use_bias).apply(_param(params, "qkv", "MultiHeadAttention"), x)
+        qkv = Linear(d, 3 * d, self.use_bias).apply(params.qkv, x)
         # (batch, seq, 3, heads, d_head) -> (3, batch, heads, seq, d_head)
         qkv = fnp.permute_dims(fnp.reshape(qkv, (batch, seq, 3, h, dh)), (2, 0, 3, 1, 4))
         q, k, v = qkv[0], qkv[1], qkv[2]
@@ -400,7 +464,7 @@ class MultiHeadAttention:
             q, k, v, mask=mask, dropout_rate=self.dropout_rate, key=key, train=train
         )
         out = fnp.reshape(fnp.permute_dims(out, (0, 2, 1, 3)), (batch, seq, d))
-        return Linear(d, d, self.use_bias).apply(_param(params, "out", "MultiHeadAttention"), out)
+        return Linear(d, d, self.use_bias).apply(params.out, out)
 
 
 def _rate(rate: Any, layer: str) -> None:
@@ -444,7 +508,8 @@ class TransformerBlock:
         param_dtype: dtype of the parameters (default float32).
 
     Params:
-        ``{"norm1", "attn", "norm2", "mlp_in", "mlp_out"}`` with the sub-layers' params.
+        :class:`TransformerBlockParams`: ``norm1``, ``attn``, ``norm2``, ``mlp_in`` and
+        ``mlp_out``, the sub-layers' params.
 
     ``apply(params, x, *, mask=None, key=None, train=False)`` maps ``(batch, seq,
     d_model)`` to the same shape.
@@ -514,24 +579,32 @@ class TransformerBlock:
             "mlp_out": Linear(self._hidden, d, param_dtype=pd),
         }
 
-    def init(self, key: Any) -> dict:
+    def init(self, key: Any) -> TransformerBlockParams:
         layers = self._layers()
-        return {
-            name: layer.init(k)
-            for (name, layer), k in zip(layers.items(), _split(key, len(layers)))
-        }
+        # Keys are split in the sub-layers' order of application (norm1, attn, ...), as
+        # before the params were typed, so a seed gives the same initial values.
+        keys = dict(zip(layers, _split(key, len(layers))))
+        return TransformerBlockParams(
+            **{name: layer.init(keys[name]) for name, layer in layers.items()}
+        )
 
     def apply(
-        self, params: dict, x: Any, *, mask: Any = None, key: Any = None, train: bool = False
+        self,
+        params: TransformerBlockParams,
+        x: Any,
+        *,
+        mask: Any = None,
+        key: Any = None,
+        train: bool = False,
     ) -> Tensor:
+        p = _checked_params(params, TransformerBlockParams, "TransformerBlock")
         layers = self._layers()
-        p = {name: _param(params, name, "TransformerBlock") for name in layers}
         k_attn, k_drop1, k_drop2 = _split(key if train else None, 3)
         drop = Dropout(self.dropout_rate)
         h = layers["attn"].apply(
-            p["attn"], layers["norm1"].apply(p["norm1"], x), mask=mask, key=k_attn, train=train
+            p.attn, layers["norm1"].apply(p.norm1, x), mask=mask, key=k_attn, train=train
         )
-        x = x + drop.apply({}, h, key=k_drop1, train=train)
-        h = layers["mlp_in"].apply(p["mlp_in"], layers["norm2"].apply(p["norm2"], x))
-        h = layers["mlp_out"].apply(p["mlp_out"], self.activation(h))
-        return x + drop.apply({}, h, key=k_drop2, train=train)
+        x = x + drop.apply((), h, key=k_drop1, train=train)
+        h = layers["mlp_in"].apply(p.mlp_in, layers["norm2"].apply(p.norm2, x))
+        h = layers["mlp_out"].apply(p.mlp_out, self.activation(h))
+        return x + drop.apply((), h, key=k_drop2, train=train)

@@ -1,12 +1,25 @@
 """Stateless layers: frozen dataclasses of hyper-parameters with ``init`` and ``apply``.
 
-A layer holds no arrays. ``params = layer.init(key)`` builds its parameters (a pytree: a
-dict of Tensors, or a list of such dicts for containers), and ``y = layer.apply(params, x,
-key=None, train=False)`` is a pure function of them, so ``fgrad.grad`` differentiates it
-and optimisers update the pytree. ``key`` feeds stochastic layers (:class:`Dropout`) in
-training; ``train=False`` makes them the identity. Parameters are float32 unless the
-``param_dtype`` field says otherwise (as in PyTorch and flax); the computation follows the
-inputs' and parameters' promoted dtype.
+A layer holds no arrays. ``params = layer.init(key)`` builds its parameters, a pytree, and
+``y = layer.apply(params, x, key=None, train=False)`` is a pure function of them, so
+``fgrad.grad`` differentiates it and optimisers update the pytree. ``key`` feeds stochastic
+layers (:class:`Dropout`) in training; ``train=False`` makes them the identity. Parameters
+are float32 unless the ``param_dtype`` field says otherwise (as in PyTorch and flax); the
+computation follows the inputs' and parameters' promoted dtype.
+
+Parameters are typed: each layer's are a NamedTuple (:class:`LinearParams`,
+:class:`Conv2dParams`, ...), read by attribute (``params.weight``), so a misspelt field
+fails where it is written, and containers (:class:`Sequential`, :class:`MLP`) give a tuple
+of their layers' params (``()`` for a layer without parameters). A field a layer does not
+use (``bias`` with ``use_bias=False``) is ``None``, which holds no leaves. The fields come
+in alphabetical order, the order of the dict keys they replace, so the leaves flatten in
+the order they always had, and optimiser states or checkpoints saved as lists of leaves
+keep lining up; build params by keyword, ``LinearParams(bias=b, weight=w)``. Indexing a
+field by name (``params["weight"]``) raises a TypeError that names the attribute: a
+NamedTuple is a tuple, as optax's states are, and two spellings of one field would keep
+the string lookups that typing removes. A checkpoint saved from the old dict params loads
+into the typed form with ``fgrad.io.load(path, like=layer.init(key))``, which matches
+tensors by their path (``/0/weight`` in both).
 
 The functional forms (:func:`conv2d`, :func:`max_pool2d`, :func:`avg_pool2d`,
 :func:`dropout`, :func:`layer_norm`, :func:`rms_norm`) accept PyTorch-style arguments and
@@ -15,10 +28,16 @@ can be used in hand-written models directly.
 Example:
     >>> model = Sequential([Linear(4, 8), relu, Linear(8, 3)])
     >>> params = model.init(fgrad.random.key(0))
-    >>> [sorted(p) for p in params]
-    [['bias', 'weight'], [], ['bias', 'weight']]
+    >>> [type(p).__name__ for p in params]
+    ['LinearParams', 'tuple', 'LinearParams']
+    >>> params[0].weight.shape, params[0].bias.shape
+    ((4, 8), (8,))
     >>> model.apply(params, fnp.ones((2, 4), dtype="float32")).shape
     (2, 3)
+    >>> params[0].wieght
+    Traceback (most recent call last):
+    ...
+    AttributeError: LinearParams has no field 'wieght' (its fields: bias, weight)
 """
 
 from __future__ import annotations
@@ -26,7 +45,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,13 +63,18 @@ __all__ = [
     "MLP",
     "AvgPool2d",
     "Conv2d",
+    "Conv2dParams",
     "Dropout",
     "Embedding",
+    "EmbeddingParams",
     "Flatten",
     "LayerNorm",
+    "LayerNormParams",
     "Linear",
+    "LinearParams",
     "MaxPool2d",
     "RMSNorm",
+    "RMSNormParams",
     "Sequential",
     "avg_pool2d",
     "conv2d",
@@ -73,14 +97,195 @@ def _split(key: Any, n: int) -> list:
     return list(random.split(key, n))
 
 
-def _param(params: Any, name: str, layer: str) -> Tensor:
-    try:
-        return params[name]
-    except (KeyError, TypeError, IndexError):
-        have = sorted(params) if isinstance(params, dict) else type(params).__name__
+# ------------------------------------------------------------------------ typed params
+
+
+def _fields_text(params: Any) -> str:
+    return ", ".join(params._fields)
+
+
+def _field_item(params: Any, index: Any) -> Any:
+    """``params[i]`` by position, as for any tuple; a field name in brackets is refused."""
+    if isinstance(index, str):
+        raise TypeError(_by_name(params, index, f"params[{index!r}]"))
+    return tuple.__getitem__(params, index)
+
+
+def _field_contains(params: Any, value: Any) -> bool:
+    """``x in params`` over the values, as for any tuple; a field name is refused."""
+    if isinstance(value, str):
+        cls = type(params).__name__
+        if value in params._fields:
+            raise TypeError(
+                f"{cls} is a NamedTuple, not a dict: test the field with "
+                f"params.{value} is not None, not {value!r} in params"
+            )
+        raise TypeError(_by_name(params, value, f"{value!r} in params"))
+    return tuple.__contains__(params, value)
+
+
+def _by_name(params: Any, name: str, written: str) -> str:
+    cls = type(params).__name__
+    if name in params._fields:
+        return (
+            f"{cls} is a NamedTuple, not a dict: read the field as params.{name}, not "
+            f"{written} (its fields: {_fields_text(params)})"
+        )
+    return f"{cls} has no field {name!r} (its fields: {_fields_text(params)})"
+
+
+def _missing_field(params: Any, name: str) -> Any:
+    """Only called when ``name`` is not an attribute: a misspelt field fails here."""
+    raise AttributeError(
+        f"{type(params).__name__} has no field {name!r} (its fields: {_fields_text(params)})",
+        name=name,
+        obj=params,
+    )
+
+
+def _typed_params(cls: type) -> type:
+    """A layer's params NamedTuple, whose errors name its fields (for every such class)."""
+    cls.__getitem__ = _field_item
+    cls.__contains__ = _field_contains
+    cls.__getattr__ = _missing_field
+    return cls
+
+
+def _checked_params(params: Any, cls: type, layer: str) -> Any:
+    """``params`` if it is a ``cls``; a TypeError that says how to get one otherwise."""
+    if isinstance(params, cls):
+        return params
+    fields = ", ".join(f"{f}=..." for f in cls._fields)
+    if isinstance(params, dict):
+        got = f"a dict with keys {sorted(map(str, params))}"
+        hint = (
+            f"; layer params are NamedTuples: rebuild it as {cls.__name__}({fields}), and "
+            f"load a checkpoint saved with dict params with fgrad.io.load(path, "
+            f"like={layer}.init(key))"
+        )
+    else:
+        got, hint = _args.describe(params), ""
+    raise TypeError(
+        f"{layer}.apply: params must be {cls.__name__} (from {layer}.init(key)), got {got}{hint}"
+    )
+
+
+def _required(params: Any, field: str, layer: str, use: bool = True, flag: str = "") -> Any:
+    """``params.<field>``: a Tensor where the layer uses it (``use``), None where it does not."""
+    value = getattr(params, field)
+    if use and value is None:
         raise ValueError(
-            f"{layer}.apply: params has no {name!r} (got {have}); build them with {layer}.init(key)"
-        ) from None
+            f"{layer}.apply: params.{field} is None, but the layer "
+            f"{'has ' + flag + '=True' if flag else 'needs it'}; build params with "
+            f"{layer}.init(key)"
+        )
+    if not use and value is not None:
+        raise ValueError(
+            f"{layer}.apply: params.{field} is set, but the layer has {flag}=False and would "
+            f"ignore it; build the layer with {flag}=True, or set the field to None"
+        )
+    return value
+
+
+def _sequence_params(params: Any, n: int, layer: str, what: str) -> None:
+    if isinstance(params, (tuple, list)):
+        if len(params) == n:
+            return
+        got = f"{len(params)} entries"
+    else:
+        got = _args.describe(params)
+    raise ValueError(
+        f"{layer}.apply: params must be a tuple with one entry per layer ({n} {what}), got "
+        f"{got}; build them with {layer}.init(key)"
+    )
+
+
+@_typed_params
+class LinearParams(NamedTuple):
+    """Parameters of :class:`Linear` (fields in alphabetical order, as the leaves flatten).
+
+    Attributes:
+        bias: ``(out_features,)`` Tensor, or None without a bias.
+        weight: ``(in_features, out_features)`` Tensor.
+
+    Example:
+        >>> p = LinearParams(bias=None, weight=fnp.ones((2, 3)))
+        >>> Linear(2, 3, use_bias=False).apply(p, fnp.ones((1, 2)))
+        Tensor([[2., 2., 2.]], dtype=float64)
+        >>> p["weight"]
+        Traceback (most recent call last):
+        ...
+        TypeError: LinearParams is a NamedTuple, not a dict: read the field as params.weight,
+        not params['weight'] (its fields: bias, weight)
+    """
+
+    bias: Any
+    weight: Any
+
+
+@_typed_params
+class Conv2dParams(NamedTuple):
+    """Parameters of :class:`Conv2d` (fields in alphabetical order, as the leaves flatten).
+
+    Attributes:
+        bias: ``(out_channels,)`` Tensor, or None without a bias.
+        weight: ``(out_channels, in_channels // groups, kh, kw)`` Tensor (OIHW).
+
+    Example:
+        >>> Conv2d(1, 2, 3).init(fgrad.random.key(0)).weight.shape
+        (2, 1, 3, 3)
+    """
+
+    bias: Any
+    weight: Any
+
+
+@_typed_params
+class EmbeddingParams(NamedTuple):
+    """Parameters of :class:`Embedding`.
+
+    Attributes:
+        embedding: ``(vocab_size, d_model)`` Tensor, one row per id.
+
+    Example:
+        >>> Embedding(10, 4).init(fgrad.random.key(0)).embedding.shape
+        (10, 4)
+    """
+
+    embedding: Any
+
+
+@_typed_params
+class LayerNormParams(NamedTuple):
+    """Parameters of :class:`LayerNorm` (fields in alphabetical order, as the leaves flatten).
+
+    Attributes:
+        bias: ``(d_model,)`` Tensor, or None with ``use_bias=False``.
+        scale: ``(d_model,)`` Tensor, or None with ``use_scale=False``.
+
+    Example:
+        >>> p = LayerNorm(3).init(None)
+        >>> p.scale, p.bias
+        (Tensor([1., 1., 1.], dtype=float32), Tensor([0., 0., 0.], dtype=float32))
+    """
+
+    bias: Any
+    scale: Any
+
+
+@_typed_params
+class RMSNormParams(NamedTuple):
+    """Parameters of :class:`RMSNorm`.
+
+    Attributes:
+        scale: ``(d_model,)`` Tensor, or None with ``use_scale=False``.
+
+    Example:
+        >>> RMSNorm(2).init(None).scale
+        Tensor([1., 1.], dtype=float32)
+    """
+
+    scale: Any
 
 
 def _pair(value: Any, name: str, what: str, minimum: int = 1) -> tuple[int, int]:
@@ -514,7 +719,8 @@ class Linear:
         bias_init: initialiser of ``bias`` (default zeros).
 
     Params:
-        ``{"weight": (in_features, out_features), "bias": (out_features,)}``.
+        :class:`LinearParams`: ``weight`` ``(in_features, out_features)``, ``bias``
+        ``(out_features,)`` (None without a bias).
 
     Input ``(..., in_features)`` floating Tensor; output ``(..., out_features)``.
 
@@ -523,11 +729,12 @@ class Linear:
             ``param_dtype`` not a floating dtype, or an initialiser not callable.
         ValueError: a size below 1.
         ShapeError: the input's last axis is not ``in_features`` (from ``matmul``).
+        TypeError: ``apply`` got params that are not :class:`LinearParams`.
 
     Example:
         >>> layer = Linear(3, 2)
         >>> params = layer.init(fgrad.random.key(0))
-        >>> params["weight"].shape, params["bias"].dtype
+        >>> params.weight.shape, params.bias.dtype
         ((3, 2), dtype('float32'))
         >>> layer.apply(params, fnp.zeros((5, 3), dtype="float32")).shape
         (5, 2)
@@ -548,22 +755,23 @@ class Linear:
         _args.function(self.kernel_init, "Linear", "kernel_init")
         _args.function(self.bias_init, "Linear", "bias_init")
 
-    def init(self, key: Any) -> dict:
+    def init(self, key: Any) -> LinearParams:
         wkey, bkey = _split(key, 2)
-        params = {
-            "weight": self.kernel_init(
-                wkey, (self.in_features, self.out_features), self.param_dtype
-            )
-        }
+        weight = self.kernel_init(wkey, (self.in_features, self.out_features), self.param_dtype)
+        bias = None
         if self.use_bias:
-            params["bias"] = self.bias_init(bkey, (self.out_features,), self.param_dtype)
-        return params
+            bias = self.bias_init(bkey, (self.out_features,), self.param_dtype)
+        return LinearParams(bias=bias, weight=weight)
 
-    def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
-        y = fnp.matmul(x, _param(params, "weight", "Linear"))
-        if self.use_bias:
+    def apply(
+        self, params: LinearParams, x: Any, *, key: Any = None, train: bool = False
+    ) -> Tensor:
+        params = _checked_params(params, LinearParams, "Linear")
+        y = fnp.matmul(x, _required(params, "weight", "Linear"))
+        bias = _required(params, "bias", "Linear", self.use_bias, "use_bias")
+        if bias is not None:
             # bias_add: x + bias, whose bias gradient is one matrix-vector product.
-            y = _nn.bias_add(y, _param(params, "bias", "Linear"))
+            y = _nn.bias_add(y, bias)
         return y
 
 
@@ -580,7 +788,7 @@ class MLP:
         param_dtype: dtype of the parameters (default float32).
 
     Params:
-        list with one :class:`Linear` params dict per layer.
+        tuple with one :class:`LinearParams` per layer.
 
     Input ``(..., sizes[0])``; output ``(..., sizes[-1])``.
 
@@ -592,7 +800,7 @@ class MLP:
     Example:
         >>> mlp = MLP((64, 256, 256, 10))
         >>> params = mlp.init(fgrad.random.key(0))
-        >>> [p["weight"].shape for p in params]
+        >>> [p.weight.shape for p in params]
         [(64, 256), (256, 256), (256, 10)]
         >>> mlp.apply(params, fnp.ones((2, 64), dtype="float32")).shape
         (2, 10)
@@ -625,16 +833,15 @@ class MLP:
             for a, b in zip(self.sizes[:-1], self.sizes[1:])
         )
 
-    def init(self, key: Any) -> list:
+    def init(self, key: Any) -> tuple[LinearParams, ...]:
         layers = self.layers
-        return [layer.init(k) for layer, k in zip(layers, _split(key, len(layers)))]
+        return tuple(layer.init(k) for layer, k in zip(layers, _split(key, len(layers))))
 
-    def apply(self, params: list, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
+    def apply(
+        self, params: Sequence[LinearParams], x: Any, *, key: Any = None, train: bool = False
+    ) -> Tensor:
         layers = self.layers
-        if not isinstance(params, (list, tuple)) or len(params) != len(layers):
-            raise ValueError(
-                f"MLP.apply: params must be a list of {len(layers)} Linear params; build them with MLP.init(key)"
-            )
+        _sequence_params(params, len(layers), "MLP", "LinearParams")
         for i, (layer, p) in enumerate(zip(layers, params)):
             x = layer.apply(p, x)
             if i < len(layers) - 1 or self.activate_final:
@@ -660,7 +867,8 @@ class Conv2d:
         bias_init: initialiser of ``bias`` (default zeros).
 
     Params:
-        ``{"weight": (out_channels, in_channels // groups, kh, kw), "bias": (out_channels,)}``.
+        :class:`Conv2dParams`: ``weight`` ``(out_channels, in_channels // groups, kh, kw)``,
+        ``bias`` ``(out_channels,)`` (None without a bias).
 
     Raises:
         ValueError: ``groups`` does not divide the channel counts; a channel count,
@@ -672,7 +880,7 @@ class Conv2d:
     Example:
         >>> conv = Conv2d(1, 8, 3, padding="SAME")
         >>> params = conv.init(fgrad.random.key(0))
-        >>> params["weight"].shape
+        >>> params.weight.shape
         (8, 1, 3, 3)
         >>> conv.apply(params, fnp.ones((2, 1, 8, 8), dtype="float32")).shape
         (2, 8, 8, 8)
@@ -708,20 +916,23 @@ class Conv2d:
                 f"out_channels={self.out_channels}"
             )
 
-    def init(self, key: Any) -> dict:
+    def init(self, key: Any) -> Conv2dParams:
         wkey, bkey = _split(key, 2)
         shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
-        params = {"weight": self.kernel_init(wkey, shape, self.param_dtype)}
+        weight = self.kernel_init(wkey, shape, self.param_dtype)
+        bias = None
         if self.use_bias:
-            params["bias"] = self.bias_init(bkey, (self.out_channels,), self.param_dtype)
-        return params
+            bias = self.bias_init(bkey, (self.out_channels,), self.param_dtype)
+        return Conv2dParams(bias=bias, weight=weight)
 
-    def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
-        bias = _param(params, "bias", "Conv2d") if self.use_bias else None
+    def apply(
+        self, params: Conv2dParams, x: Any, *, key: Any = None, train: bool = False
+    ) -> Tensor:
+        params = _checked_params(params, Conv2dParams, "Conv2d")
         return conv2d(
             x,
-            _param(params, "weight", "Conv2d"),
-            bias,
+            _required(params, "weight", "Conv2d"),
+            _required(params, "bias", "Conv2d", self.use_bias, "use_bias"),
             stride=self.stride,
             padding=self.padding,
             dilation=self.dilation,
@@ -731,7 +942,7 @@ class Conv2d:
 
 @dataclass(frozen=True)
 class MaxPool2d:
-    """Max pooling layer (see :func:`max_pool2d`); no parameters (``{}``).
+    """Max pooling layer (see :func:`max_pool2d`); no parameters (``()``).
 
     Example:
         >>> pool = MaxPool2d(2)
@@ -746,10 +957,10 @@ class MaxPool2d:
     def __post_init__(self):
         _pool_fields(self, "MaxPool2d")
 
-    def init(self, key: Any) -> dict:
-        return {}
+    def init(self, key: Any) -> tuple:
+        return ()
 
-    def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
+    def apply(self, params: tuple, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
         return max_pool2d(x, self.window, self.stride, self.padding)
 
 
@@ -762,11 +973,11 @@ def _pool_fields(layer: Any, name: str) -> None:
 
 @dataclass(frozen=True)
 class AvgPool2d:
-    """Average pooling layer (see :func:`avg_pool2d`); no parameters (``{}``).
+    """Average pooling layer (see :func:`avg_pool2d`); no parameters (``()``).
 
     Example:
         >>> pool = AvgPool2d(2, count_include_pad=False)
-        >>> pool.apply({}, fnp.ones((1, 3, 8, 8))).shape
+        >>> pool.apply((), fnp.ones((1, 3, 8, 8))).shape
         (1, 3, 4, 4)
     """
 
@@ -779,10 +990,10 @@ class AvgPool2d:
         _pool_fields(self, "AvgPool2d")
         _args.flag(self.count_include_pad, "AvgPool2d", "count_include_pad")
 
-    def init(self, key: Any) -> dict:
-        return {}
+    def init(self, key: Any) -> tuple:
+        return ()
 
-    def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
+    def apply(self, params: tuple, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
         return avg_pool2d(x, self.window, self.stride, self.padding, self.count_include_pad)
 
 
@@ -791,7 +1002,7 @@ class Flatten:
     """Merge the axes from ``start_axis`` on into one (``(batch, c, h, w) -> (batch, c*h*w)``).
 
     Example:
-        >>> Flatten().apply({}, fnp.ones((2, 3, 4, 4))).shape
+        >>> Flatten().apply((), fnp.ones((2, 3, 4, 4))).shape
         (2, 48)
     """
 
@@ -800,10 +1011,10 @@ class Flatten:
     def __post_init__(self):
         _args.index(self.start_axis, "Flatten", "start_axis")
 
-    def init(self, key: Any) -> dict:
-        return {}
+    def init(self, key: Any) -> tuple:
+        return ()
 
-    def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
+    def apply(self, params: tuple, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
         shape = tuple(x.shape)
         start = self.start_axis % max(len(shape), 1)
         return fnp.reshape(x, (*shape[:start], math.prod(shape[start:])))
@@ -820,7 +1031,7 @@ class Embedding:
         embedding_init: initialiser of the table (default ``normal(0.02)``, as GPT-2).
 
     Params:
-        ``{"embedding": (vocab_size, d_model)}``.
+        :class:`EmbeddingParams`: ``embedding`` ``(vocab_size, d_model)``.
 
     Input: integer Tensor ``(...)`` of ids in ``[0, vocab_size)``; output ``(..., d_model)``.
 
@@ -849,26 +1060,30 @@ class Embedding:
         _field_dtype(self.param_dtype, "Embedding")
         _args.function(self.embedding_init, "Embedding", "embedding_init")
 
-    def init(self, key: Any) -> dict:
-        return {
-            "embedding": self.embedding_init(key, (self.vocab_size, self.d_model), self.param_dtype)
-        }
+    def init(self, key: Any) -> EmbeddingParams:
+        table = self.embedding_init(key, (self.vocab_size, self.d_model), self.param_dtype)
+        return EmbeddingParams(embedding=table)
 
-    def apply(self, params: dict, ids: Any, *, key: Any = None, train: bool = False) -> Tensor:
+    def apply(
+        self, params: EmbeddingParams, ids: Any, *, key: Any = None, train: bool = False
+    ) -> Tensor:
+        params = _checked_params(params, EmbeddingParams, "Embedding")
+        table = _required(params, "embedding", "Embedding")
         ids = ids if hasattr(ids, "dtype") else fnp.asarray(ids)
         if not np.issubdtype(np.dtype(ids.dtype), np.integer):
             raise DTypeError(
                 f"Embedding.apply: ids must be an integer Tensor, got dtype {ids.dtype}; "
                 "cast with astype('int64')"
             )
-        return fnp.take(_param(params, "embedding", "Embedding"), ids, axis=0)
+        return fnp.take(table, ids, axis=0)
 
-    def attend(self, params: dict, x: Any) -> Tensor:
+    def attend(self, params: EmbeddingParams, x: Any) -> Tensor:
         """Logits ``x @ embedding.T`` against every vocabulary vector (weight tying).
 
         Input ``(..., d_model)``; output ``(..., vocab_size)``.
         """
-        return fnp.matmul(x, fnp.transpose(_param(params, "embedding", "Embedding")))
+        params = _checked_params(params, EmbeddingParams, "Embedding")
+        return fnp.matmul(x, fnp.transpose(_required(params, "embedding", "Embedding")))
 
 
 @dataclass(frozen=True)
@@ -883,7 +1098,8 @@ class LayerNorm:
         param_dtype: dtype of the parameters (default float32).
 
     Params:
-        ``{"scale": (d_model,), "bias": (d_model,)}``.
+        :class:`LayerNormParams`: ``scale`` and ``bias``, each ``(d_model,)`` (None where
+        ``use_scale`` or ``use_bias`` is False).
 
     Raises:
         DTypeError: ``d_model`` is not an int, ``eps`` not a real number, a flag not a
@@ -909,17 +1125,19 @@ class LayerNorm:
         _norm_fields(self, "LayerNorm")
         _args.flag(self.use_bias, "LayerNorm", "use_bias")
 
-    def init(self, key: Any) -> dict:
-        params = {}
-        if self.use_scale:
-            params["scale"] = ones(key, (self.d_model,), self.param_dtype)
-        if self.use_bias:
-            params["bias"] = zeros(key, (self.d_model,), self.param_dtype)
-        return params
+    def init(self, key: Any) -> LayerNormParams:
+        shape, dtype = (self.d_model,), self.param_dtype
+        return LayerNormParams(
+            bias=zeros(key, shape, dtype) if self.use_bias else None,
+            scale=ones(key, shape, dtype) if self.use_scale else None,
+        )
 
-    def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
-        scale = _param(params, "scale", "LayerNorm") if self.use_scale else None
-        bias = _param(params, "bias", "LayerNorm") if self.use_bias else None
+    def apply(
+        self, params: LayerNormParams, x: Any, *, key: Any = None, train: bool = False
+    ) -> Tensor:
+        params = _checked_params(params, LayerNormParams, "LayerNorm")
+        scale = _required(params, "scale", "LayerNorm", self.use_scale, "use_scale")
+        bias = _required(params, "bias", "LayerNorm", self.use_bias, "use_bias")
         return layer_norm(x, scale, bias, eps=self.eps)
 
 
@@ -934,7 +1152,7 @@ class RMSNorm:
         param_dtype: dtype of the parameters (default float32).
 
     Params:
-        ``{"scale": (d_model,)}``.
+        :class:`RMSNormParams`: ``scale`` ``(d_model,)`` (None with ``use_scale=False``).
 
     Raises:
         DTypeError: ``d_model`` is not an int, ``eps`` not a real number, ``use_scale``
@@ -959,11 +1177,15 @@ class RMSNorm:
     def __post_init__(self):
         _norm_fields(self, "RMSNorm")
 
-    def init(self, key: Any) -> dict:
-        return {"scale": ones(key, (self.d_model,), self.param_dtype)} if self.use_scale else {}
+    def init(self, key: Any) -> RMSNormParams:
+        scale = ones(key, (self.d_model,), self.param_dtype) if self.use_scale else None
+        return RMSNormParams(scale=scale)
 
-    def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
-        scale = _param(params, "scale", "RMSNorm") if self.use_scale else None
+    def apply(
+        self, params: RMSNormParams, x: Any, *, key: Any = None, train: bool = False
+    ) -> Tensor:
+        params = _checked_params(params, RMSNormParams, "RMSNorm")
+        scale = _required(params, "scale", "RMSNorm", self.use_scale, "use_scale")
         return rms_norm(x, scale, eps=self.eps)
 
 
@@ -990,9 +1212,9 @@ class Dropout:
     Example:
         >>> drop = Dropout(0.5)
         >>> x = fnp.ones(4)
-        >>> drop.apply({}, x)  # evaluation: identity
+        >>> drop.apply((), x)  # evaluation: identity
         Tensor([1., 1., 1., 1.], dtype=float64)
-        >>> set(drop.apply({}, fnp.ones(100), key=fgrad.random.key(0), train=True).tolist())
+        >>> set(drop.apply((), fnp.ones(100), key=fgrad.random.key(0), train=True).tolist())
         {0.0, 2.0}
 
     References:
@@ -1006,10 +1228,10 @@ class Dropout:
         if not 0.0 <= _args.real(self.rate, "Dropout", "rate") <= 1.0:
             raise ValueError(f"Dropout: rate must be in [0, 1], got {self.rate}")
 
-    def init(self, key: Any) -> dict:
-        return {}
+    def init(self, key: Any) -> tuple:
+        return ()
 
-    def apply(self, params: dict, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
+    def apply(self, params: tuple, x: Any, *, key: Any = None, train: bool = False) -> Tensor:
         if not train or self.rate == 0.0:
             return x
         return dropout(x, self.rate, key=key)
@@ -1023,7 +1245,7 @@ class Sequential:
         layers: sequence of layers and functions (stored as a tuple).
 
     Params:
-        list with one entry per layer (``{}`` for functions and parameter-free layers).
+        tuple with one entry per layer (``()`` for functions and parameter-free layers).
 
     ``apply`` passes ``train`` to every layer and, in training, a separate key (split from
     ``key``) to each; in evaluation the layers get ``key=None``.
@@ -1055,18 +1277,14 @@ class Sequential:
             if not (hasattr(layer, "apply") or callable(layer)):
                 raise TypeError(f"Sequential: {layer!r} is neither a layer nor a function")
 
-    def init(self, key: Any) -> list:
+    def init(self, key: Any) -> tuple:
         keys = _split(key, len(self.layers))
-        return [
-            layer.init(k) if hasattr(layer, "init") else {} for layer, k in zip(self.layers, keys)
-        ]
+        return tuple(
+            layer.init(k) if hasattr(layer, "init") else () for layer, k in zip(self.layers, keys)
+        )
 
     def apply(self, params: Sequence[Any], x: Any, *, key: Any = None, train: bool = False) -> Any:
-        if not isinstance(params, (list, tuple)) or len(params) != len(self.layers):
-            raise ValueError(
-                f"Sequential.apply: params must be a list with one entry per layer "
-                f"({len(self.layers)}); build them with Sequential.init(key)"
-            )
+        _sequence_params(params, len(self.layers), "Sequential", "params")
         # Keys feed stochastic layers in training only; evaluation splits nothing.
         keys = _split(key if train else None, len(self.layers))
         for layer, p, k in zip(self.layers, params, keys):

@@ -28,9 +28,14 @@ def test_char_transformer_learns_and_samples(tmp_path, load_example):
     assert set(result["sample"]) <= set(result["vocab"])
     import fgrad
 
-    params = fgrad.io.load(out)
-    assert len(params["blocks"]) == 1
-    assert params["tokens"]["embedding"].shape == (len(result["vocab"]), 64)
+    saved = fgrad.io.load(out)  # without a template: the NamedTuples' fields as dicts
+    assert len(saved["blocks"]) == 1
+    assert saved["tokens"]["embedding"].shape == (len(result["vocab"]), 64)
+    params = fgrad.io.load(out, like=result["params"])  # the typed params again
+    assert fgrad.tree.structure(params) == fgrad.tree.structure(result["params"])
+    assert params.tokens.embedding.shape == (len(result["vocab"]), 64)
+    for got, want in zip(fgrad.tree.leaves(params), fgrad.tree.leaves(result["params"])):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
 def test_dataset_split_and_unigram_baseline(load_example):

@@ -1,6 +1,7 @@
 """fgrad.io: safetensors checkpoints round-trip pytrees and reject bad files clearly."""
 
 import ast
+import dataclasses
 import json
 import os
 import pathlib
@@ -140,10 +141,16 @@ class _Point(tuple):
     pass
 
 
+@dataclasses.dataclass
+class _Pair:
+    a: object
+    b: object
+
+
 @pytest.mark.parametrize(
     "tree_, match",
     [
-        ({"opt": fgrad.optim.EmptyState()}, r"EmptyState at '/opt'.*_asdict"),
+        ({"opt": _Pair(fnp.ones(1), None)}, r"_Pair at '/opt'.*make it a NamedTuple"),
         ({"lr": 0.1}, r"float at '/lr'.*fnp.array"),
         ({1: fnp.ones(1)}, r"key 1 of type int"),
         ([fnp.ones(1), {"p": _Point()}], r"_Point at '/1/p'"),

@@ -123,13 +123,13 @@ def test_initialiser_errors():
 def test_linear_matches_numpy_and_dtypes():
     layer = nn.Linear(3, 2)
     params = layer.init(random.key(0))
-    assert params["weight"].shape == (3, 2) and params["weight"].dtype == np.float32
-    np.testing.assert_array_equal(_np(params["bias"]), np.zeros(2, np.float32))
+    assert params.weight.shape == (3, 2) and params.weight.dtype == np.float32
+    np.testing.assert_array_equal(_np(params.bias), np.zeros(2, np.float32))
     x = fnp.array(np.arange(12.0).reshape(4, 3), dtype="float32")
     y = layer.apply(params, x)
     assert y.shape == (4, 2) and y.dtype == np.float32
-    np.testing.assert_allclose(_np(y), _np(x) @ _np(params["weight"]), rtol=1e-6)
-    assert "bias" not in nn.Linear(3, 2, use_bias=False).init(random.key(0))
+    np.testing.assert_allclose(_np(y), _np(x) @ _np(params.weight), rtol=1e-6)
+    assert nn.Linear(3, 2, use_bias=False).init(random.key(0)).bias is None
     # batch axes of any rank
     assert layer.apply(params, fnp.ones((2, 5, 3), dtype="float32")).shape == (2, 5, 2)
 
@@ -151,14 +151,14 @@ def test_linear_float32_grads_are_float32():
 
 
 def test_apply_with_wrong_params_names_the_layer():
-    with pytest.raises(ValueError, match="Linear.init"):
+    with pytest.raises(TypeError, match=r"Linear.apply: params must be LinearParams .*Linear.init"):
         nn.Linear(3, 2).apply({"w": fnp.ones((3, 2))}, fnp.ones((1, 3)))
 
 
 def test_mlp_shapes_and_grads():
     mlp = nn.MLP((64, 256, 256, 10))
     params = mlp.init(random.key(0))
-    assert [p["weight"].shape for p in params] == [(64, 256), (256, 256), (256, 10)]
+    assert [p.weight.shape for p in params] == [(64, 256), (256, 256), (256, 10)]
     assert mlp.apply(params, fnp.ones((5, 64), dtype="float32")).shape == (5, 10)
     small = nn.MLP([3, 4, 2], activation=fnp.tanh, param_dtype=F64)
     p = _params_f64(small.init(random.key(1)))
@@ -179,12 +179,12 @@ def test_mlp_relu_grads_off_the_kinks():
 def test_conv2d_layer_matches_functional_and_bias():
     conv = nn.Conv2d(2, 4, (3, 2), stride=(2, 1), padding=1, dilation=1, groups=2)
     params = conv.init(random.key(0))
-    assert params["weight"].shape == (4, 1, 3, 2) and params["weight"].dtype == np.float32
+    assert params.weight.shape == (4, 1, 3, 2) and params.weight.dtype == np.float32
     params = _params_f64(params)
     x = _rand(1, 2, 2, 7, 6)
     y = conv.apply(params, x)
-    want = conv_reference(_np(x), _np(params["weight"]), (2, 1), ((1, 1), (1, 1)), 2)
-    want = want + _np(params["bias"]).reshape(1, -1, 1, 1)
+    want = conv_reference(_np(x), _np(params.weight), (2, 1), ((1, 1), (1, 1)), 2)
+    want = want + _np(params.bias).reshape(1, -1, 1, 1)
     np.testing.assert_allclose(_np(y), want, rtol=1e-12, atol=1e-12)
 
 
@@ -245,13 +245,13 @@ def test_pool_layers_shapes_and_grads():
         nn.AvgPool2d(3, 2, "SAME", count_include_pad=False),
     ):
         params = pool.init(None)
-        assert params == {}
+        assert params == ()
         y = pool.apply(params, x)
         assert y.dtype == x.dtype
-        check_grads(lambda x, pool=pool: pool.apply({}, x), (x,), order=2, modes=("rev", "fwd"))
-    assert nn.MaxPool2d(2).apply({}, x).shape == (2, 3, 3, 3)
-    assert nn.MaxPool2d(3, 1, 1).apply({}, x).shape == (2, 3, 6, 6)
-    assert nn.AvgPool2d(3, 2, "SAME").apply({}, x).shape == (2, 3, 3, 3)
+        check_grads(lambda x, pool=pool: pool.apply((), x), (x,), order=2, modes=("rev", "fwd"))
+    assert nn.MaxPool2d(2).apply((), x).shape == (2, 3, 3, 3)
+    assert nn.MaxPool2d(3, 1, 1).apply((), x).shape == (2, 3, 6, 6)
+    assert nn.AvgPool2d(3, 2, "SAME").apply((), x).shape == (2, 3, 3, 3)
     np.testing.assert_allclose(
         _np(nn.avg_pool2d(x, 2)), _np(x).reshape(2, 3, 3, 2, 3, 2).mean(axis=(3, 5))
     )
@@ -261,11 +261,11 @@ def test_pool_layers_shapes_and_grads():
 
 
 def test_flatten():
-    assert nn.Flatten().apply({}, fnp.ones((2, 3, 4, 5))).shape == (2, 60)
+    assert nn.Flatten().apply((), fnp.ones((2, 3, 4, 5))).shape == (2, 60)
     check_grads(
-        lambda x: nn.Flatten().apply({}, x), (_rand(0, 2, 3, 2),), order=2, modes=("rev", "fwd")
+        lambda x: nn.Flatten().apply((), x), (_rand(0, 2, 3, 2),), order=2, modes=("rev", "fwd")
     )
-    assert nn.Flatten(2).apply({}, fnp.ones((2, 3, 4, 5))).shape == (2, 3, 20)
+    assert nn.Flatten(2).apply((), fnp.ones((2, 3, 4, 5))).shape == (2, 3, 20)
 
 
 # ------------------------------------------------------------------------ Embedding
@@ -274,14 +274,14 @@ def test_flatten():
 def test_embedding_lookup_and_grads():
     emb = nn.Embedding(6, 4)
     params = emb.init(random.key(0))
-    assert params["embedding"].shape == (6, 4) and params["embedding"].dtype == np.float32
+    assert params.embedding.shape == (6, 4) and params.embedding.dtype == np.float32
     ids = fnp.array([[1, 5, 1], [0, 0, 2]])
     y = emb.apply(params, ids)
     assert y.shape == (2, 3, 4) and y.dtype == np.float32
-    np.testing.assert_array_equal(_np(y), _np(params["embedding"])[_np(ids)])
+    np.testing.assert_array_equal(_np(y), _np(params.embedding)[_np(ids)])
     np.testing.assert_array_equal(_np(emb.apply(params, [[1, 5, 1], [0, 0, 2]])), _np(y))
     # repeated ids accumulate their cotangents into one row
-    g = fgrad.grad(lambda p: fnp.sum(emb.apply(p, ids)))(params)["embedding"]
+    g = fgrad.grad(lambda p: fnp.sum(emb.apply(p, ids)))(params).embedding
     np.testing.assert_array_equal(_np(g)[:, 0], [2, 2, 1, 0, 0, 1])
     p64 = _params_f64(params)
     check_grads(lambda p: emb.apply(p, ids), (p64,), order=2, modes=("rev", "fwd"))
@@ -307,7 +307,7 @@ def test_layer_norm_closed_form():
     np.testing.assert_allclose(y.var(-1), 1, rtol=1e-4)
     p = _params_f64(params)
     np.testing.assert_allclose(
-        _np(ln.apply(p, x)), want * _np(p["scale"]) + _np(p["bias"]), rtol=1e-12
+        _np(ln.apply(p, x)), want * _np(p.scale) + _np(p.bias), rtol=1e-12
     )
     check_grads(lambda p, x: ln.apply(p, x), (p, x), order=2, modes=("rev", "fwd"))
 
@@ -318,7 +318,7 @@ def test_rms_norm_closed_form():
     p = _params_f64(norm.init(None))
     xn = _np(x)
     want = (
-        xn / np.sqrt((xn**2).mean(-1, keepdims=True) + 1e-6) * _np(p["scale"])
+        xn / np.sqrt((xn**2).mean(-1, keepdims=True) + 1e-6) * _np(p.scale)
     )  # Zhang & Sennrich eq. 4
     np.testing.assert_allclose(_np(norm.apply(p, x)), want, rtol=1e-12)
     # unit scale: the root mean square of the output is 1 (up to eps)
@@ -328,7 +328,7 @@ def test_rms_norm_closed_form():
 
 
 def test_norm_params_dtype():
-    assert nn.LayerNorm(4).init(None)["scale"].dtype == np.float32
+    assert nn.LayerNorm(4).init(None).scale.dtype == np.float32
     y = nn.LayerNorm(4).apply(nn.LayerNorm(4).init(None), fnp.ones((2, 4), dtype="float32"))
     assert y.dtype == np.float32
 
@@ -339,14 +339,14 @@ def test_norm_params_dtype():
 def test_dropout_eval_is_identity():
     x = _rand(0, 10)
     drop = nn.Dropout(0.3)
-    assert drop.apply({}, x) is x
-    assert drop.apply({}, x, key=random.key(0), train=False) is x
+    assert drop.apply((), x) is x
+    assert drop.apply((), x, key=random.key(0), train=False) is x
 
 
 def test_dropout_train_scales_kept_units():
     x = fnp.ones(20000)
     rate = 0.25
-    y = _np(nn.Dropout(rate).apply({}, x, key=random.key(0), train=True))
+    y = _np(nn.Dropout(rate).apply((), x, key=random.key(0), train=True))
     assert set(np.unique(y).tolist()) == {
         0.0,
         1 / (1 - rate),
@@ -354,9 +354,9 @@ def test_dropout_train_scales_kept_units():
     assert (y == 0).mean() == pytest.approx(rate, abs=0.01)
     assert y.mean() == pytest.approx(1.0, abs=0.02)  # expectation preserved
     # same key -> same mask; gradient is the mask over (1 - rate)
-    y2 = _np(nn.Dropout(rate).apply({}, x, key=random.key(0), train=True))
+    y2 = _np(nn.Dropout(rate).apply((), x, key=random.key(0), train=True))
     np.testing.assert_array_equal(y, y2)
-    g = fgrad.grad(lambda x: fnp.sum(nn.Dropout(rate).apply({}, x, key=random.key(0), train=True)))(
+    g = fgrad.grad(lambda x: fnp.sum(nn.Dropout(rate).apply((), x, key=random.key(0), train=True)))(
         x
     )
     np.testing.assert_array_equal(_np(g), y)
@@ -376,7 +376,7 @@ def test_dropout_with_a_traced_rate_names_dropout_and_rate():
 def test_dropout_check_grads():
     drop = nn.Dropout(0.4)
     check_grads(
-        lambda x: drop.apply({}, x, key=random.key(3), train=True),
+        lambda x: drop.apply((), x, key=random.key(3), train=True),
         (_rand(0, 3, 4),),
         order=2,
         modes=("rev", "fwd"),
@@ -386,15 +386,15 @@ def test_dropout_check_grads():
 def test_dropout_edge_cases_and_errors():
     x = _rand(0, 5)
     np.testing.assert_array_equal(
-        _np(nn.Dropout(1.0).apply({}, x, key=random.key(0), train=True)), np.zeros(5)
+        _np(nn.Dropout(1.0).apply((), x, key=random.key(0), train=True)), np.zeros(5)
     )
-    assert nn.Dropout(0.0).apply({}, x, train=True) is x
+    assert nn.Dropout(0.0).apply((), x, train=True) is x
     with pytest.raises(ValueError, match="key"):
-        nn.Dropout(0.5).apply({}, x, train=True)
+        nn.Dropout(0.5).apply((), x, train=True)
     with pytest.raises(ValueError, match="rate"):
         nn.Dropout(1.5)
     f32 = fnp.ones(4, dtype="float32")
-    assert nn.Dropout(0.5).apply({}, f32, key=random.key(0), train=True).dtype == np.float32
+    assert nn.Dropout(0.5).apply((), f32, key=random.key(0), train=True).dtype == np.float32
 
 
 # ------------------------------------------------------------------------ Sequential
@@ -412,7 +412,7 @@ def test_sequential_cnn_shapes_grads_and_keys():
         ]
     )
     params = cnn.init(random.key(0))
-    assert isinstance(params, list) and len(params) == 6 and params[1] == {}
+    assert isinstance(params, tuple) and len(params) == 6 and params[1] == ()
     x = fnp.ones((2, 1, 8, 8), dtype="float32")
     assert cnn.apply(params, x).shape == (2, 3)
     # dropout in train mode needs and uses the key; different keys give different outputs
@@ -447,7 +447,7 @@ def _mha_reference(params, x, n_heads, mask=None):
     x = _np(x)
     b, s, d = x.shape
     dh = d // n_heads
-    qkv = x @ _np(params["qkv"]["weight"]) + _np(params["qkv"]["bias"])
+    qkv = x @ _np(params.qkv.weight) + _np(params.qkv.bias)
     q, k, v = (
         qkv[..., i * d : (i + 1) * d].reshape(b, s, n_heads, dh).transpose(0, 2, 1, 3)
         for i in range(3)
@@ -458,7 +458,7 @@ def _mha_reference(params, x, n_heads, mask=None):
     w = np.exp(scores - scores.max(-1, keepdims=True))
     w /= w.sum(-1, keepdims=True)
     out = (w @ v).transpose(0, 2, 1, 3).reshape(b, s, d)
-    return out @ _np(params["out"]["weight"]) + _np(params["out"]["bias"])
+    return out @ _np(params.out.weight) + _np(params.out.bias)
 
 
 def test_mha_matches_reference():
@@ -546,8 +546,9 @@ def test_causal_mask():
 def test_transformer_block():
     block = nn.TransformerBlock(8, 2, mlp_ratio=2, causal=True, param_dtype=F64)
     params = block.init(random.key(0))
-    assert sorted(params) == ["attn", "mlp_in", "mlp_out", "norm1", "norm2"]
-    assert params["mlp_in"]["weight"].shape == (8, 16)
+    assert type(params) is nn.TransformerBlockParams
+    assert params._fields == ("attn", "mlp_in", "mlp_out", "norm1", "norm2")
+    assert params.mlp_in.weight.shape == (8, 16)
     p = _params_f64(params)
     x = _np(_rand(1, 2, 5, 8))
     y = _np(block.apply(p, fnp.array(x)))
@@ -556,16 +557,16 @@ def test_transformer_block():
     # pre-norm closed form: h = x + attn(ln(x)); y = h + mlp(ln(h))
     def ln(z, q):
         return (z - z.mean(-1, keepdims=True)) / np.sqrt(z.var(-1, keepdims=True) + 1e-5) * _np(
-            q["scale"]
-        ) + _np(q["bias"])
+            q.scale
+        ) + _np(q.bias)
 
     # GPT-2's tanh form of GELU (Hendrycks & Gimpel 2016), the block's default activation
     def gelu(z):
         return 0.5 * z * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z**3)))
 
-    h = x + _mha_reference(p["attn"], ln(x, p["norm1"]), 2, np.tril(np.ones((5, 5), bool)))
-    m = gelu(ln(h, p["norm2"]) @ _np(p["mlp_in"]["weight"]) + _np(p["mlp_in"]["bias"]))
-    want = h + m @ _np(p["mlp_out"]["weight"]) + _np(p["mlp_out"]["bias"])
+    h = x + _mha_reference(p.attn, ln(x, p.norm1), 2, np.tril(np.ones((5, 5), bool)))
+    m = gelu(ln(h, p.norm2) @ _np(p.mlp_in.weight) + _np(p.mlp_in.bias))
+    want = h + m @ _np(p.mlp_out.weight) + _np(p.mlp_out.bias)
     np.testing.assert_allclose(y, want, rtol=1e-9, atol=1e-10)
     # causal: changing the last position leaves the others unchanged
     x2 = x.copy()

@@ -251,12 +251,12 @@ def test_softmax_gradients_match_composite():
 
 def test_linear_bias_gradient_matches_add():
     layer = nn.Linear(6, 5, param_dtype=np.float64)
-    params = {"weight": _arr((6, 5)), "bias": _arr((5,), seed=1)}
+    params = nn.LinearParams(bias=_arr((5,), seed=1), weight=_arr((6, 5)))
     for shape in ((6,), (4, 6), (2, 3, 6)):
         x = _arr(shape, seed=2)
 
         def composite(p, x):
-            return fnp.sum(fnp.sin(fnp.matmul(x, p["weight"]) + p["bias"]))
+            return fnp.sum(fnp.sin(fnp.matmul(x, p.weight) + p.bias))
 
         got = fgrad.grad(lambda p, x: fnp.sum(fnp.sin(layer.apply(p, x))), argnums=(0, 1))(
             params, x

@@ -36,7 +36,9 @@ def test_computes_nothing():
 
 def test_sizes_a_layers_parameters():
     shapes = fgrad.eval_shape(nn.Linear(1000, 2000).init, random.key(0))
-    assert fgrad.tree.map(lambda s: s.shape, shapes) == {"bias": (2000,), "weight": (1000, 2000)}
+    assert fgrad.tree.map(lambda s: s.shape, shapes) == nn.LinearParams(
+        bias=(2000,), weight=(1000, 2000)
+    )
 
 
 def test_constant_and_scalar_results():

@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from fgrad import tree
+from fgrad._config import config
 from fgrad.core.op import LINEAR, Check, defop
 from fgrad.errors import DTypeError, ShapeError
-from fgrad.llm import quants
+from fgrad.llm import _qmv_numba, quants
 from fgrad.tensor import ShapeDtype
 
 __all__ = ["QuantizedWeight", "embedding", "linear", "quantized_matmul", "quantized_take"]
@@ -204,6 +205,11 @@ def chunked_matmul(xp, x, rows_of, shape, *, transpose=False, step=None, dtype=N
 def _qmm_kernel(xp, x, blocks, *, qtype, shape, transpose=False):
     _check(x.shape, x.dtype, blocks.shape, blocks.dtype, qtype, shape, transpose)
     t = quants.QUANT_TYPES[qtype]
+    rows = int(np.prod(x.shape[:-1], dtype=np.int64))
+    if xp is np and not transpose and x.dtype == np.float32 and rows <= _qmv_numba.MAX_ROWS:
+        fast = _qmv_numba.matvec(qtype) if config.cpu_compile else None
+        if fast is not None:  # a decode step: read the packed blocks directly
+            return fast(x.reshape(rows, x.shape[-1]), blocks).reshape(*x.shape[:-1], shape[0])
 
     def rows_of(r0, r1):
         return _dequantize_chunk(xp, blocks[r0:r1], t).astype(x.dtype, copy=False)

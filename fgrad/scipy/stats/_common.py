@@ -6,7 +6,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 import fgrad.numpy as fnp
+from fgrad import dtypes
 from fgrad._args import names_errors
 from fgrad.scipy.special import _real
 from fgrad.tensor import as_tensor
@@ -18,9 +21,20 @@ LOG_2PI = math.log(2 * math.pi)
 
 def inputs(fn: str, **named: Any) -> list:
     """Each argument checked (real, numeric) in the order given, naming ``fn``; the first
-    (the point ``x``, ``k`` or ``q``) made a Tensor, so that results are Tensors."""
+    (the point ``x``, ``k`` or ``q``) made a Tensor, so that results are Tensors.
+
+    A parameter given as a Python number (a default ``loc=0``, or jit's traced float)
+    takes the floating dtype promotion gives it with ``x``, as a weak scalar does: so
+    ``logpdf(float32 x)`` stays float32 even where the formula applies ``log`` to the
+    parameter alone (which would make a Python number float64)."""
     out = [_real(v, fn, k) for k, v in named.items()]
     out[0] = as_tensor(out[0])
+    for k, v in enumerate(out[1:], 1):
+        if (type(v) in (int, float)) or getattr(v, "weak", False):
+            target = np.dtype(dtypes.result_type(out[0], v))
+            if not dtypes.is_inexact(target):
+                target = np.dtype(np.float64)
+            out[k] = fnp.asarray(v, dtype=target)
     return out
 
 

@@ -39,17 +39,24 @@ def traced_scalar(value: Any) -> bool:
     return isinstance(value, Tensor) and type(value) is not Tensor and value.ndim == 0
 
 
+def _as_float(name: str, what: str, value: Any, expected: str) -> float:
+    """``float(value)`` of a real number (a numpy or 0-d array number too), never of a str
+    or bool: ``float("0.001")`` would turn a typo'd config value into a silent number."""
+    if isinstance(value, (str, bytes, bool)) or getattr(getattr(value, "dtype", None), "kind", "f") in "bUSO":
+        raise TypeError(f"{name}: {what} must be {expected}, got {type(value).__name__} {value!r:.40}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: {what} must be {expected}, got {type(value).__name__}") from None
+
+
 def check_lr(name: str, learning_rate: Any) -> ScalarOrSchedule:
     """A learning rate: a schedule or a traced scalar as it is, else a Python float >= 0."""
     if callable(learning_rate) or traced_scalar(learning_rate):
         return learning_rate
-    try:
-        lr = float(learning_rate)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"{name}: learning_rate must be a float or a schedule (a function step -> float), "
-            f"got {type(learning_rate).__name__}"
-        ) from None
+    lr = _as_float(
+        name, "learning_rate", learning_rate, "a float or a schedule (a function step -> float)"
+    )
     if not lr >= 0.0:
         raise ValueError(f"{name}: learning_rate must be >= 0, got {lr}")
     return lr
@@ -59,10 +66,7 @@ def check_range(name: str, what: str, value: Any, lo: float, hi: float | None) -
     """A hyper-parameter as a Python float (weak, so it keeps the params' dtype), checked."""
     if traced_scalar(value):
         return value
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name}: {what} must be a float, got {type(value).__name__}") from None
+    value = _as_float(name, what, value, "a float")
     if not (value >= lo and (hi is None or value < hi)):
         bound = f"[{lo}, {hi})" if hi is not None else f">= {lo}"
         raise ValueError(f"{name}: {what} must be in {bound}, got {value}")

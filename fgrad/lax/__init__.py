@@ -65,6 +65,13 @@ __all__ = [
 _NUMBERS = (bool, int, float, complex)  # Python numbers: weakly typed, as in JAX
 
 
+def _label(fun: Callable, parameter: str) -> str:
+    """A body's name in graphs and logs: the user's function's name (``step``), else the
+    parameter it was passed as (``f`` for a lambda)."""
+    name = getattr(fun, "__name__", "")
+    return name if name.isidentifier() else parameter
+
+
 def _staging() -> bool:
     """A transform that traces abstractly (jit, make_graph) is running."""
     return any(isinstance(t, _GraphTrace) for t in _active_traces())
@@ -512,8 +519,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         *pred.consts,
         *body.consts,
         *leaves,
-        cond=_sub.close(pred, pred.consts, "cond_fun"),
-        body=_sub.close(body, body.consts, "body_fun"),
+        cond=_sub.close(pred, pred.consts, _label(cond_fun, "cond_fun")),
+        body=_sub.close(body, body.consts, _label(body_fun, "body_fun")),
         n_cond_consts=len(pred.consts),
         n_body_consts=len(body.consts),
     )
@@ -726,7 +733,7 @@ def scan(
         *traced.consts,
         *c_leaves,
         *x_leaves,
-        body=_sub.close(traced, traced.consts, "f"),
+        body=_sub.close(traced, traced.consts, _label(f, "f")),
         n_consts=len(traced.consts),
         n_carry=len(c_leaves),
         length=length,

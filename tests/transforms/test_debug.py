@@ -107,7 +107,7 @@ def test_a_nan_inside_a_loop_body_under_jit_names_the_op_in_the_body():
     fgrad.config.debug_nans = True
     try:
         f(fnp.array([1.0, 2.0]))
-        with pytest.raises(fgrad.NaNError, match=r"op 'log' produced NaN .* in the body 'f', traced at test_debug.py:\d+"):
+        with pytest.raises(fgrad.NaNError, match=r"op 'log' produced NaN .* in the body 'body', traced at test_debug.py:\d+"):
             f(fnp.array([1.0, -1.0]))
     finally:
         fgrad.config.debug_nans = False

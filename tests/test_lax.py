@@ -359,8 +359,8 @@ def test_a_python_int_carry_made_a_float_by_the_body_starts_as_a_float():
         lambda: lax.scan(lambda c, x: (c + 0.5, c), 0, None, length=3)[0],
     ):
         want = loop()
-        got = fgrad.jit(loop)()
-        assert type(got) is type(want) is float and got == want
+        got = fgrad.jit(loop)()  # jit returns a 0-d Tensor of the number's dtype
+        assert type(want) is float and got.dtype == np.float64 and got.shape == () and float(got) == want
 
 
 def test_a_fori_loop_body_may_return_a_traced_python_float():
@@ -405,8 +405,10 @@ def test_loops_that_run_no_step_give_the_widened_carry_type_in_every_mode():
         lambda: lax.fori_loop(0, 0, lambda i, c: c + 1, True),
     ]
     for loop, want in zip(loops, [0.0, 0.0, 0.0, 1]):
-        for got in (loop(), fgrad.jit(loop)()):
-            assert type(got) is type(want) and got == want
+        got = loop()
+        assert type(got) is type(want) and got == want
+        jitted = fgrad.jit(loop)()  # a 0-d Tensor of numpy's dtype for the number
+        assert jitted.shape == () and jitted.dtype == np.result_type(type(want)) and jitted.item() == want
 
 
 def test_fori_loop_with_traced_bounds_is_a_forward_differentiable_while():

@@ -282,9 +282,12 @@ class Jitted:
         return self._entry(self._split(args, kwargs))[0]
 
     def compile(self, *args: Any, **kwargs: Any) -> Program | None:
-        """The Program that calls with these arguments run (traced and compiled now if
-        new); None when the function closes over another transform's tracers, whose
-        graph is replayed op by op instead."""
+        """Trace and compile for these arguments now (before the first call), and return
+        the Program calls with them will run, for inspection: ``.source`` is the generated
+        code, ``.arena_bytes`` the buffers it keeps. Call the jitted function itself to
+        run it (unlike JAX's ``lower().compile()``, the result is not a callable). None
+        when the function closes over another transform's tracers, whose graph is
+        replayed op by op instead."""
         return self._entry(self._split(args, kwargs))[1]
 
     def cache_info(self) -> _CacheInfo:
@@ -557,6 +560,8 @@ def _replay(graph: Graph, arrays: list) -> Any:
 
 
 def _as_output(x: Any) -> Any:
-    if isinstance(x, Tensor) or type(x) in _SCALARS or x is None:
+    # A Python number the function returns as a constant is a 0-d Tensor too, as every
+    # traced result is (jit returns arrays, as JAX's does).
+    if isinstance(x, Tensor) or x is None:
         return x
-    return _wrap(x)
+    return _wrap(np.asarray(x)) if type(x) in _SCALARS else _wrap(x)

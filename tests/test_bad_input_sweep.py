@@ -311,6 +311,21 @@ BASE: dict[str, Callable[[], tuple[tuple, dict]]] = {
     "numpy:bitwise_not": lambda: ((I(),), {}),
     "numpy:bitwise_invert": lambda: ((I(),), {}),
     "numpy:invert": lambda: ((I(),), {}),
+    # fgrad.distributed (one process: the world is the LocalGroup of this process)
+    "distributed:init": lambda: ((), {}),
+    "distributed:rank": lambda: ((), {}),
+    "distributed:size": lambda: ((), {}),
+    "distributed:barrier": lambda: ((), {}),
+    "distributed:LocalGroup": lambda: ((), {"check": True}),
+    "distributed:all_sum": lambda: ((V(),), {}),
+    "distributed:all_mean": lambda: ((V(),), {}),
+    "distributed:all_max": lambda: ((V(),), {}),
+    "distributed:all_gather": lambda: ((V(),), {}),
+    "distributed:broadcast": lambda: ((V(),), {"root": 0}),
+    "distributed:average_gradients": lambda: (({"w": V()},), {}),
+    "distributed:broadcast_params": lambda: (({"w": V()},), {"root": 0}),
+    "distributed:spmd": lambda: ((lambda x: x * 2.0,), {"axis_name": "data"}),
+    "distributed:ShardedLoader": lambda: ((X(),), {"batch_size": 1}),
     # fgrad.numpy.linalg
     "fft:fft": lambda: ((V(),), {}),
     "fft:ifft": lambda: ((V(),), {}),
@@ -595,6 +610,7 @@ KINDS = {
     "initializers:constant.value": "array",  # an array broadcast to the shape, as JAX
     "initializers:normal.stddev": "float",
     "initializers:uniform.scale": "float",
+    "distributed:ShardedLoader.seed": "int?",  # None keeps the data's order
 }
 NEVER["pred"] = {"str", "object", "str array", "array (5, 7)", "()", "(1.5,)", "(2.0, 3)"}
 NEVER["treedef"] = {b.label for b in BAD} - {"None"}
@@ -677,6 +693,7 @@ MODULES = [
     ("numpy", fnp),
     ("linalg", fnp.linalg),
     ("fft", fnp.fft),
+    ("distributed", __import__("fgrad.distributed", fromlist=["_"])),
     ("special", fscipy_special),
     ("scipy_linalg", fscipy_linalg),
     *((f"stats_{d}", getattr(fscipy_stats, d)) for d in fscipy_stats.__all__),
@@ -692,7 +709,10 @@ EXTRA_NAMES = {
               "uint64", "float16", "float32", "float64", "complex64", "complex128"],
     "random": ["PRNGKey"],
 }
-_SKIP_NAMES = {"ndarray", "Tensor", "Initializer", "TreeDef", "LinAlgError"}
+# Classes users do not construct: Tensors, the results of other calls (an Initializer,
+# a TreeDef), and fgrad.distributed's Group, the abstract base of the groups init()
+# returns (its collectives raise NotImplementedError; LocalGroup is swept).
+_SKIP_NAMES = {"ndarray", "Tensor", "Initializer", "TreeDef", "LinAlgError", "Group"}
 
 
 def public_callables() -> list[tuple[str, Callable]]:

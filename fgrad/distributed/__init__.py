@@ -36,12 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from fgrad import backend, tree
+from fgrad import _args, backend, tree
 from fgrad.core.trace import Tracer
 from fgrad.distributed._comm import Group, LocalGroup, MPIGroup, describe
 from fgrad.errors import DTypeError
 from fgrad.lax import _collectives
-from fgrad.tensor import Tensor, asarray
+from fgrad.tensor import Tensor, as_tensor, asarray
 from fgrad.transforms import batching
 
 __all__ = [
@@ -89,6 +89,7 @@ def init(*, backend: str = "auto", check: bool | None = None, gpu: str = "nccl")
     Raises:
         ValueError: an unknown ``backend`` or ``gpu``, or settings that differ from those
             of the group already made.
+        DTypeError: ``backend`` or ``gpu`` is not a string, ``check`` not a bool or None.
         ImportError: ``backend="mpi"`` and mpi4py is not installed
             (``pip install "fgrad[distributed]"``).
 
@@ -98,8 +99,10 @@ def init(*, backend: str = "auto", check: bool | None = None, gpu: str = "nccl")
         (0, 1)
     """
     global _WORLD
-    if backend not in ("auto", "mpi", "local"):
-        raise ValueError(f"init: backend must be 'auto', 'mpi' or 'local', got {backend!r}")
+    backend = _args.choice(backend, "init", "backend", ("auto", "mpi", "local"))
+    if check is not None:
+        check = _args.flag(check, "init", "check")
+    gpu = _args.choice(gpu, "init", "gpu", ("nccl", "mpi"))
     if _WORLD is not None:
         kind = "local" if isinstance(_WORLD, LocalGroup) else "mpi"
         if (backend not in ("auto", kind)) or (check is not None and check != _WORLD.check):
@@ -130,8 +133,49 @@ def _has_mpi4py() -> bool:
     return True
 
 
-def _group(group: Group | None) -> Group:
+def _check_group(group: Any, name: str, *, duck: bool = False) -> Any:
+    """``group`` itself when it is a :class:`Group` or None (the world's, made later).
+
+    With ``duck``, any object with int ``rank`` and ``size`` (``0 <= rank < size``) will
+    do, as :class:`ShardedLoader` reads only those.
+    """
+    if group is None or isinstance(group, Group):
+        return group
+    if duck:
+        r, n = getattr(group, "rank", None), getattr(group, "size", None)
+        if type(r) is int and type(n) is int and 0 <= r < n:
+            return group
+        raise TypeError(
+            f"{name}: group must be a fgrad.distributed.Group (init() returns the world's) or "
+            f"an object with int rank and size, 0 <= rank < size; got {_args.describe(group)}"
+        )
+    raise TypeError(
+        f"{name}: group must be a fgrad.distributed.Group (init() returns the world's) or "
+        f"None for the world's, got {_args.describe(group)}"
+    )
+
+
+def _group(group: Any, name: str, *, duck: bool = False) -> Group:
+    """The group a function runs on: ``group`` checked, or the world's for None."""
+    group = _check_group(group, name, duck=duck)
     return init() if group is None else group
+
+
+def _root(root: Any, g: Group, name: str) -> int:
+    """``root`` as a Python int rank of ``g``."""
+    r = _args.index(root, name, "root", what=f"a rank (an int in [0, {g.size}))")
+    if not 0 <= r < g.size:
+        raise ValueError(f"{name}: root must be a rank in [0, {g.size}), got {root!r}")
+    return r
+
+
+def _raw_numeric(name: str, x: Any) -> None:
+    """Refuse a numpy/cupy array that holds no numbers (strings, objects, dates)."""
+    if not _args.is_numeric(np.dtype(x.dtype)):
+        raise DTypeError(
+            f"{name}: x is {describe(x)}, not numeric; pass numbers (bool, integer, floating "
+            "or complex)"
+        )
 
 
 def rank(group: Group | None = None) -> int:
@@ -141,7 +185,7 @@ def rank(group: Group | None = None) -> int:
         >>> fgrad.distributed.rank()
         0
     """
-    return _group(group).rank
+    return _group(group, "rank").rank
 
 
 def size(group: Group | None = None) -> int:
@@ -151,7 +195,7 @@ def size(group: Group | None = None) -> int:
         >>> fgrad.distributed.size()
         1
     """
-    return _group(group).size
+    return _group(group, "size").size
 
 
 # ------------------------------------------------------------------------ collectives
@@ -165,8 +209,9 @@ def _world_params(g: Group) -> dict:
     return {"axis_name": None, "axis_size": g.size, "group": g}
 
 
-def _reduce(name: str, op: Any, x: Any, group: Group | None, inplace: bool, kinds: str) -> Any:
-    g = _group(group)
+def _reduce(name: str, op: Any, x: Any, group: Group | None, inplace: Any, kinds: str) -> Any:
+    g = _group(group, name)
+    inplace = _args.flag(inplace, name, "inplace")
     if _raw(x):
         if np.dtype(x.dtype).kind not in kinds:
             raise DTypeError(f"{name}: cannot reduce {describe(x)}; cast it first")
@@ -220,7 +265,7 @@ def all_mean(x: Any, *, group: Group | None = None, inplace: bool = False) -> An
         >>> fgrad.distributed.all_mean(np.array([2.0, 4.0]))
         array([2., 4.])
     """
-    g = _group(group)
+    g = _group(group, "all_mean")
     out = _reduce("all_mean", _collectives.psum_op, x, g, inplace, "fc")
     if _raw(out):
         out /= g.size  # a fresh array, or the caller's buffer when inplace
@@ -268,8 +313,9 @@ def all_gather(x: Any, *, group: Group | None = None) -> Any:
         >>> fgrad.distributed.all_gather(fnp.array([1.0, 2.0]))
         Tensor([[1., 2.]], dtype=float64)
     """
-    g = _group(group)
+    g = _group(group, "all_gather")
     if _raw(x):
+        _raw_numeric("all_gather", x)
         return g.all_gather(x)
     x = _collectives._leaf("all_gather", x, "iufc")
     return _collectives.all_gather_op(x, axis=0, tiled=False, **_world_params(g))
@@ -292,14 +338,18 @@ def broadcast(x: Any, root: int = 0, *, group: Group | None = None, inplace: boo
         ValueError: ``root`` is not a rank.
         TypeError: ``x`` is traced (broadcast is not differentiated), or ``inplace`` with
             a Tensor.
-        ShapeError, DTypeError: as :func:`all_sum`.
+        ShapeError, DTypeError: as :func:`all_sum`; ``x`` is not numeric, ``root`` not an
+            int.
 
     Example:
         >>> fgrad.distributed.broadcast(fnp.array([1.0, 2.0]), root=0)
         Tensor([1., 2.], dtype=float64)
     """
-    g = _group(group)
+    g = _group(group, "broadcast")
+    root = _root(root, g, "broadcast")
+    inplace = _args.flag(inplace, "broadcast", "inplace")
     if _raw(x):
+        _raw_numeric("broadcast", x)
         return g.broadcast(x, root, inplace)
     if inplace:
         raise TypeError("broadcast: inplace=True needs a numpy or cupy array; a Tensor never changes")
@@ -312,7 +362,7 @@ def _concrete(name: str, x: Any) -> Any:
             f"{name}: got a traced value {x.aval}; call it outside grad/jit/vmap on concrete "
             "Tensors (it is not differentiated)"
         )
-    return asarray(x)._data
+    return as_tensor(x, name, "x")._data
 
 
 def barrier(*, group: Group | None = None) -> None:
@@ -321,7 +371,7 @@ def barrier(*, group: Group | None = None) -> None:
     Example:
         >>> fgrad.distributed.barrier()
     """
-    _group(group).barrier()
+    _group(group, "barrier").barrier()
 
 
 # ------------------------------------------------------------------------ spmd
@@ -347,7 +397,8 @@ def spmd(f: Callable, axis_name: Any = "data", *, group: Group | None = None) ->
         A function with ``f``'s signature.
 
     Raises:
-        TypeError: ``f`` is not callable or ``axis_name`` is not hashable.
+        TypeError: ``f`` is not callable, ``axis_name`` is not hashable, or ``group`` is
+            not a :class:`Group`.
 
     Example:
         >>> step = fgrad.distributed.spmd(lambda x: fgrad.lax.pmean(x, "data"))
@@ -360,10 +411,11 @@ def spmd(f: Callable, axis_name: Any = "data", *, group: Group | None = None) ->
         hash(axis_name)
     except TypeError:
         raise TypeError(f"spmd: axis_name must be hashable, got {type(axis_name).__name__}") from None
+    _check_group(group, "spmd")
 
     @functools.wraps(f)
     def run(*args: Any, **kwargs: Any) -> Any:
-        g = _group(group)
+        g = _group(group, "spmd")
         with batching.named_axis(batching.AxisFrame(axis_name, g.size, group=g)):
             return f(*args, **kwargs)
 
@@ -400,7 +452,7 @@ def _tree_leaves(name: str, tree_: Any, kinds: str) -> tuple[list, Any]:
     out = []
     for leaf in leaves:
         if not (_raw(leaf) or isinstance(leaf, Tensor)):
-            leaf = asarray(leaf)
+            leaf = as_tensor(leaf, name, f"leaf {len(out)}")
         if np.dtype(leaf.dtype).kind not in kinds:
             raise DTypeError(f"{name}: leaf {len(out)} is {describe(leaf)}; only {kinds!r} kinds are allowed")
         out.append(leaf)
@@ -408,9 +460,10 @@ def _tree_leaves(name: str, tree_: Any, kinds: str) -> tuple[list, Any]:
 
 
 def _bucket_bytes(name: str, bucket_bytes: Any) -> int:
-    if type(bucket_bytes) is not int or bucket_bytes < 1:
+    n = _args.index(bucket_bytes, name, "bucket_bytes", what="a positive int")
+    if n < 1:
         raise ValueError(f"{name}: bucket_bytes must be a positive int, got {bucket_bytes!r}")
-    return bucket_bytes
+    return n
 
 
 def average_gradients(
@@ -436,8 +489,10 @@ def average_gradients(
 
     Raises:
         ShapeError, DTypeError: the ranks passed different pytrees (raised on every rank,
-            listing each rank's leaves; with the check on); a leaf is not floating.
-        ValueError: ``bucket_bytes`` is not a positive int.
+            listing each rank's leaves; with the check on); a leaf is not floating;
+            ``bucket_bytes`` is not an int.
+        ValueError: ``bucket_bytes`` is below 1.
+        TypeError: ``group`` is not a :class:`Group`.
 
     Example:
         >>> grads = {"w": fnp.ones((2, 2)), "b": fnp.array([0.5, 1.5])}
@@ -474,14 +529,13 @@ def broadcast_params(params: Any, root: int = 0, *, group: Group | None = None) 
         >>> fgrad.distributed.broadcast_params({"w": fnp.ones(2)})["w"]
         Tensor([1., 1.], dtype=float64)
     """
-    g = _group(group)
-    if type(root) is not int or not 0 <= root < g.size:
-        raise ValueError(f"broadcast_params: root must be a rank in [0, {g.size}), got {root!r}")
+    g = _group(group, "broadcast_params")
+    root = _root(root, g, "broadcast_params")
     return _bucketed("broadcast_params", params, DEFAULT_BUCKET_BYTES, g, "broadcast", root)
 
 
 def _bucketed(name: str, tree_: Any, bucket_bytes: Any, group: Group | None, mode: str, root: int = 0) -> Any:
-    g = _group(group)
+    g = _group(group, name)
     bucket_bytes = _bucket_bytes(name, bucket_bytes)
     leaves, treedef = _tree_leaves(name, tree_, "fc" if mode == "mean" else "iufc")
     g.check_tree(name, [_describe_leaf(leaf) for leaf in leaves], root)
@@ -564,8 +618,12 @@ class ShardedLoader:
         group: the group; the world's by default.
 
     Raises:
-        ValueError: the leaves differ in length, ``batch_size`` is not a positive int, or
-            there are fewer examples than one global batch.
+        ValueError: the leaves differ in length, ``batch_size`` is below 1, ``seed`` is
+            negative, or there are fewer examples than one global batch.
+        DTypeError: ``batch_size`` or ``seed`` is not an int, or a leaf of ``data`` is not
+            numeric.
+        TypeError: ``group`` is neither a :class:`Group` nor an object with int ``rank``
+            and ``size``.
 
     Example:
         >>> loader = fgrad.distributed.ShardedLoader(np.arange(8.0), batch_size=2, seed=None)
@@ -574,14 +632,26 @@ class ShardedLoader:
     """
 
     def __init__(self, data: Any, batch_size: int, *, seed: int | None = 0, group: Group | None = None):
-        self.group = _group(group)
+        name = "ShardedLoader"
+        batch = _args.index(batch_size, name, "batch_size", what="a positive int")
+        if batch < 1:
+            raise ValueError(
+                f"ShardedLoader: batch_size must be a positive int, got {batch_size!r}"
+            )
+        batch_size = batch
+        seed = _args.index(seed, name, "seed", minimum=0, none_ok=True, what="an int or None")
+        self.group = _group(group, name, duck=True)
         leaves, self._treedef = tree.flatten(data)
         lengths = {int(np.shape(leaf)[0]) if np.ndim(leaf) else -1 for leaf in leaves}
         if len(lengths) != 1 or -1 in lengths:
             raise ValueError(f"ShardedLoader: every leaf needs the same leading length; got {sorted(lengths)}")
-        if type(batch_size) is not int or batch_size < 1:
-            raise ValueError(f"ShardedLoader: batch_size must be a positive int, got {batch_size!r}")
         self._leaves = [np.asarray(leaf) for leaf in leaves]
+        for i, leaf in enumerate(self._leaves):
+            if not _args.is_numeric(leaf.dtype):
+                raise DTypeError(
+                    f"ShardedLoader: leaf {i} of data is {_args.describe(leaf)}, not numeric; "
+                    "batches are Tensors, which hold bool, integer, floating or complex numbers"
+                )
         self.n = lengths.pop()
         self.batch_size = batch_size
         self.seed = seed
@@ -594,6 +664,7 @@ class ShardedLoader:
 
     def indices(self, epoch: int) -> np.ndarray:
         """This rank's example indices for ``epoch``, ``(steps_per_epoch, batch_size)``."""
+        epoch = _args.index(epoch, "ShardedLoader.indices", "epoch", minimum=0)
         order = np.arange(self.n) if self.seed is None else np.random.default_rng((self.seed, epoch)).permutation(self.n)
         size, b = self.group.size, self.batch_size
         used = order[: self.steps_per_epoch * b * size]
@@ -601,7 +672,11 @@ class ShardedLoader:
 
     def epoch(self, epoch: int) -> Iterator[Any]:
         """This rank's batches for ``epoch``: pytrees like ``data`` of Tensors."""
-        for idx in self.indices(epoch):
+        epoch = _args.index(epoch, "ShardedLoader.epoch", "epoch", minimum=0)
+        return self._batches(self.indices(epoch))  # checked now, not at the first batch
+
+    def _batches(self, indices: np.ndarray) -> Iterator[Any]:
+        for idx in indices:
             yield tree.unflatten(self._treedef, [asarray(leaf[idx]) for leaf in self._leaves])
 
     def __len__(self) -> int:

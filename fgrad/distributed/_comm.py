@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from fgrad import backend
+from fgrad import _args, backend
 from fgrad.errors import DTypeError, ShapeError
 
 __all__ = ["Group", "LocalGroup", "MPIGroup"]
@@ -106,7 +106,7 @@ class LocalGroup(Group):
     """The group of this process alone: every collective returns (a copy of) its input."""
 
     def __init__(self, check: bool = True):
-        self.check = check
+        self.check = _args.flag(check, "LocalGroup", "check")
 
     def _reduce(self, name: str, x: Any, inplace: bool) -> Any:
         return x if inplace else _copy(x)

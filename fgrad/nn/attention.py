@@ -19,7 +19,7 @@ import numpy as np
 
 import fgrad.numpy as fnp
 from fgrad import _args, dtypes, random
-from fgrad.errors import ConcretizationError, DTypeError, ShapeError
+from fgrad.errors import ConcretizationError, DTypeError, FgradError, ShapeError
 from fgrad.nn._activations import gelu, softmax
 from fgrad.nn.layers import (
     Dropout,
@@ -194,17 +194,19 @@ def rotary_tables(
         length: number of positions (a Python int).
         d_rot: rotated dimensions of a head (even).
         base: the frequency base.
-        inv_freq: optional ``(d_rot // 2,)`` array of inverse frequencies, replacing
+        inv_freq: optional ``(d_rot // 2,)`` array of real inverse frequencies, replacing
             ``base``'s.
-        dtype: the tables' dtype (default float32).
+        dtype: the tables' floating dtype (default float32).
         device: where the tables live.
 
     Returns:
         ``(cos, sin)``, each ``(length, d_rot // 2)`` of ``dtype``.
 
     Raises:
-        DTypeError: ``length`` or ``d_rot`` is not an int.
-        ValueError: ``d_rot`` is odd or below 2, ``base`` not positive.
+        DTypeError: ``length`` or ``d_rot`` is not an int, ``base`` not a real number,
+            ``inv_freq`` not an array of real numbers, ``dtype`` not a floating dtype.
+        ValueError: ``d_rot`` is odd or below 2, ``base`` not positive, ``inv_freq`` not
+            finite.
         ShapeError: ``inv_freq`` is not ``(d_rot // 2,)``.
 
     Example:
@@ -218,25 +220,52 @@ def rotary_tables(
         Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding", 2021,
         arXiv:2104.09864, eq. 15.
     """
-    length = _args.size(length, "rotary_tables", "length")
-    d_rot = _args.size(d_rot, "rotary_tables", "d_rot", minimum=2)
+    name = "rotary_tables"
+    length = _args.size(length, name, "length")
+    d_rot = _args.size(d_rot, name, "d_rot", minimum=2)
     if d_rot % 2:
         raise ValueError(f"rotary_tables: d_rot must be even (it rotates pairs), got {d_rot}")
+    base = _args.real(base, name, "base", above=0.0)
+    dtype = _args.dtype(dtype, name, none_ok=False)
+    if dtype.kind != "f":
+        raise DTypeError(
+            f"rotary_tables: dtype must be a floating dtype (cosines and sines), got "
+            f"{dtype.name}; pass one such as 'float32'"
+        )
+    dev = device_arg(device, name)
     if inv_freq is None:
-        base = _args.real(base, "rotary_tables", "base", above=0.0)
         inv_freq = base ** (-np.arange(0, d_rot, 2, dtype=np.float64) / d_rot)
-    inv_freq = np.asarray(inv_freq, dtype=np.float64)
+    else:
+        inv_freq = _inv_freq(inv_freq, d_rot)
     if inv_freq.shape != (d_rot // 2,):
         raise ShapeError(
             f"rotary_tables: inv_freq must have shape ({d_rot // 2},) for d_rot={d_rot}, "
             f"got {inv_freq.shape}"
         )
     angles = np.outer(np.arange(length, dtype=np.float64), inv_freq)
-    dev = device_arg(device, "rotary_tables")
     return (
         fnp.asarray(np.cos(angles).astype(dtype), device=dev),
         fnp.asarray(np.sin(angles).astype(dtype), device=dev),
     )
+
+
+def _inv_freq(inv_freq: Any, d_rot: int) -> np.ndarray:
+    """rotary_tables' ``inv_freq`` as a float64 numpy array of finite real numbers."""
+    try:
+        arr = np.asarray(inv_freq)
+    except FgradError:
+        raise  # a traced value: its ConcretizationError says what to do
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.dtype.kind not in "iuf":
+        raise DTypeError(
+            f"rotary_tables: inv_freq must be an array of real numbers, shape "
+            f"({d_rot // 2},), got {_args.describe(inv_freq)}"
+        )
+    arr = arr.astype(np.float64)
+    if not np.isfinite(arr).all():
+        raise ValueError("rotary_tables: inv_freq must be finite, got NaN or infinity in it")
+    return arr
 
 
 def rotary_embedding(x: Any, cos: Any, sin: Any, *, interleaved: bool = False) -> Tensor:
@@ -260,8 +289,10 @@ def rotary_embedding(x: Any, cos: Any, sin: Any, *, interleaved: bool = False) -
         Tensor of ``x``'s shape and dtype.
 
     Raises:
-        ShapeError: ``2 * cos.shape[-1]`` exceeds ``x``'s last axis, or ``cos`` and ``sin``
-            differ in shape.
+        ShapeError: ``2 * cos.shape[-1]`` exceeds ``x``'s last axis, ``cos`` and ``sin``
+            differ in shape, or they do not broadcast to ``(..., seq, d_rot // 2)`` of ``x``.
+        DTypeError: ``x`` is not floating, ``cos`` or ``sin`` not real, ``interleaved``
+            not a bool.
 
     Example:
         >>> cos, sin = rotary_tables(2, 2, base=10.0)
@@ -277,6 +308,18 @@ def rotary_embedding(x: Any, cos: Any, sin: Any, *, interleaved: bool = False) -
     x = as_tensor(x, "rotary_embedding", "x")
     cos = as_tensor(cos, "rotary_embedding", "cos")
     sin = as_tensor(sin, "rotary_embedding", "sin")
+    interleaved = _args.flag(interleaved, "rotary_embedding", "interleaved")
+    if np.dtype(x.dtype).kind not in "fc":
+        raise DTypeError(
+            f"rotary_embedding: x must be floating, got {_args.describe(x)}; cast it "
+            "(x.astype('float32'))"
+        )
+    for arg, t in (("cos", cos), ("sin", sin)):
+        if np.dtype(t.dtype).kind not in "iuf":
+            raise DTypeError(
+                f"rotary_embedding: {arg} must be real (the tables of rotary_tables), got "
+                f"{_args.describe(t)}"
+            )
     if tuple(cos.shape) != tuple(sin.shape):
         raise ShapeError(
             f"rotary_embedding: cos {tuple(cos.shape)} and sin {tuple(sin.shape)} differ in shape"
@@ -289,6 +332,13 @@ def rotary_embedding(x: Any, cos: Any, sin: Any, *, interleaved: bool = False) -
         raise ShapeError(
             f"rotary_embedding: tables of {half} pairs rotate {2 * half} features, but x has "
             f"{d} (shape {tuple(x.shape)})"
+        )
+    target = (*x.shape[:-1], half)
+    if not broadcasts_to(tuple(cos.shape), target):
+        raise ShapeError(
+            f"rotary_embedding: tables of shape {tuple(cos.shape)} do not broadcast to "
+            f"{target}, x's (..., seq, d_rot // 2) for x of shape {tuple(x.shape)}; gather "
+            "the tables' rows at the positions of x's sequence axis"
         )
     cos, sin = fnp.astype(cos, x.dtype), fnp.astype(sin, x.dtype)
     rot = x[..., : 2 * half] if 2 * half < d else x

@@ -6,7 +6,7 @@ share, averages them over the ranks (``average_gradients``: one allreduce per bu
 inside the jitted step) and applies the same AdamW update, so the parameters stay equal
 on every rank::
 
-    mpirun -n 2 python -m mpi4py examples/data_parallel.py
+    mpirun -n 2 -x OMP_NUM_THREADS=1 "$(which python)" -m mpi4py examples/data_parallel.py
     # as root in a container, on 2 cores: mpirun -n 4 --allow-run-as-root --oversubscribe ...
     python examples/data_parallel.py          # the same script on one process
 

@@ -104,7 +104,7 @@ def main(argv=None) -> dict:
     p.add_argument("--resume", action="store_true", help="start from the adapters in --out")
     p.add_argument("--plot", default=None, help="write the loss curve to this PNG")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quick", action="store_true", help="a few-second run (tests)")
+    p.add_argument("--quick", action="store_true", help="a short run (few steps and tokens; still loads the real model unless --model names a small file)")
     args = p.parse_args(argv)
     if args.quick:
         args.steps, args.batch, args.seq_len = min(args.steps, 4), 2, 32

@@ -90,7 +90,7 @@ def main(argv=None) -> dict:
     p.add_argument("--decode-tokens", type=int, default=16)
     p.add_argument("--prompt", default="The with statement is used to")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quick", action="store_true", help="a few-second run (tests)")
+    p.add_argument("--quick", action="store_true", help="a short run (few steps and tokens; still loads the real model unless --model names a small file)")
     args = p.parse_args(argv)
     if args.quick:
         args.seq_len, args.eval_windows, args.batch, args.calib = 32, 2, 2, 2

@@ -107,6 +107,8 @@ def main(argv=None) -> dict:
     p.add_argument("--quick", action="store_true", help="a short run (few steps and tokens; still loads the real model unless --model names a small file)")
     args = p.parse_args(argv)
     if args.quick:
+        if args.steps > 4:
+            print(f"--quick: {args.steps} steps capped at 4")
         args.steps, args.batch, args.seq_len = min(args.steps, 4), 2, 32
         args.eval_windows, args.gen_tokens, args.rank = 4, 4, 4
     from fgrad.llm import load
@@ -125,6 +127,16 @@ def main(argv=None) -> dict:
         adapters = lora.load(args.out, n_layers=model.config.n_layers)
         with open(os.path.join(args.out, "progress.json")) as f:
             start = json.load(f)["step"]
+        asked = (args.rank, tuple(args.targets.split(",")))
+        if p.get_default("rank") != args.rank or p.get_default("targets") != args.targets:
+            if asked != (adapters.rank, tuple(adapters.targets)):
+                p.error(
+                    f"--resume: the adapters in {args.out} have rank {adapters.rank} on "
+                    f"{','.join(adapters.targets)}; --rank/--targets ask for rank {asked[0]} on "
+                    f"{','.join(asked[1])}: drop them, or use a new --out"
+                )
+        if start >= args.steps:
+            print(f"resumed at step {start}: --steps {args.steps} leaves nothing to train")
         print(f"resumed from {args.out} at step {start}")
     else:
         adapters = lora.init(fgrad.random.key(args.seed), model, args.rank, args.alpha,

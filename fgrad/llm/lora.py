@@ -434,18 +434,7 @@ def merge(params: Any, adapters: LoraAdapters) -> Any:
         >>> bool(fnp.all(merge(params, ad)["layers"][0]["wq"] == params["layers"][0]["wq"]))
         True
     """
-    p = _params_of(params)
-    _check_fit(p, adapters, "merge")
-    scale = adapters.scale
-    layers = []
-    for layer, pairs in zip(p["layers"], adapters.layers):
-        if pairs:
-            layer = dict(layer)
-            for name, pair in pairs.items():
-                w = _dense(layer[name])
-                layer[name] = fnp.astype(w + _delta(pair, scale), w.dtype)
-        layers.append(layer)
-    return _with_layers(params, layers)
+    return _shifted(params, adapters, 1.0, "merge")
 
 
 def unmerge(params: Any, adapters: LoraAdapters) -> Any:
@@ -473,16 +462,20 @@ def unmerge(params: Any, adapters: LoraAdapters) -> Any:
         >>> bool(fnp.all(back["layers"][0]["wv"] == params["layers"][0]["wv"]))
         True
     """
+    return _shifted(params, adapters, -1.0, "unmerge")
+
+
+def _shifted(params: Any, adapters: Any, sign: float, fn: str) -> Any:
+    """``params`` with ``sign * scale * B A`` added to each adapted weight (made dense)."""
     p = _params_of(params)
-    _check_fit(p, adapters, "unmerge")
-    scale = adapters.scale
+    _check_fit(p, adapters, fn)
     layers = []
     for layer, pairs in zip(p["layers"], adapters.layers):
         if pairs:
             layer = dict(layer)
             for name, pair in pairs.items():
                 w = _dense(layer[name])
-                layer[name] = fnp.astype(w - _delta(pair, scale), w.dtype)
+                layer[name] = fnp.astype(w + sign * _delta(pair, adapters.scale), w.dtype)
         layers.append(layer)
     return _with_layers(params, layers)
 

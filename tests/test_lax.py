@@ -613,3 +613,20 @@ def test_cond_takes_a_float_predicate_and_names_what_it_takes():
     assert lax.cond(fnp.asarray(0.5), lambda: 1.0, lambda: 2.0) == 1.0
     with pytest.raises(fgrad.errors.DTypeError, match="a bool, an integer or a float"):
         lax.cond(fnp.asarray(1j), lambda: 1.0, lambda: 2.0)
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        lambda x: lax.fori_loop(0, 5, lambda i, c: c + x, 0.0),
+        lambda x: lax.scan(lambda c, _: (c + x, None), 0.0, None, length=2)[0],
+        lambda x: lax.while_loop(lambda c: fnp.sum(c) < 4, lambda c: c + x, 0.0),
+    ],
+    ids=["fori_loop", "scan", "while_loop"],
+)
+def test_a_python_number_carry_made_an_array_is_refused_eagerly_as_under_jit(loop):
+    # Eagerly the carry silently became an f32[3] (a new-user trial); traced, it raises.
+    x = fnp.ones(3, dtype="float32")
+    for run in (loop, fgrad.jit(loop)):
+        with pytest.raises(fgrad.errors.ShapeError, match=r"leaf 0 has aval f\d\d\[3\], but (the initial carry|init|init_val) has f\d\d\[\]"):
+            run(x)

@@ -271,6 +271,10 @@ def _check_carry(name: str, what: str, new: Any, signature: tuple) -> None:
             f"returned {new_tree}"
         )
     for k, (got, w) in enumerate(zip(new_leaves, avals)):
+        if w is None and isinstance(got, _Tensor) and tuple(got.shape) != ():
+            # A Python-number carry is a scalar: a body that makes it an array changes its
+            # shape, which the traced loop refuses (it was accepted eagerly).
+            _check_leaf(name, what, k, _aval(got), _ShapeDtype((), got.dtype), "the initial carry")
         if w is None or type(got) in _NUMBERS or getattr(got, "weak", False):
             continue  # a number takes the carry's type (the loops cast it)
         _check_leaf(name, what, k, _aval(got), w, "the initial carry")

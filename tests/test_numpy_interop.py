@@ -40,3 +40,12 @@ def test_issue_2_tensors_do_not_alias_a_callers_numpy_buffer():
         ident.append(fgrad.stop_gradient(buf))
     for seq in (eager, compiled, transposed, ident):
         assert [float(np.asarray(t).ravel()[0]) for t in seq] == [0.0, 1.0, 2.0]
+
+
+def test_take_along_axis_picks_along_the_last_axis_by_default_as_numpy_2():
+    x = np.array([[10.0, 30.0, 20.0], [60.0, 40.0, 50.0]])
+    idx = np.argsort(x, axis=-1)
+    np.testing.assert_array_equal(
+        np.asarray(fgrad.numpy.take_along_axis(fgrad.numpy.asarray(x), fgrad.numpy.asarray(idx))),
+        np.take_along_axis(x, idx),
+    )

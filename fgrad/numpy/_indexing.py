@@ -649,7 +649,7 @@ def _index_array_arg(indices: Any, where: str = "take") -> Any:
     return data
 
 
-def take_along_axis(x: Any, indices: Any, axis: int | None) -> Any:
+def take_along_axis(x: Any, indices: Any, axis: int | None = -1) -> Any:
     """Pick ``x``'s elements at ``indices`` along ``axis`` (numpy's ``take_along_axis``).
 
     Args:
@@ -657,7 +657,8 @@ def take_along_axis(x: Any, indices: Any, axis: int | None) -> Any:
         indices: integer Tensor of ``n`` dimensions (1 when ``axis`` is None), broadcasting
             against ``x`` on the other axes; typically from ``argsort`` or ``argmax`` with
             ``keepdims``.
-        axis: the axis to pick along; None works on the flattened ``x``.
+        axis: the axis to pick along (the last by default, as numpy 2's); None works on
+            the flattened ``x``.
 
     Returns:
         Tensor of the broadcast shape of ``x`` and ``indices`` with ``axis`` sized as in

@@ -1,5 +1,6 @@
 """Every public function and class has a docstring with an example (run as a doctest)."""
 
+import importlib
 import inspect
 
 import pytest
@@ -22,6 +23,11 @@ MODULES = {
     **{f"fgrad.scipy.stats.{d}": getattr(scipy_stats, d) for d in scipy_stats.__all__},
     "fgrad.nn": nn,
     "fgrad.distributed": distributed,
+    **{
+        f"fgrad.llm.{m}": importlib.import_module(f"fgrad.llm.{m}")
+        for m in ("bert", "cache", "config", "generation", "gguf", "hf", "int8", "loading",
+                  "lora", "model", "quantized", "quants", "sampling", "tokenizer")
+    },
     "fgrad.optim": optim,
     "fgrad.random": random,
     "fgrad.io": io,

@@ -55,6 +55,16 @@ def decode_fns(module: Any, sampler: Sampler) -> tuple:
 
     Made once per (module, sampler) and kept while the module lives, so their jit caches
     persist between :func:`generate` calls (``step.cache_info()`` counts the traces).
+
+    Example:
+        >>> from fgrad.llm.config import ModelConfig
+        >>> from fgrad.llm.model import Transformer
+        >>> from fgrad.llm.sampling import Sampler
+        >>> cfg = ModelConfig("llama", vocab_size=32, d_model=16, n_layers=1, n_heads=4,
+        ...                   n_kv_heads=2, d_head=4, d_ff=32)
+        >>> prefill, step, first = decode_fns(Transformer(cfg), Sampler())
+        >>> type(step).__name__  # jitted: one trace serves every decode step
+        'Jitted'
     """
     per_module = _FNS.setdefault(module, {})
     if sampler in per_module:
@@ -144,6 +154,15 @@ def generate(
             and ``truncate`` is False (the message says how long it may be).
         ValueError: an empty prompt, ``max_tokens`` below 0, or a drawing sampler without
             a key.
+
+    Example:
+        >>> from fgrad.llm.config import ModelConfig
+        >>> from fgrad.llm.model import Model, Transformer
+        >>> cfg = ModelConfig("llama", vocab_size=32, d_model=16, n_layers=1, n_heads=4,
+        ...                   n_kv_heads=2, d_head=4, d_ff=32)
+        >>> model = Model(Transformer(cfg), Transformer(cfg).init(fgrad.random.key(0)))
+        >>> list(fgrad.llm.generate(model, None, [1, 2, 3], max_tokens=4))  # ids, greedy
+        [7, 30, 4, 30]
     """
     rows = generate_batch(
         model, tokenizer, [prompt], max_tokens, sampler, key, chat=chat, stop=stop,
@@ -182,6 +201,15 @@ def generate_batch(
         A list with each prompt's generated ids (stop tokens excluded). With ``stream``,
         an iterator of ``(batch,)`` int arrays, one per step, until every row stopped
         (rows that stopped repeat their stop token).
+
+    Example:
+        >>> from fgrad.llm.config import ModelConfig
+        >>> from fgrad.llm.model import Model, Transformer
+        >>> cfg = ModelConfig("llama", vocab_size=32, d_model=16, n_layers=1, n_heads=4,
+        ...                   n_kv_heads=2, d_head=4, d_ff=32)
+        >>> model = Model(Transformer(cfg), Transformer(cfg).init(fgrad.random.key(0)))
+        >>> fgrad.llm.generate_batch(model, None, [[1, 2, 3], [4]], max_tokens=3)
+        [[7, 30, 4], [30, 15, 14]]
     """
     gen = _run(model, tokenizer, prompts, max_tokens, sampler, key, chat, stop, truncate,
                prefill_chunk, stats)

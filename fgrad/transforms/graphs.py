@@ -9,13 +9,12 @@ import numpy as np
 
 from fgrad import tree
 from fgrad.core.graph import Graph, Var
-from fgrad.core.staging import stage
+from fgrad.core.staging import STATIC_SCALARS, stage
 from fgrad.tensor import ShapeDtype, Tensor
 from fgrad.transforms.argnums import as_positions, check_function
 
 __all__ = ["make_graph", "eval_shape"]
 
-_STATIC = (bool, int)  # Python numbers eval_shape passes as constants, as jit does
 
 
 def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable[..., Graph]:
@@ -86,7 +85,7 @@ def _trace_as_jit(f: Callable, args: tuple, kwargs: dict, name: str) -> Graph:
     Python ints and bools are constants (None in the graph's input structure, which is
     ``args``, or ``(args, kwargs)`` with keyword arguments)."""
     leaves, in_tree = tree.flatten((args, kwargs))
-    a, k = tree.unflatten(in_tree, [None if type(x) in _STATIC else x for x in leaves])
+    a, k = tree.unflatten(in_tree, [None if type(x) in STATIC_SCALARS else x for x in leaves])
 
     def flat(*xs: Any) -> Any:
         a, k = tree.unflatten(in_tree, xs)

@@ -27,7 +27,7 @@ from fgrad import backend, tree
 from fgrad._config import config
 from fgrad.core.debug import check_program
 from fgrad.core.graph import Graph
-from fgrad.core.staging import stage
+from fgrad.core.staging import STATIC_SCALARS, TRACED_SCALARS, stage
 from fgrad.core.trace import Tracer
 from fgrad.errors import ConcretizationError, FgradError
 from fgrad.tensor import Donated, ShapeDtype, Tensor, _wrap
@@ -40,11 +40,7 @@ __all__ = ["Jitted", "jit"]
 
 _log = logging.getLogger("fgrad")
 _SCALARS = (bool, int, float, complex)
-# Python scalar arguments: floats and complex numbers are traced as weakly typed scalars
-# (a new value runs the same program), as JAX does; ints and bools stay compile-time
-# constants (they are shapes, axes, counts and flags far more often than data).
-_TRACED_SCALARS = (float, complex)
-_STATIC_SCALARS = (bool, int)
+_TRACED_SCALARS, _STATIC_SCALARS = TRACED_SCALARS, STATIC_SCALARS  # staging's policy
 # Compiled signatures a jitted function keeps (the oldest goes first): each holds its
 # program's buffers, so a function traced for ever new signatures must not keep them all.
 _CACHE_SIZE = 64

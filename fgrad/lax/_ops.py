@@ -261,8 +261,6 @@ def _while_kernel(xp, *args, cond, body, n_cond_consts, n_body_consts):
         outs = compiled(list(args)) if compiled is not None else None
         if outs is not None:
             return outs
-        if compiled is not None:  # numba could not type it: numpy from now on
-            body.derived[("numba while", cond, n_cond_consts, n_body_consts)] = False
     cond_consts, body_consts, carry = _split(args, n_cond_consts, n_body_consts)
     while _truth(cond.run(xp, cond_consts + carry)[0]):
         carry = body.run(xp, body_consts + carry)
@@ -472,8 +470,6 @@ def _scan_kernel(xp, *args, body, n_consts, n_carry, length, reverse):
         outs = compiled(list(args)) if compiled is not None else None
         if outs is not None:
             return outs
-        if compiled is not None:  # numba could not type it: numpy from now on
-            body.derived[("numba", n_consts, n_carry, length, bool(reverse))] = False
     consts, carry, xs = _split(args, n_consts, n_carry)
     n_ys = len(body.out_avals) - n_carry
     ys: list = [None] * length

@@ -415,7 +415,8 @@ def _load(source: str) -> Callable:
 class _CompiledLoop:
     """A loop as one numba function; checks its first results against the body's avals."""
 
-    def __init__(self, fn: Callable, arrays: list, body: Any, n_carry: int, length: int):
+    def __init__(self, fn: Callable, arrays: list, body: Any, n_carry: int, length: int, key: tuple):
+        self.key = key  # where the body memoises it: a failed first call replaces it by False
         self.fn = fn
         self.arrays = arrays
         self.body = body
@@ -431,6 +432,7 @@ class _CompiledLoop:
             if self.checked:
                 raise
             _log_fallback(self.body, f"numba could not compile it: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+            self.body.derived[self.key] = False  # numpy from now on
             return None
         outs = [np.asarray(o) for o in outs]
         if not self.checked:
@@ -440,6 +442,7 @@ class _CompiledLoop:
             for o, (shape, dtype) in zip(outs, want):
                 if o.shape != shape or o.dtype != np.dtype(dtype):
                     _log_fallback(self.body, f"its compiled result {o.dtype}{list(o.shape)} is not {np.dtype(dtype)}{list(shape)}")
+                    self.body.derived[self.key] = False
                     return None
             self.checked = True
             if config.log_compiles:
@@ -459,7 +462,8 @@ def compile_scan(body: Any, n_consts: int, n_carry: int, length: int, reverse: b
     """The compiled loop of a scan over ``body`` (a SubGraph), or None when the body does
     not lower (an op without a rule here, complex values) or numba is missing; memoised
     on the body. The result, called on the scan's input arrays, returns its outputs, or
-    None the first time when numba cannot type the loop (the caller then runs numpy)."""
+    None the first time when numba cannot type the loop (the caller then runs numpy, and
+    so does every later call)."""
     key = ("numba", n_consts, n_carry, length, bool(reverse))
     cached = body.derived.get(key)
     if cached is not None:
@@ -467,7 +471,7 @@ def compile_scan(body: Any, n_consts: int, n_carry: int, length: int, reverse: b
     compiled: Any = False
     try:
         source, arrays = _scan_source(body.graph, n_consts, n_carry, length, reverse)
-        compiled = _CompiledLoop(_load(source), arrays, body, n_carry, length)
+        compiled = _CompiledLoop(_load(source), arrays, body, n_carry, length, key)
     except Unsupported as why:
         _log_fallback(body, f"no CPU lowering for {why}")
     except ImportError:
@@ -489,7 +493,7 @@ def compile_while(cond: Any, body: Any, n_cond_consts: int, n_body_consts: int) 
             raise Unsupported("a predicate that is not a scalar")
         source, arrays = _while_source(cond.graph, body.graph, n_cond_consts, n_body_consts)
         n_carry = len(body.out_avals)
-        compiled = _CompiledLoop(_load(source), arrays, body, n_carry, 0)
+        compiled = _CompiledLoop(_load(source), arrays, body, n_carry, 0, key)
     except Unsupported as why:
         _log_fallback(body, f"no CPU lowering for {why}")
     except ImportError:

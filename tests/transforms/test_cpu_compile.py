@@ -150,3 +150,18 @@ def test_a_while_loop_compiles_with_the_numpy_results(compiled):
             assert g.dtype == w.dtype
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
     assert sum("compiled loop body" in r.getMessage() for r in compiled.records) == 2
+
+
+def test_a_loop_numba_cannot_type_runs_numpy_from_then_on(compiled, monkeypatch):
+    def untypable(source):
+        def fn(*args):
+            raise TypeError("Failed in nopython mode pipeline (step: nopython frontend)")
+
+        return fn
+
+    monkeypatch.setattr(cpu_compile, "_load", untypable)
+    f = fgrad.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 3.0 - 1.0, x))
+    for _ in range(2):  # the second call goes straight to numpy
+        np.testing.assert_array_equal(np.asarray(f(fnp.asarray([1.0, 2.0]))), [14.0, 41.0])
+    msgs = [r.getMessage() for r in compiled.records if "numba could not compile it" in r.getMessage()]
+    assert len(msgs) == 1 and "nopython" in msgs[0]

@@ -165,3 +165,20 @@ def test_a_loop_numba_cannot_type_runs_numpy_from_then_on(compiled, monkeypatch)
         np.testing.assert_array_equal(np.asarray(f(fnp.asarray([1.0, 2.0]))), [14.0, 41.0])
     msgs = [r.getMessage() for r in compiled.records if "numba could not compile it" in r.getMessage()]
     assert len(msgs) == 1 and "nopython" in msgs[0]
+
+
+def test_vmap_of_jit_of_grad_through_a_compiled_scan(compiled):
+    def loss(p):  # a batched body (vmap) inside the gradient's loops (grad), compiled (jit)
+        y, ys = lax.scan(lambda c, _: (c * p + fnp.sin(c), c), fnp.asarray(0.5), None, length=8)
+        return fnp.sum(ys) + y
+
+    ps = fnp.asarray([0.3, 0.7, 1.1])
+    got = fgrad.vmap(fgrad.jit(fgrad.grad(loss)))(ps)
+    fgrad.config.cpu_compile = False
+    want = fgrad.vmap(fgrad.jit(fgrad.grad(loss)))(ps)
+    fgrad.config.cpu_compile = True
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-13)
+    assert sum("compiled loop body 'vmap(" in r.getMessage() for r in compiled.records) == 2
+    np.testing.assert_allclose(
+        np.asarray(got), [float(fgrad.grad(loss)(fnp.asarray(p))) for p in (0.3, 0.7, 1.1)], rtol=1e-13
+    )

@@ -22,9 +22,10 @@ Reference: the block layouts of ggml's ``block_q4_1`` and ``block_q8_0``
 from __future__ import annotations
 
 import functools
-import importlib.util
 from collections.abc import Callable
 from typing import Any
+
+from fgrad.transforms import cpu_compile
 
 __all__ = ["MAX_ROWS", "matvec"]
 
@@ -36,7 +37,7 @@ def matvec(qtype: str) -> Callable | None:
     """``f(x, blocks) -> (rows, out)`` float32 for ``x`` ``(rows, in)`` float32 and the
     ``(out, in // 32, bytes)`` uint8 blocks of a ``qtype`` weight; None without numba or
     for another type."""
-    if qtype not in ("Q4_1", "Q8_0") or importlib.util.find_spec("numba") is None:
+    if qtype not in ("Q4_1", "Q8_0") or not cpu_compile.available():
         return None
     import numba
     import numpy as np

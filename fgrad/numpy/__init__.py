@@ -33,6 +33,9 @@ from fgrad.numpy._shape import _T, _mT  # noqa: F401  (x.T, x.mT)
 from fgrad.numpy._linalg_top import *  # noqa: F401,F403
 from fgrad.numpy._sorting import *  # noqa: F401,F403
 from fgrad.numpy._extras import *  # noqa: F401,F403
+from fgrad.numpy._math_extra import *  # noqa: F401,F403
+from fgrad.numpy._array_extra import *  # noqa: F401,F403
+from fgrad.numpy._array_api import *  # noqa: F401,F403
 from fgrad.numpy import linalg  # noqa: F401,E402
 from fgrad.numpy import fft  # noqa: F401,E402
 from fgrad.tensor import Tensor as ndarray  # noqa: F401

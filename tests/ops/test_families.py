@@ -18,7 +18,8 @@ from fgrad.numpy import _elementwise
 from fgrad.ops import elementwise as ew
 from fgrad.ops._families import binary_op, linear_op, nondiff_op, unary_op, xp_kernel
 
-# dir(fgrad.numpy) without underscores, as it was before the names were generated.
+# dir(fgrad.numpy) without underscores, as it was before the names were generated: new
+# names may join, none of these may go.
 PUBLIC = """
 abs absolute acos acosh add all allclose amax amin any arange arccos arccosh arcsin arcsinh
 arctan arctan2 arctanh argmax argmin argsort argwhere array array_split asarray asin asinh
@@ -61,8 +62,8 @@ ALIASES = {
 EXPORTED = [(name, op) for op in REGISTRY.values() for name in op.numpy_names]
 
 
-def test_public_names_unchanged():
-    assert sorted(n for n in dir(fnp) if not n.startswith("_")) == sorted(PUBLIC)
+def test_public_names_kept():
+    assert not set(PUBLIC) - set(dir(fnp))
     assert not hasattr(fnp, "__all__")  # a star import takes every public name, as before
 
 

@@ -663,12 +663,7 @@ def _unique_sized(ar: Any, size: int, fill_value: Any, equal_nan: bool) -> tuple
         raise ShapeError("unique: size= needs a non-empty input")
     perm = _so.argsort(flat, axis=0, descending=False)
     s = take(flat, perm)
-    differs = _e.not_equal(s[1:], s[:-1])
-    if equal_nan and dtypes.is_inexact(flat.dtype):
-        differs = _e.logical_and(
-            differs, _e.logical_not(_e.logical_and(_e.isnan(s[1:]), _e.isnan(s[:-1])))
-        )
-    first = concatenate([asarray(np.ones(1, bool), device=ar.device), differs])
+    first = _run_starts(s, equal_nan)
     starts = _nonzero_sized(first, size + 1, n, "unique")[0]
     count = _r.sum(_e.astype(first, dtype=dtypes.int64), axes=(0,), keepdims=False)
     valid = _e.less(asarray(np.arange(size), device=ar.device), count)
@@ -682,3 +677,16 @@ def _unique_sized(ar: Any, size: int, fill_value: Any, equal_nan: bool) -> tuple
     rank = _e.subtract(_r.cumsum(_e.astype(first, dtype=dtypes.int64), axis=0, reverse=False), 1)
     inverse = take(rank, _so.argsort(perm, axis=0, descending=False))
     return values, index, reshape(inverse, tuple(ar.shape)), counts
+
+
+def _run_starts(s: Any, equal_nan: bool) -> Any:
+    """Boolean Tensor marking the first element of each run of equal values in the sorted
+    1-D ``s`` (NaNs make one run with ``equal_nan``, else each NaN its own)."""
+    if s.shape[0] == 0:
+        return _e.not_equal(s, s)  # empty, boolean
+    differs = _e.not_equal(s[1:], s[:-1])
+    if equal_nan and dtypes.is_inexact(s.dtype):
+        differs = _e.logical_and(
+            differs, _e.logical_not(_e.logical_and(_e.isnan(s[1:]), _e.isnan(s[:-1])))
+        )
+    return concatenate([asarray(np.ones(1, bool), device=s.device), differs])

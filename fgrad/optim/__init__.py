@@ -52,12 +52,42 @@ Example:
     Tensor([ 0.7, -1.7], dtype=float64)
 """
 
+from fgrad.optim._adaptive import (
+    AdafactorState,
+    AdagradState,
+    LionState,
+    adafactor,
+    adagrad,
+    lamb,
+    lion,
+    nadam,
+    radam,
+)
 from fgrad.optim._base import EmptyState, GradientTransformation, Schedule
 from fgrad.optim._optimisers import AdamState, RmsPropState, SgdState, adam, adamw, rmsprop, sgd
+from fgrad.optim._scalers import (
+    EmaState,
+    FactoredState,
+    ScaleByLionState,
+    ScaleByRssState,
+    clip_by_block_rms,
+    ema,
+    incremental_update,
+    scale_by_factored_rms,
+    scale_by_lion,
+    scale_by_param_block_rms,
+    scale_by_rss,
+    scale_by_trust_ratio,
+)
 from fgrad.optim._schedules import (
     constant_schedule,
     cosine_decay_schedule,
+    exponential_decay,
+    join_schedules,
+    linear_schedule,
     linear_warmup,
+    piecewise_constant_schedule,
+    polynomial_schedule,
     warmup_cosine_decay_schedule,
 )
 from fgrad.optim._transforms import (
@@ -73,37 +103,43 @@ from fgrad.optim._transforms import (
     scale,
     scale_by_adam,
     scale_by_learning_rate,
+    scale_by_radam,
     scale_by_rms,
     trace,
 )
+from fgrad.optim._wrappers import (
+    LookaheadParams,
+    LookaheadState,
+    MaskedState,
+    MultiSteps,
+    MultiStepsState,
+    MultiTransformState,
+    lookahead,
+    masked,
+    multi_transform,
+)
 
-__all__ = [
-    "AdamState",
-    "EmptyState",
-    "GradientTransformation",
-    "RmsPropState",
-    "ScaleByAdamState",
-    "ScaleByLearningRateState",
-    "ScaleByRmsState",
-    "Schedule",
-    "SgdState",
-    "TraceState",
-    "adam",
-    "adamw",
-    "add_decayed_weights",
-    "apply_updates",
-    "chain",
-    "clip_by_global_norm",
-    "constant_schedule",
-    "cosine_decay_schedule",
-    "global_norm",
-    "linear_warmup",
-    "rmsprop",
-    "scale",
-    "scale_by_adam",
-    "scale_by_learning_rate",
-    "scale_by_rms",
-    "sgd",
-    "trace",
-    "warmup_cosine_decay_schedule",
-]
+__all__ = sorted(
+    [
+        "AdafactorState", "AdagradState", "AdamState", "EmaState", "EmptyState",
+        "FactoredState", "GradientTransformation", "LionState", "LookaheadParams",
+        "LookaheadState", "MaskedState", "MultiSteps", "MultiStepsState",
+        "MultiTransformState", "RmsPropState", "ScaleByAdamState", "ScaleByLearningRateState",
+        "ScaleByLionState", "ScaleByRmsState", "ScaleByRssState", "Schedule", "SgdState",
+        "TraceState",
+        "adafactor", "adagrad", "adam", "adamw", "add_decayed_weights", "apply_updates",
+        "chain", "clip_by_block_rms", "clip_by_global_norm", "constant_schedule",
+        "cosine_decay_schedule", "ema", "exponential_decay", "global_norm",
+        "incremental_update", "join_schedules", "lamb", "linear_schedule", "linear_warmup",
+        "lion", "lookahead", "masked", "multi_transform", "nadam", "piecewise_constant_schedule",
+        "polynomial_schedule", "radam", "rmsprop", "scale", "scale_by_adam",
+        "scale_by_factored_rms", "scale_by_learning_rate", "scale_by_lion",
+        "scale_by_param_block_rms", "scale_by_radam", "scale_by_rms", "scale_by_rss",
+        "scale_by_trust_ratio", "sgd", "trace", "warmup_cosine_decay_schedule",
+    ]
+)
+
+
+def __dir__() -> list[str]:
+    """Only the public names (not the private submodules ``_base``, ``_transforms``, ...)."""
+    return list(__all__)

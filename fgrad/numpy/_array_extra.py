@@ -275,7 +275,7 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
             f"block {shape}"
         ) from err
     # numpy's order: new values go before the given positions, stably.
-    source = np.insert(np.arange(n), idx % (n + 1) if n else idx * 0, np.arange(n, n + k))
+    source = np.insert(np.arange(n), np.where(idx < 0, idx + n, idx), np.arange(n, n + k))
     return take(concatenate([arr, values], axis=axis), source, axis=axis)
 
 

@@ -34,8 +34,8 @@ _BINARY = {
     "__and__": "_logical_and_or_bitwise_and",
     "__or__": "_logical_or_or_bitwise_or",
     "__xor__": "_logical_xor_or_bitwise_xor",
-    "__lshift__": "bitwise_left_shift",
-    "__rshift__": "bitwise_right_shift",
+    "__lshift__": "left_shift",
+    "__rshift__": "right_shift",
 }
 _REFLECTED = {
     "__radd__": "add",
@@ -49,8 +49,8 @@ _REFLECTED = {
     "__rand__": "_logical_and_or_bitwise_and",
     "__ror__": "_logical_or_or_bitwise_or",
     "__rxor__": "_logical_xor_or_bitwise_xor",
-    "__rlshift__": "bitwise_left_shift",
-    "__rrshift__": "bitwise_right_shift",
+    "__rlshift__": "left_shift",
+    "__rrshift__": "right_shift",
 }
 _UNARY = {
     "__neg__": "negative",

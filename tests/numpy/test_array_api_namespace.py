@@ -206,3 +206,6 @@ def test_reflected_bitwise_operators():
     m = fnp.array([True, False])
     assert (True & m).tolist() == [True, False] and (False | m).tolist() == [True, False]
     assert (6 ^ fnp.array([3, 5])).tolist() == [5, 3]
+    x = fnp.array([1, 8])
+    assert (x << 2).tolist() == [4, 32] and (x >> 1).tolist() == [0, 4]
+    assert (1 << x).tolist() == [2, 256] and (256 >> x).tolist() == [128, 1]

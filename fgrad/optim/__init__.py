@@ -9,11 +9,19 @@ mutated; states are NamedTuples of pytrees shaped like ``params`` plus a step ``
 Optimisers are built from small transformations, as in optax: :func:`scale_by_adam`,
 :func:`scale_by_rms`, :func:`trace` (momentum), :func:`add_decayed_weights`,
 :func:`clip_by_global_norm`, :func:`scale` and :func:`scale_by_learning_rate` (last: it
-multiplies by ``-lr_t``), composed left to right by :func:`chain`. The named optimisers
-(:func:`sgd`, :func:`adam`, :func:`adamw`, :func:`rmsprop`) are such chains; their states
-stay the flat NamedTuples (:class:`AdamState`, ...) they have always been, so checkpoints
-saved as a state's leaves load unchanged. A chain built by hand has the tuple of its
-blocks' states.
+multiplies by ``-lr_t``), composed left to right by :func:`chain`; and more blocks:
+:func:`scale_by_radam`, :func:`scale_by_lion`, :func:`scale_by_trust_ratio`,
+:func:`scale_by_rss`, :func:`scale_by_factored_rms`, :func:`clip_by_block_rms`,
+:func:`scale_by_param_block_rms` and :func:`ema`. The named optimisers (:func:`sgd`,
+:func:`adam`, :func:`adamw`, :func:`rmsprop`, :func:`nadam`, :func:`radam`, :func:`lion`,
+:func:`lamb`, :func:`adagrad`, :func:`adafactor`) are such chains; their states are flat
+NamedTuples (:class:`AdamState`, ...), so checkpoints saved as a state's leaves load
+unchanged. A chain built by hand has the tuple of its blocks' states.
+
+Wrappers change how an inner optimiser is applied: :func:`masked` and
+:func:`multi_transform` (per-leaf masks and labels), :func:`lookahead` (slow and fast
+params, :class:`LookaheadParams`) and :class:`MultiSteps` (gradient accumulation).
+:func:`incremental_update` keeps an EMA of the params beside training.
 
 Complex parameters are supported as in optax: second moments and norms use
 ``|g|**2 = g * conj(g)``, which is real. ``fgrad.grad`` of a real loss of a complex ``z``
@@ -24,7 +32,9 @@ norms are summed in float32; updates come back in float16.
 
 Learning rates are a Python float or a *schedule*, a function ``step -> float`` of the
 number of updates applied so far (0 for the first update), such as
-:func:`cosine_decay_schedule`. Optimisers call it with their ``count`` Tensor, so a schedule
+:func:`cosine_decay_schedule`, :func:`exponential_decay`, :func:`polynomial_schedule`,
+:func:`linear_schedule`, :func:`piecewise_constant_schedule` or several joined by
+:func:`join_schedules`. Optimisers call it with their ``count`` Tensor, so a schedule
 of your own should use fgrad ops (``fnp.minimum``, ``fnp.where`` ...) rather than Python
 ``if``, ``min`` or ``float()``, which need a concrete step and fail under ``jit``; the
 built-in schedules do, and return a Tensor for a Tensor step.

@@ -476,26 +476,21 @@ def conv2d(
     return y
 
 
-def _conv1d_padding(padding: Any, size: int, k: int, stride: int, dilation: int) -> tuple:
+def _conv1d_padding(
+    padding: Any, name: str, size: int, k: int, stride: int, dilation: int
+) -> tuple[int, int]:
     """conv1d's ``(left, right)`` padding from an int, a pair, ``"SAME"`` or ``"VALID"``."""
     if isinstance(padding, str):
-        return _padding(padding, "conv1d", (1, size), (1, k), (1, stride), (1, dilation))[1]
-    p = _args._int_or_none(padding)
-    if p is None:
-        if not (isinstance(padding, (tuple, list)) and len(padding) in (1, 2)) or any(
-            _args._int_or_none(q) is None for q in padding
-        ):
+        return _padding(padding, name, (1, size), (1, k), (1, stride), (1, dilation))[1]
+    pads = padding if isinstance(padding, (tuple, list)) and len(padding) == 2 else None
+    if pads is None:
+        if _args._int_or_none(padding) is None:
             raise DTypeError(
-                f"conv1d: padding must be 'SAME', 'VALID', an int or (left, right) ints >= 0, "
+                f"{name}: padding must be 'SAME', 'VALID', an int or (left, right) ints >= 0, "
                 f"got {_args.describe(padding)}"
             )
-        pads = tuple(int(q) for q in padding) * (3 - len(padding))
-        pads = pads[:2]
-    else:
-        pads = (p, p)
-    if min(pads) < 0:
-        raise ValueError(f"conv1d: padding must be >= 0, got {padding}")
-    return pads
+        pads = (padding, padding)
+    return tuple(_args.size(p, name, "padding") for p in pads)
 
 
 def _channels_match(name: str, x: Any, weight: Any, groups: int, in_axis: int) -> None:
@@ -564,7 +559,14 @@ def conv1d(
     dilation = _args.size(dilation, "conv1d", "dilation", minimum=1)
     groups = _args.size(groups, "conv1d", "groups", minimum=1)
     _channels_match("conv1d", x, weight, groups, 1)
-    pad = _conv1d_padding(padding, x.shape[2], weight.shape[2], stride, dilation)
+    pad = _conv1d_padding(padding, "conv1d", x.shape[2], weight.shape[2], stride, dilation)
+    span = dilation * (weight.shape[2] - 1) + 1
+    if x.shape[2] + sum(pad) < span:
+        raise ShapeError(
+            f"conv1d: the filter of {weight.shape[2]} taps (dilation {dilation}, spanning "
+            f"{span}) does not fit the signal of length {x.shape[2]} padded by {pad}; pad more "
+            "or use a smaller kernel"
+        )
     y = conv2d(
         fnp.expand_dims(x, 2),
         fnp.expand_dims(weight, 2),
@@ -1256,7 +1258,7 @@ class Conv1d:
         _args.size(self.kernel_size, "Conv1d", "kernel_size", minimum=1)
         _args.size(self.stride, "Conv1d", "stride", minimum=1)
         _args.size(self.dilation, "Conv1d", "dilation", minimum=1)
-        _conv1d_padding(self.padding, 1, 1, 1, 1)
+        _conv1d_padding(self.padding, "Conv1d", 1, 1, 1, 1)
         _conv_layer_fields(self, "Conv1d")
 
     def init(self, key: Any) -> Conv1dParams:

@@ -316,6 +316,20 @@ def test_float32_params_keep_float32_state_and_updates(name):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+def test_float16_params_keep_float32_state_and_a_zero_gradient_is_finite(name):
+    # As adam's: eps (1e-3 .. 1e-30) and small squares vanish in float16, so the moments
+    # live in float32 and a zero gradient gives a finite update (not 0 / 0), cast to float16.
+    opt = CASES[name][0]()
+    params = {k: fnp.array(v, dtype="float16") for k, v in P0.items()}
+    state = opt.init(params)
+    for grads in (tree.map(fnp.zeros_like, params), fgrad.grad(_loss)(params)):
+        updates, state = opt.update(grads, state, params)
+        assert {u.dtype for u in tree.leaves(updates)} == {np.dtype("float16")}
+        assert all(bool(fnp.all(fnp.isfinite(u))) for u in tree.leaves(updates))
+    assert {x.dtype for x in _floating_leaves(state)} == {np.dtype("float32")}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_jitted_step_equals_eager(name):
     opt = CASES[name][0]()
 

@@ -232,7 +232,9 @@ def modf(x: Any) -> tuple[Tensor, Tensor]:
     """
     x = _float(_real(_t(x, "modf"), "modf"))
     whole = _e.trunc(x)
-    frac = _e.where(_e.isinf(x), _e.copysign(0.0, x), _e.subtract(x, whole))
+    inf = _e.isinf(x)
+    safe = _e.where(inf, 0.0, x)  # inf - inf would be NaN (and warn)
+    frac = _e.where(inf, _e.copysign(0.0, x), _e.subtract(safe, _e.trunc(safe)))
     return frac, whole
 
 

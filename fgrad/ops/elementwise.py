@@ -1074,7 +1074,7 @@ def _numpy_dtype(name: str, fn: str, kinds: str, what: str):
     def rule(*xs):
         shape = broadcast_shapes(name, *xs)
         described = [ShapeDtype(shape_of(x), np.dtype(dtypes.result_type(x))) for x in xs]
-        if any(d.dtype.kind not in kinds for d in described):
+        if np.dtype(dtypes.result_type(*xs)).kind not in kinds:
             raise DTypeError(
                 f"{name}: needs {what} inputs, got {', '.join(map(str, described))}"
             )
@@ -1308,11 +1308,11 @@ def _integer_op(name, kernel, summary, example, *, arity=2, kinds="biu", numpy=T
 
 gcd = _integer_op(
     "gcd", "gcd", "Greatest common divisor of ``|x|`` and ``|y|`` (``gcd(0, 0) = 0``).",
-    ">>> fnp.gcd(fnp.array([12, -18]), 8)\nTensor([4, 2], dtype=int64)",
+    ">>> fnp.gcd(fnp.array([12, -18]), 8)\nTensor([4, 2], dtype=int64)", kinds="iu",
 )
 lcm = _integer_op(
     "lcm", "lcm", "Least common multiple of ``|x|`` and ``|y|`` (0 if either is 0).",
-    ">>> fnp.lcm(fnp.array([4, -6]), 6)\nTensor([12,  6], dtype=int64)",
+    ">>> fnp.lcm(fnp.array([4, -6]), 6)\nTensor([12,  6], dtype=int64)", kinds="iu",
 )
 bitwise_count = _integer_op(
     "bitwise_count", "bitwise_count",

@@ -153,12 +153,48 @@ def _no_inplace(name: str, inplace: Any) -> None:
         )
 
 
+def _cast(value: Any, dtype: Any, name: str, arg: str) -> Tensor:
+    """``value`` as a Tensor of ``dtype``, written into an array of that dtype: complex
+    values into a real array are refused, as numpy (the imaginary parts would be lost)."""
+    t = _tensor(value, name, arg)
+    if dtypes.is_complex(t.dtype) and not dtypes.is_complex(dtype):
+        raise DTypeError(
+            f"{name}: cannot write complex {arg} into an array of dtype {np.dtype(dtype)}; "
+            "cast the array to a complex dtype first, or pass fnp.real of the values"
+        )
+    return astype(t, dtype)
+
+
 def _no_out(name: str, out: Any) -> None:
     if out is not None:
         raise TypeError(
             f"{name}: out= is not supported: fgrad Tensors are immutable; use the returned "
             "Tensor (functional style)"
         )
+
+
+def _seq(value: Any, name: str, arg: str, what: str = "arrays") -> list:
+    """``value`` as a list: a list, tuple or Tensor/array (its rows), else a DTypeError."""
+    if isinstance(value, (Tensor, np.ndarray)) and value.ndim:
+        return [value[i] for i in range(value.shape[0])]
+    if not isinstance(value, (list, tuple)):
+        raise DTypeError(f"{name}: {arg} must be a list or tuple of {what}, got {_args.describe(value)}")
+    return list(value)
+
+
+def _numpy_call(name: str, f: Any, *args: Any, **kwargs: Any) -> Any:
+    """``f(*args, **kwargs)`` (a numpy function), its TypeError/ValueError naming ``name``."""
+    try:
+        return f(*args, **kwargs)
+    except (TypeError, OverflowError) as err:
+        raise DTypeError(f"{name}: {err}") from None
+    except ValueError as err:
+        raise ValueError(f"{name}: {err}") from None
+
+
+def _count(name: str, count: Any, offset: Any = 0) -> tuple:
+    count = _args.index(count, name, "count", minimum=-1)
+    return count, _args.index(offset, name, "offset", minimum=0)
 
 
 def _host(name: str, x: Any) -> np.ndarray:
@@ -254,7 +290,7 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
         if idx.dtype.kind == "b" or (idx.size and idx.dtype.kind not in "iu"):
             raise DTypeError(f"insert: obj must be integer indices or a slice, got dtype {idx.dtype}")
         idx = idx.astype(np.int64)
-    values = astype(_tensor(values, "insert", "values"), arr.dtype)
+    values = _cast(values, arr.dtype, "insert", "values")
     if idx.size == 1:
         values = reshape(values, (1,) * (arr.ndim - values.ndim) + tuple(values.shape))
         if idx.ndim == 0:
@@ -408,7 +444,7 @@ def column_stack(tup: Any) -> Any:
         Tensor([[1, 3],
                 [2, 4]], dtype=int64)
     """
-    parts = [_tensor(x, "column_stack", "tup") for x in tup]
+    parts = [_tensor(x, "column_stack", "tup") for x in _seq(tup, "column_stack", "tup")]
     parts = [reshape(x, (-1, 1)) if x.ndim < 2 else x for x in parts]
     return concatenate(parts, axis=1)
 
@@ -421,7 +457,7 @@ def dstack(tup: Any) -> Any:
         >>> fnp.dstack([fnp.array([1, 2]), fnp.array([3, 4])]).shape
         (1, 2, 2)
     """
-    parts = [atleast_3d(_tensor(x, "dstack", "tup")) for x in tup]
+    parts = [atleast_3d(_tensor(x, "dstack", "tup")) for x in _seq(tup, "dstack", "tup")]
     return concatenate(parts, axis=2)
 
 
@@ -488,7 +524,7 @@ def rot90(m: Any, k: int = 1, axes: Any = (0, 1)) -> Any:
                 [1, 3]], dtype=int64)
     """
     m = _tensor(m, "rot90", "m")
-    axes = tuple(axes)
+    axes = tuple(_seq(axes, "rot90", "axes", "two ints"))
     if len(axes) != 2:
         raise ShapeError(f"rot90: axes must be two axes, got {axes}")
     a0, a1 = _args.axes(axes, "rot90", m.ndim, "axes")
@@ -564,8 +600,15 @@ def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
         >>> fnp.trim_zeros(fnp.array([0.0, 1.0, 0.0, 2.0, 0.0]))
         Tensor([1., 0., 2.], dtype=float64)
     """
+    if not isinstance(filt, (Tensor, np.ndarray)):
+        raise DTypeError(
+            f"trim_zeros: filt must be a Tensor or array (as JAX's; numpy would return a "
+            f"slice of a list or tuple as one), got {_args.describe(filt)}; pass fnp.asarray(filt)"
+        )
     filt = _tensor(filt, "trim_zeros", "filt")
-    trim = str(trim).lower()
+    if not isinstance(trim, str):
+        raise DTypeError(f"trim_zeros: trim must be 'f', 'b' or 'fb', got {_args.describe(trim)}")
+    trim = trim.lower()
     if not trim or set(trim) - {"f", "b"}:
         raise ValueError(f"trim_zeros: trim must be 'f', 'b' or 'fb', got {trim!r}")
     nz = _host_static("trim_zeros", filt, "filt") != 0
@@ -758,7 +801,7 @@ def fill_diagonal(a: Any, val: Any, wrap: bool = False, *, inplace: bool = True)
         step = 1 + int(np.cumprod(shape[:-1]).sum())
         end = a.size
     pos = np.arange(0, end, step)
-    val = ravel(astype(_tensor(val, "fill_diagonal", "val"), a.dtype))
+    val = ravel(_cast(val, a.dtype, "fill_diagonal", "val"))
     if pos.size == 0:
         return a
     if val.size == 0:
@@ -780,6 +823,8 @@ def indices(dimensions: Any, dtype: Any = int, sparse: bool = False) -> Any:
         Tensor([[0, 1],
                 [0, 1]], dtype=int64)
     """
+    if not isinstance(dimensions, (list, tuple)):
+        raise DTypeError(f"indices: dimensions must be a sequence of ints, got {_args.describe(dimensions)}")
     dims = _args.shape(_static(dimensions, "indices", "dimensions"), "indices", "dimensions")
     dtype = _args.dtype(dtype, "indices")
     sparse = _args.flag(sparse, "indices", "sparse")
@@ -835,13 +880,25 @@ def fromfunction(function: Any, shape: Any, *, dtype: Any = float, **kwargs: Any
     return function(*[grid[d] for d in range(grid.shape[0])], **kwargs)
 
 
-def _spaced(name: str, start: Any, stop: Any, num: Any, endpoint: Any, dtype: Any, axis: Any, exponents: Any):
-    """The common end of logspace and geomspace: the result in ``dtype``, with its axis at ``axis``."""
-    out = exponents
+def _is_real_scalar(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float, np.integer, np.floating))
+        and not isinstance(value, (bool, np.bool_))
+        and not (isinstance(value, int) and builtins.abs(value) >= 2**63)
+    )
+
+
+def _end(name: str, value: Any, arg: str) -> Any:
+    """A real end of logspace/geomspace: a Python number kept as it is, else a real Tensor."""
+    return value if _is_real_scalar(value) else _real(value, name, arg)
+
+
+def _spaced(name: str, out: Tensor, dtype: Any, axis: Any) -> Tensor:
+    """The common end of logspace and geomspace: ``out`` (values along axis 0) in
+    ``dtype`` (floored first for integers, as numpy), with that axis moved to ``axis``."""
     if dtype is not None:
-        dt = _args.dtype(dtype, name)
-        out = _e.floor(out) if dtypes.is_integer(dt) else out
-        out = astype(out, dt)
+        out = _e.floor(out) if dtypes.is_integer(dtype) else out
+        out = astype(out, dtype)
     if out.ndim > 1 and axis != 0:
         out = moveaxis(out, 0, _args.axis(axis, name, out.ndim))
     return out
@@ -851,16 +908,34 @@ def _spaced(name: str, start: Any, stop: Any, num: Any, endpoint: Any, dtype: An
 def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: Any = 10.0, dtype: Any = None, axis: int = 0):
     """``base ** linspace(start, stop, num)`` (numpy's ``logspace``).
 
-    Differentiable in ``start``, ``stop`` and ``base`` (Tensor ends may be traced).
+    Differentiable in ``start``, ``stop`` and ``base`` (Tensor arguments may be traced).
+
+    Args:
+        start, stop: real numbers or Tensors: the exponents of the ends.
+        num: number of values, a static int ``>= 0``.
+        endpoint: include ``base ** stop``.
+        base: real number or Tensor.
+        dtype: result dtype (default float64, or the ends' float dtype).
+        axis: where the new axis goes when the ends are arrays.
+
+    Raises:
+        DTypeError: an argument is not real numbers, ``num``/``axis`` not an int.
+        ValueError: ``num`` is negative.
 
     Example:
         >>> fnp.logspace(0.0, 2.0, 3)
         Tensor([  1.,  10., 100.], dtype=float64)
     """
-    y = linspace(start, stop, num, endpoint=endpoint)
-    if isinstance(base, Tensor) and base.ndim:
-        base = expand_dims(base, 0)
-    return _spaced("logspace", start, stop, num, endpoint, dtype, axis, _e.power(base, y))
+    dtype = _args.dtype(dtype, "logspace")
+    axis = _args.index(axis, "logspace", "axis")
+    start, stop = _end("logspace", start, "start"), _end("logspace", stop, "stop")
+    base = _end("logspace", base, "base")
+    if isinstance(base, Tensor) and base.ndim:  # numpy broadcasts the ends with the base
+        shape = np.broadcast_shapes(*(tuple(np.shape(v)) for v in (start, stop, base)))
+        start, stop = (broadcast_to(_tensor(v), shape) for v in (start, stop))
+        base = expand_dims(broadcast_to(base, shape), 0)
+    y = linspace(start, stop, num, endpoint=_args.flag(endpoint, "logspace", "endpoint"))
+    return _spaced("logspace", _e.power(base, y), dtype, axis)
 
 
 @_args.names_errors("geomspace")
@@ -870,35 +945,47 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype
     The ends are exact, as numpy's; negative ends of one sign are mirrored. Differentiable
     in Tensor ends (also traced ones).
 
+    Args:
+        start, stop: nonzero real numbers or Tensors.
+        num: number of values, a static int ``>= 0``.
+        endpoint: include ``stop``.
+        dtype: result dtype (default float64, or the ends' float dtype).
+        axis: where the new axis goes when the ends are arrays.
+
     Raises:
-        ValueError: an end is zero.
-        DTypeError: an end is complex (not supported).
+        ValueError: a concrete end is zero, or ``num`` is negative.
+        DTypeError: an end is not real (complex ends are not supported), or ``num``/
+            ``axis`` is not an int.
 
     Example:
         >>> fnp.geomspace(1.0, 1000.0, 4)
         Tensor([   1.,   10.,  100., 1000.], dtype=float64)
     """
-    if not isinstance(start, Tensor) and not isinstance(stop, Tensor):
-        num_ = _args.size(num, "geomspace", "num")
-        if np.iscomplexobj(start) or np.iscomplexobj(stop):
-            raise DTypeError("geomspace: complex ends are not supported")
-        if np.any(np.asarray(start) == 0) or np.any(np.asarray(stop) == 0):
+    dtype = _args.dtype(dtype, "geomspace")
+    axis = _args.index(axis, "geomspace", "axis")
+    endpoint = _args.flag(endpoint, "geomspace", "endpoint")
+    start, stop = _end("geomspace", start, "start"), _end("geomspace", stop, "stop")
+    for end in (start, stop):
+        try:
+            zero = np.any(np.asarray(_wrap(concrete_value(end))) == 0) if isinstance(end, Tensor) else end == 0
+        except ConcretizationError:
+            zero = False
+        if zero:
             raise ValueError("geomspace: geometric sequence cannot include zero")
-        data = np.geomspace(start, stop, num_, endpoint=_args.flag(endpoint, "geomspace", "endpoint"), dtype=dtype, axis=axis)
-        return asarray(data)
-    start_t = _real(start, "geomspace", "start")
-    stop_t = _real(stop, "geomspace", "stop")
-    dt = np.dtype(dtypes.result_type(start_t, stop_t, 1.0))
-    start_t, stop_t = astype(start_t, dt), astype(stop_t, dt)
+    if not isinstance(start, Tensor) and not isinstance(stop, Tensor):
+        num = _args.size(_static(num, "geomspace", "num"), "geomspace", "num")
+        return asarray(np.geomspace(start, stop, num, endpoint=endpoint, dtype=dtype, axis=axis))
+    dt = np.dtype(dtypes.result_type(start, stop, 1.0))
+    start_t, stop_t = astype(_tensor(start), dt), astype(_tensor(stop), dt)
     sign = _e.sign(start_t)
-    y = _e.power(10.0, linspace(_e.log10(_e.multiply(start_t, sign)), _e.log10(_e.multiply(stop_t, sign)), num, endpoint=endpoint))
-    y = _e.multiply(y, sign)
+    lo, hi = _e.log10(_e.multiply(start_t, sign)), _e.log10(_e.multiply(stop_t, sign))
+    y = _e.multiply(_e.power(10.0, linspace(lo, hi, num, endpoint=endpoint)), sign)
     n = y.shape[0]
     if n > 0:
         y = y.at[0].set(start_t)
         if endpoint and n > 1:
             y = y.at[-1].set(stop_t)
-    return _spaced("geomspace", start, stop, num, endpoint, dtype, axis, y)
+    return _spaced("geomspace", y, dtype, axis)
 
 
 # ------------------------------------------------------------------------ flat indices
@@ -944,10 +1031,12 @@ def ravel_multi_index(multi_index: Any, dims: Any, mode: str = "raise", order: s
     """
     dims = _args.shape(dims, "ravel_multi_index", "dims")
     _args.choice(order, "ravel_multi_index", "order", ("C", "F"))
-    coords = [_int_tensor(c, "ravel_multi_index", "multi_index") for c in multi_index]
+    coords = [_int_tensor(c, "ravel_multi_index", "multi_index") for c in _seq(multi_index, "ravel_multi_index", "multi_index", "integer arrays")]
     if len(coords) != len(dims):
         raise ShapeError(f"ravel_multi_index: multi_index has {len(coords)} arrays for {len(dims)} dims")
-    modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(mode)
+    modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(_seq(mode, "ravel_multi_index", "mode", "strings"))
+    if len(modes) != len(dims):
+        raise ValueError(f"ravel_multi_index: mode needs one entry per dimension ({len(dims)}), got {len(modes)}")
     strides = np.ones(len(dims), np.int64)
     seq = range(len(dims) - 2, -1, -1) if order == "C" else range(1, len(dims))
     for d in seq:
@@ -1008,7 +1097,9 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
         >>> fnp.select([x < 2, x > 3], [x, x ** 2], default=-1.0)
         Tensor([ 0.,  1., -1., -1., 16.], dtype=float64)
     """
-    condlist, choicelist = list(condlist), list(choicelist)
+    condlist = _seq(condlist, "select", "condlist", "boolean arrays")
+    choicelist = _seq(choicelist, "select", "choicelist")
+    default = _tensor(default, "select", "default")
     if len(condlist) != len(choicelist):
         raise ValueError("select: list of cases must be same length as list of conditions")
     if not condlist:
@@ -1049,8 +1140,13 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
         condlist.ndim == 0 or tuple(condlist.shape) == tuple(x.shape)
     ):
         condlist = [condlist]
-    conds = [_tensor(c, "piecewise", "condlist") for c in condlist]
-    funcs = list(funclist)
+    conds = [_tensor(c, "piecewise", "condlist") for c in _seq(condlist, "piecewise", "condlist", "boolean arrays")]
+    for c in conds:
+        if not dtypes.is_bool(c.dtype):
+            raise DTypeError(f"piecewise: conditions must be boolean, got dtype {c.dtype}")
+    if callable(funclist):
+        funclist = [funclist]
+    funcs = _seq(funclist, "piecewise", "funclist", "functions or scalars")
     if len(funcs) not in (len(conds), len(conds) + 1):
         raise ValueError(
             f"piecewise: with {len(conds)} condition(s), funclist needs {len(conds)} or "
@@ -1063,8 +1159,8 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
 
     out = _e.full_like(x, fill_value=0, dtype=np.dtype(x.dtype))
     if len(funcs) == len(conds) + 1:
-        covered = conds[0]
-        for c in conds[1:]:
+        covered = _e.full_like(x, fill_value=False, dtype=np.dtype(bool))
+        for c in conds:
             covered = _e.logical_or(covered, c)
         out = where(covered, out, piece(funcs[-1]))
     for c, f in zip(conds, funcs):
@@ -1097,9 +1193,9 @@ def choose(a: Any, choices: Any, out: Any = None, mode: str = "raise") -> Any:
     _no_out("choose", out)
     _args.choice(mode, "choose", "mode", ("raise", "wrap", "clip"))
     a = _int_tensor(a, "choose", "a")
-    if isinstance(choices, (Tensor, np.ndarray)):
-        choices = [choices[i] for i in range(choices.shape[0])]
-    parts = [_tensor(c, "choose", "choices") for c in choices]
+    parts = [_tensor(c, "choose", "choices") for c in _seq(choices, "choose", "choices")]
+    if not parts:
+        raise ValueError("choose: choices must hold at least one array")
     n = len(parts)
     if mode == "raise":
         _in_bounds("choose", a, n, "invalid entry in choice array")
@@ -1208,7 +1304,7 @@ def place(arr: Any, mask: Any, vals: Any, *, inplace: bool = True) -> Any:
     mask = ravel(_tensor(mask, "place", "mask"))
     if mask.shape[0] != arr.size:
         raise ShapeError(f"place: mask has {mask.shape[0]} elements, arr {arr.size}")
-    vals = ravel(astype(_tensor(vals, "place", "vals"), arr.dtype))
+    vals = ravel(_cast(vals, arr.dtype, "place", "vals"))
     if vals.size == 0:
         raise ValueError("place: cannot place from an empty vals")
     mask = _e.not_equal(mask, 0)
@@ -1256,9 +1352,11 @@ def put(a: Any, ind: Any, v: Any, mode: str | None = None, *, inplace: bool = Tr
         Tensor([5., 0., 6., 0.], dtype=float64)
     """
     _no_inplace("put", inplace)
+    if not isinstance(a, (Tensor, np.ndarray)):
+        raise DTypeError(f"put: a must be a Tensor or array (numpy's put writes into one), got {_args.describe(a)}")
     a = _tensor(a, "put", "a")
     ind = ravel(_flat_index("put", ind, a.size, mode))
-    v = ravel(astype(_tensor(v, "put", "v"), a.dtype))
+    v = ravel(_cast(v, a.dtype, "put", "v"))
     if ind.size == 0 or v.size == 0:
         return a
     vals = take(v, np.arange(ind.size) % v.size)
@@ -1278,7 +1376,8 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None, inplac
         values: broadcast to ``indices``' shape.
         axis: the axis, or None for the flattened ``arr``.
         inplace: must be False.
-        mode: None, ``"clip"`` or ``"fill"`` are not distinguished: indices must be valid.
+        mode: None or ``"promise_in_bounds"`` (indices must be valid), or ``"clip"``
+            (indices clipped into range), as JAX.
 
     Raises:
         ValueError: ``inplace`` is not False.
@@ -1299,15 +1398,23 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None, inplac
     axis = 0 if flat else _args.axis(axis, "put_along_axis", arr.ndim)
     if idx.ndim != x.ndim:
         raise ShapeError(f"put_along_axis: indices of shape {tuple(idx.shape)} need {x.ndim} dimensions")
-    values = astype(_tensor(values, "put_along_axis", "values"), arr.dtype)
-    bshape = np.broadcast_shapes(tuple(idx.shape), tuple(values.shape))
+    values = _cast(values, arr.dtype, "put_along_axis", "values")
+    _args.choice(mode, "put_along_axis", "mode", ("clip", "promise_in_bounds"), none_ok=True)
+    if mode == "clip":
+        idx = clip(idx, 0, builtins.max(x.shape[axis] - 1, 0))
     full_idx = []
     for d, n in enumerate(x.shape):
         if d == axis:
             full_idx.append(idx)
         else:
             full_idx.append(np.arange(n).reshape((1,) * d + (n,) + (1,) * (x.ndim - d - 1)))
-    target = np.broadcast_shapes(bshape, *(tuple(np.shape(i)) for i in full_idx))
+    try:
+        target = np.broadcast_shapes(tuple(values.shape), *(tuple(np.shape(i)) for i in full_idx))
+    except ValueError:
+        raise ShapeError(
+            f"put_along_axis: indices {tuple(idx.shape)} and values {tuple(values.shape)} do "
+            f"not broadcast against arr {tuple(x.shape)} off axis {axis}"
+        ) from None
     values = broadcast_to(values, tuple(target)) if tuple(values.shape) != tuple(target) else values
     out = x.at[tuple(full_idx)].set(values)
     return reshape(out, shape) if flat else out
@@ -1317,7 +1424,10 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None, inplac
 
 
 def _kth(name: str, kth: Any, n: int) -> None:
-    for k in np.atleast_1d(np.asarray(_static(kth, name, "kth"))).reshape(-1):
+    ks = np.atleast_1d(np.asarray(_static(kth, name, "kth"), dtype=object)).reshape(-1)
+    if ks.size == 0:
+        raise ValueError(f"{name}: kth must be an int or a non-empty sequence of ints")
+    for k in ks:
         k = _args.index(k, name, "kth")
         if not -n <= k < n:
             raise ValueError(f"{name}: kth(={k}) out of bounds ({n})")
@@ -1338,6 +1448,7 @@ def partition(a: Any, kth: Any, axis: int = -1, kind: str = "introselect", order
         >>> fnp.partition(fnp.array([3.0, 1.0, 2.0, 0.0]), 1)[1]
         Tensor(1., dtype=float64)
     """
+    _args.choice(kind, "partition", "kind", ("introselect",))
     a = _real(a, "partition", "a")
     n = a.size if axis is None else a.shape[_args.axis(axis, "partition", a.ndim)] if a.ndim else 0
     _kth("partition", kth, n)
@@ -1352,6 +1463,7 @@ def argpartition(a: Any, kth: Any, axis: int = -1, kind: str = "introselect", or
         >>> fnp.argpartition(fnp.array([3.0, 1.0, 2.0]), 0)
         Tensor([1, 2, 0], dtype=int64)
     """
+    _args.choice(kind, "argpartition", "kind", ("introselect",))
     a = _real(a, "argpartition", "a")
     n = a.size if axis is None else a.shape[_args.axis(axis, "argpartition", a.ndim)] if a.ndim else 0
     _kth("argpartition", kth, n)
@@ -1376,9 +1488,7 @@ def lexsort(keys: Any, axis: int = -1) -> Any:
         >>> fnp.lexsort([fnp.array([1, 0, 2]), fnp.array([0, 0, 1])])
         Tensor([1, 0, 2], dtype=int64)
     """
-    if isinstance(keys, (Tensor, np.ndarray)):
-        keys = [keys[i] for i in range(keys.shape[0])]
-    keys = [_real(k, "lexsort", "keys") for k in keys]
+    keys = [_real(k, "lexsort", "keys") for k in _seq(keys, "lexsort", "keys")]
     if not keys:
         raise ShapeError("lexsort: needs at least one key")
     shapes = {tuple(k.shape) for k in keys}
@@ -1410,7 +1520,7 @@ def sort_complex(a: Any) -> Any:
         dt = np.result_type(dt, np.complex64)
         a = astype(a, dt)
     if a.ndim == 0:
-        return a
+        raise ShapeError("sort_complex: a 0-d Tensor has no axis to sort; use fnp.atleast_1d(a)")
     order = lexsort([_e.imag(a), _e.real(a)], axis=-1)
     return take_along_axis(a, order, axis=-1)
 
@@ -1444,6 +1554,16 @@ def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: 
         pos = _e.minimum(searchsorted(s, e), t.size - 1)
         out = _e.equal(take(s, pos), e)
     return _e.logical_not(out) if invert else out
+
+
+def _holds(s: Tensor, ar: Any, name: str) -> Tensor:
+    """Whether each of ``s`` is in ``ar``, a NaN counting as in ``ar`` when ``ar`` has one
+    (numpy's set operations collapse NaNs into one value)."""
+    ar = _real(ar, name, "ar")
+    inside = isin(s, ar)
+    if dtypes.is_inexact(s.dtype) and dtypes.is_inexact(ar.dtype):
+        inside = _e.logical_or(inside, _e.logical_and(_e.isnan(s), _any(_e.isnan(ar))))
+    return inside
 
 
 def _set_result(name: str, s: Tensor, keep: Tensor, size: Any, fill_value: Any) -> Tensor:
@@ -1494,6 +1614,7 @@ def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices:
         >>> fnp.intersect1d(fnp.array([5, 1]), fnp.array([1, 9, 5]), return_indices=True)[2]
         Tensor([0, 2], dtype=int64)
     """
+    _args.flag(assume_unique, "intersect1d", "assume_unique")
     a = ravel(_real(ar1, "intersect1d", "ar1"))
     b = ravel(_real(ar2, "intersect1d", "ar2"))
     perm = argsort(a, stable=True)
@@ -1542,8 +1663,10 @@ def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | Non
         >>> fnp.setxor1d(fnp.array([1, 2, 3]), fnp.array([2, 3, 4]))
         Tensor([1, 4], dtype=int64)
     """
+    _args.flag(assume_unique, "setxor1d", "assume_unique")
     s = _sorted_flat("setxor1d", ar1, ar2)
-    keep = _e.logical_and(_run_starts(s, True), _e.logical_xor(isin(s, ar1), isin(s, ar2)))
+    in1, in2 = _holds(s, ar1, "setxor1d"), _holds(s, ar2, "setxor1d")
+    keep = _e.logical_and(_run_starts(s, True), _e.logical_xor(in1, in2))
     return _set_result("setxor1d", s, keep, size, fill_value)
 
 
@@ -1662,6 +1785,8 @@ def copy(a: Any, order: str = "K", subok: bool = False) -> Any:
         >>> fnp.copy([1, 2])
         Tensor([1, 2], dtype=int64)
     """
+    _args.choice(order, "copy", "order", ("K", "A", "C", "F"), none_ok=True)
+    _args.flag(subok, "copy", "subok")
     if isinstance(a, Tensor):
         return a
     return _tensor(a, "copy", "a")
@@ -1714,8 +1839,8 @@ def apply_over_axes(func: Any, a: Any, axes: Any) -> Any:
     _args.function(func, "apply_over_axes", "func")
     val = _tensor(a, "apply_over_axes", "a")
     n = val.ndim
-    for axis in np.atleast_1d(np.asarray(axes)).reshape(-1):
-        axis = _args.axis(int(axis), "apply_over_axes", n)
+    axes = _args.axes(axes, "apply_over_axes", n, "axes", unique=False)
+    for axis in axes:
         res = _tensor(func(val, axis), "apply_over_axes", "func")
         if res.ndim == n:
             val = res
@@ -1729,7 +1854,16 @@ def apply_over_axes(func: Any, a: Any, axes: Any) -> Any:
 # ------------------------------------------------------------------------ printing
 
 
-def _host_array(name: str, arr: Any) -> np.ndarray:
+def _print_args(name: str, max_line_width: Any, precision: Any, suppress_small: Any) -> tuple:
+    width = _args.index(max_line_width, name, "max_line_width", minimum=1, none_ok=True)
+    precision = _args.index(precision, name, "precision", minimum=0, none_ok=True)
+    small = None if suppress_small is None else _args.flag(suppress_small, name, "suppress_small")
+    return width, precision, small
+
+
+def _host_array(name: str, arr: Any, arrays_only: bool = False) -> np.ndarray:
+    if arrays_only and not isinstance(arr, (Tensor, np.ndarray)):
+        raise DTypeError(f"{name}: needs a Tensor or array, got {_args.describe(arr)}")
     t = _tensor(arr, name, "arr")
     try:
         return np.asarray(_wrap(concrete_value(t)))
@@ -1748,8 +1882,9 @@ def array_repr(arr: Any, max_line_width: int | None = None, precision: int | Non
         >>> fnp.array_repr(fnp.array([1.0, 2.0]))
         'Tensor([1., 2.], dtype=float64)'
     """
-    data = _host_array("array_repr", arr)
-    body = np.array2string(data, max_line_width, precision, suppress_small, separator=", ", prefix="Tensor(")
+    opts = _print_args("array_repr", max_line_width, precision, suppress_small)
+    data = _host_array("array_repr", arr, arrays_only=True)
+    body = np.array2string(data, *opts, separator=", ", prefix="Tensor(")
     return f"Tensor({body}, dtype={data.dtype.name})"
 
 
@@ -1761,7 +1896,8 @@ def array_str(a: Any, max_line_width: int | None = None, precision: int | None =
         >>> fnp.array_str(fnp.array([1.0, 2.0]))
         '[1. 2.]'
     """
-    return np.array_str(_host_array("array_str", a), max_line_width, precision, suppress_small)
+    opts = _print_args("array_str", max_line_width, precision, suppress_small)
+    return np.array_str(_host_array("array_str", a, arrays_only=True), *opts)
 
 
 def get_printoptions() -> dict:
@@ -1783,7 +1919,7 @@ def set_printoptions(*args: Any, **kwargs: Any) -> None:
         Tensor([0.333], dtype=float64)
         >>> fnp.set_printoptions(precision=8)
     """
-    np.set_printoptions(*args, **kwargs)
+    _numpy_call("set_printoptions", np.set_printoptions, *args, **kwargs)
 
 
 def printoptions(*args: Any, **kwargs: Any) -> Any:
@@ -1794,6 +1930,11 @@ def printoptions(*args: Any, **kwargs: Any) -> Any:
         ...     print(fnp.array([1 / 3]))
         [0.33]
     """
+    saved = np.get_printoptions()
+    try:  # numpy checks the options only when the block starts; check them now
+        _numpy_call("printoptions", np.set_printoptions, *args, **kwargs)
+    finally:
+        np.set_printoptions(**saved)
     return np.printoptions(*args, **kwargs)
 
 
@@ -1828,11 +1969,20 @@ def _host_arrays_for(name: str, arrays: dict) -> dict:
     return {k: _host_array(name, v) for k, v in arrays.items()}
 
 
-def _target(file: Any, suffix: str) -> Any:
+def _target(name: str, file: Any, suffix: str) -> Any:
+    """The path to write (``suffix`` added as numpy does), or None for a file object."""
     if isinstance(file, (str, os.PathLike)):
         path = os.fspath(file)
         return path if path.endswith(suffix) else path + suffix
+    if not callable(getattr(file, "write", None)):
+        raise DTypeError(f"{name}: file must be a path or a binary file object, got {_args.describe(file)}")
     return None
+
+
+def _readable(name: str, file: Any) -> Any:
+    if isinstance(file, (str, os.PathLike)) or callable(getattr(file, "read", None)):
+        return file
+    raise DTypeError(f"{name}: file must be a path or a binary file object, got {_args.describe(file)}")
 
 
 @_args.names_errors("save")
@@ -1859,7 +2009,7 @@ def save(file: Any, arr: Any, allow_pickle: bool = True) -> None:
         Tensor([1., 2.], dtype=float64)
     """
     data = _host_array("save", arr)
-    path = _target(file, ".npy")
+    path = _target("save", file, ".npy")
     if path is None:
         np.save(file, data, allow_pickle=False)
     else:
@@ -1886,7 +2036,7 @@ def savez(file: Any, *args: Any, allow_pickle: bool = True, **kwds: Any) -> None
             raise ValueError(f"savez: cannot use un-named variables and keyword {k}")
         named[k] = v
     data = _host_arrays_for("savez", named)
-    path = _target(file, ".npz")
+    path = _target("savez", file, ".npz")
     if path is None:
         np.savez(file, allow_pickle=False, **data)
     else:
@@ -1917,9 +2067,16 @@ def load(file: Any, mmap_mode: Any = None, allow_pickle: bool = False, fix_impor
         Tensor([[1., 0.],
                 [0., 1.]], dtype=float64)
     """
-    if allow_pickle:
+    if _args.flag(allow_pickle, "load", "allow_pickle"):
         raise ValueError("load: fgrad never unpickles files (allow_pickle=True is refused); load numeric .npy/.npz data only")
-    loaded = np.load(file, mmap_mode=mmap_mode, allow_pickle=False, encoding=encoding, max_header_size=max_header_size)
+    _args.choice(mmap_mode, "load", "mmap_mode", ("r", "r+", "c", "readonly", "readwrite", "copyonwrite"), none_ok=True)
+    _args.choice(encoding, "load", "encoding", ("ASCII", "latin1", "bytes"))
+    _args.flag(fix_imports, "load", "fix_imports")
+    limit = _args.index(max_header_size, "load", "max_header_size", minimum=1)
+    loaded = _numpy_call(
+        "load", np.load, _readable("load", file), mmap_mode=mmap_mode, allow_pickle=False,
+        encoding=encoding, max_header_size=limit,
+    )
     if isinstance(loaded, np.lib.npyio.NpzFile):
         with loaded:
             return {k: asarray(np.array(loaded[k])) for k in loaded.files}
@@ -1934,7 +2091,11 @@ def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0
         >>> fnp.frombuffer(b"\\x01\\x02", dtype="uint8")
         Tensor([1, 2], dtype=uint8)
     """
-    return asarray(np.frombuffer(buffer, dtype=_args.dtype(dtype, "frombuffer"), count=count, offset=offset).copy())
+    count, offset = _count("frombuffer", count, offset)
+    dtype = _args.dtype(dtype, "frombuffer", none_ok=False)
+    if isinstance(buffer, (Tensor, str)) or not hasattr(buffer, "__buffer__") and not isinstance(buffer, (bytes, bytearray, memoryview)):
+        raise DTypeError(f"frombuffer: buffer must be a bytes-like object, got {_args.describe(buffer)}")
+    return asarray(_numpy_call("frombuffer", np.frombuffer, buffer, dtype=dtype, count=count, offset=offset).copy())
 
 
 @_args.names_errors("fromfile")
@@ -1948,7 +2109,12 @@ def fromfile(file: Any, dtype: Any = float, count: int = -1, sep: str = "", offs
         >>> fnp.fromfile(path, sep=" ")
         Tensor([1., 2., 3.], dtype=float64)
     """
-    return asarray(np.fromfile(file, dtype=_args.dtype(dtype, "fromfile"), count=count, sep=sep, offset=offset))
+    count, offset = _count("fromfile", count, offset)
+    if not isinstance(file, (str, os.PathLike)) and not callable(getattr(file, "fileno", None)):
+        raise DTypeError(f"fromfile: file must be a path or an open file, got {_args.describe(file)}")
+    _args.choice(type(sep), "fromfile", "sep (its type)", (str,))
+    dtype = _args.dtype(dtype, "fromfile", none_ok=False)
+    return asarray(_numpy_call("fromfile", np.fromfile, file, dtype=dtype, count=count, sep=sep, offset=offset))
 
 
 @_args.names_errors("fromiter")
@@ -1959,7 +2125,11 @@ def fromiter(iter: Any, dtype: Any, count: int = -1) -> Tensor:
         >>> fnp.fromiter((i * i for i in range(4)), dtype=int)
         Tensor([0, 1, 4, 9], dtype=int64)
     """
-    return asarray(np.fromiter(iter, dtype=_args.dtype(dtype, "fromiter"), count=count))
+    count, _ = _count("fromiter", count)
+    dtype = _args.dtype(dtype, "fromiter", none_ok=False)
+    if isinstance(iter, (str, bytes, Tensor)) or not hasattr(iter, "__iter__"):
+        raise DTypeError(f"fromiter: iter must be an iterable of numbers, got {_args.describe(iter)}")
+    return asarray(_numpy_call("fromiter", np.fromiter, iter, dtype=dtype, count=count))
 
 
 @_args.names_errors("fromstring")
@@ -1970,7 +2140,16 @@ def fromstring(string: Any, dtype: Any = float, count: int = -1, *, sep: str) ->
         >>> fnp.fromstring("1, 2.5", sep=",")
         Tensor([1. , 2.5], dtype=float64)
     """
-    return asarray(np.fromstring(string, dtype=_args.dtype(dtype, "fromstring"), count=count, sep=sep))
+    count, _ = _count("fromstring", count)
+    dtype = _args.dtype(dtype, "fromstring", none_ok=False)
+    if not isinstance(string, (str, bytes)):
+        raise DTypeError(f"fromstring: string must be a str, got {_args.describe(string)}")
+    if not isinstance(sep, str) or not sep:
+        raise ValueError(
+            f"fromstring: sep must be a non-empty separator string (binary mode is gone from "
+            f"numpy; use fnp.frombuffer for bytes), got {sep!r}"
+        )
+    return asarray(_numpy_call("fromstring", np.fromstring, string, dtype=dtype, count=count, sep=sep))
 
 
 class _PyFunc:

@@ -1998,9 +1998,13 @@ def vander(x: Any, N: Any = None, increasing: bool = False) -> Tensor:
     increasing = _args.flag(increasing, "vander", "increasing")
     x = _one_d(_t(x, "vander", "x"), "vander", "x")
     n = x.shape[0] if N is None else _args.size(N, "vander", "N")
-    powers = np.arange(n) if increasing else np.arange(n - 1, -1, -1)
-    cols = _e.power(_sh.reshape(x, (-1, 1)), powers.astype(np.int64) if _dtype(x).kind in "biu" else powers.astype(np.float64))
-    return _e.astype(cols, dtype=_dtype(x)) if _dtype(x) != np.bool_ else cols
+    m = x.shape[0]
+    # Running products, as numpy's (exact powers; no x**(k-1) at x = 0 in the derivative).
+    cols = [_c.ones((m, builtins.min(n, 1)), dtype=_dtype(x))]
+    if n > 1:
+        cols.append(_red.cumprod(_sh.broadcast_to(_sh.reshape(x, (m, 1)), (m, n - 1)), 1))
+    out = _sh.concatenate(cols, axis=1) if len(cols) > 1 else cols[0]
+    return out if increasing else _sh.flip(out, 1)
 
 
 # ------------------------------------------------------------------ windows

@@ -425,7 +425,9 @@ def adafactor(
         Shazeer & Stern, "Adafactor: Adaptive Learning Rates with Sublinear Memory Cost",
         ICML 2018, arXiv:1804.04235, Algorithms 4-5.
     """
-    blocks = [scale_by_factored_rms(factored, decay_rate, decay_offset, min_dim_size_to_factor, eps)]
+    blocks = [
+        scale_by_factored_rms(factored, decay_rate, decay_offset, min_dim_size_to_factor, eps)
+    ]
     kinds = ["factored"]
     if clipping_threshold is not None:
         blocks.append(clip_by_block_rms(clipping_threshold))
@@ -440,7 +442,8 @@ def adafactor(
         blocks.append(ema(momentum, debias=False))
         kinds.append("ema")
     if weight_decay_rate is not None:
-        blocks.append(add_decayed_weights(_decay("adafactor", weight_decay_rate), weight_decay_mask))
+        decay = _decay("adafactor", weight_decay_rate)
+        blocks.append(add_decayed_weights(decay, weight_decay_mask))
         kinds.append("empty")
     blocks.append(scale(-1.0))  # descent
     kinds.append("empty")

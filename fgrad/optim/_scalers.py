@@ -73,6 +73,27 @@ def _rms(x: Tensor) -> Tensor:
     return fnp.sqrt(fnp.mean(abs_sq(widen(x))))
 
 
+def _leafwise(name: str, factor: Any, needs_params: str | None = None) -> GradientTransformation:
+    """A stateless transformation that multiplies each leaf's update by a 0-d factor:
+    ``factor(u)``, or ``factor(u, p)`` of the leaf's params when ``needs_params`` says why
+    it reads them. The factor is cast to the leaf's (real accumulator) dtype."""
+
+    def init(params: Any) -> EmptyState:
+        return EmptyState()
+
+    def scaled(u: Tensor, *p: Tensor) -> Tensor:
+        wide = widen(u)
+        return narrow(wide * per_dtype(factor(u, *p))(wide), u)
+
+    def update(updates: Any, state: EmptyState, params: Any = None):
+        if needs_params is None:
+            return tree.map(scaled, updates), state
+        require_params(name, needs_params, params)
+        return tree.map(scaled, updates, params), state
+
+    return GradientTransformation(init, update)
+
+
 # --------------------------------------------------------------------------- Lion
 
 
@@ -172,28 +193,21 @@ def scale_by_trust_ratio(
     trust_coefficient = check_range(name, "trust_coefficient", trust_coefficient, 0.0, None)
     eps = check_range(name, "eps", eps, 0.0, None)
 
-    def init(params: Any) -> EmptyState:
-        return EmptyState()
+    def ratio(u: Tensor, p: Tensor) -> Tensor:
+        p_norm = fnp.maximum(global_norm(p), min_norm)
+        u_norm = fnp.maximum(global_norm(u), min_norm)
+        ratio = trust_coefficient * p_norm / (u_norm + eps)
+        return fnp.where((p_norm == 0.0) | (u_norm == 0.0), 1.0, ratio)
 
-    def update(updates: Any, state: EmptyState, params: Any = None):
-        require_params(name, "the trust ratio is the norm of each leaf of params", params)
-
-        def scaled(u: Tensor, p: Tensor) -> Tensor:
-            p_norm = fnp.maximum(global_norm(p), min_norm)
-            u_norm = fnp.maximum(global_norm(u), min_norm)
-            ratio = trust_coefficient * p_norm / (u_norm + eps)
-            ratio = fnp.where((p_norm == 0.0) | (u_norm == 0.0), 1.0, ratio)
-            return narrow(widen(u) * per_dtype(ratio)(widen(u)), u)
-
-        return tree.map(scaled, updates, params), state
-
-    return GradientTransformation(init, update)
+    return _leafwise(name, ratio, "the trust ratio is the norm of each leaf of params")
 
 
 # --------------------------------------------------------------------------- Adagrad
 
 
-def scale_by_rss(initial_accumulator_value: float = 0.1, eps: float = 1e-7) -> GradientTransformation:
+def scale_by_rss(
+    initial_accumulator_value: float = 0.1, eps: float = 1e-7
+) -> GradientTransformation:
     r"""Divide updates by the root of the sum of their squares so far (Adagrad's direction).
 
     The sum starts at ``initial_accumulator_value`` (Duchi et al. 2011, diagonal
@@ -369,10 +383,8 @@ def scale_by_factored_rms(
             return narrow(out, u), r, c, v
 
         leaves, treedef = tree.flatten(updates)
-        parts = [
-            step(*x)
-            for x in zip(leaves, tree.leaves(state.v_row), tree.leaves(state.v_col), tree.leaves(state.v))
-        ]
+        moments = (tree.leaves(state.v_row), tree.leaves(state.v_col), tree.leaves(state.v))
+        parts = [step(*x) for x in zip(leaves, *moments)]
         if not parts:
             return updates, FactoredState(increment(count), state.v_row, state.v_col, state.v)
         out, rows, cols, full = (tree.unflatten(treedef, list(x)) for x in zip(*parts))
@@ -407,7 +419,8 @@ def clip_by_block_rms(threshold: float) -> GradientTransformation:
 
     Example:
         >>> t = clip_by_block_rms(1.0)
-        >>> updates, _ = t.update({"a": fnp.array([3.0, -3.0]), "b": fnp.array([0.5])}, t.init(None))
+        >>> u = {"a": fnp.array([3.0, -3.0]), "b": fnp.array([0.5])}
+        >>> updates, _ = t.update(u, t.init(None))
         >>> updates  # a: rms 3, divided by 3; b: rms 0.5, kept
         {'a': Tensor([ 1., -1.], dtype=float64), 'b': Tensor([0.5], dtype=float64)}
 
@@ -417,17 +430,7 @@ def clip_by_block_rms(threshold: float) -> GradientTransformation:
     threshold = check_range("clip_by_block_rms", "threshold", threshold, 0.0, None)
     if threshold == 0.0:
         raise ValueError("clip_by_block_rms: threshold must be > 0, got 0.0")
-
-    def init(params: Any) -> EmptyState:
-        return EmptyState()
-
-    def update(updates: Any, state: EmptyState, params: Any = None):
-        def clip(u: Tensor) -> Tensor:
-            return narrow(widen(u) / fnp.maximum(1.0, _rms(u) / threshold), u)
-
-        return tree.map(clip, updates), state
-
-    return GradientTransformation(init, update)
+    return _leafwise("clip_by_block_rms", lambda u: 1.0 / fnp.maximum(1.0, _rms(u) / threshold))
 
 
 def scale_by_param_block_rms(min_scale: float = 1e-3) -> GradientTransformation:
@@ -460,20 +463,11 @@ def scale_by_param_block_rms(min_scale: float = 1e-3) -> GradientTransformation:
     """
     name = "scale_by_param_block_rms"
     min_scale = check_range(name, "min_scale", min_scale, 0.0, None)
-
-    def init(params: Any) -> EmptyState:
-        return EmptyState()
-
-    def update(updates: Any, state: EmptyState, params: Any = None):
-        require_params(name, "the scale is the RMS of each leaf of params", params)
-
-        def scaled(u: Tensor, p: Tensor) -> Tensor:
-            factor = fnp.maximum(min_scale, _rms(p))
-            return narrow(widen(u) * per_dtype(factor)(widen(u)), u)
-
-        return tree.map(scaled, updates, params), state
-
-    return GradientTransformation(init, update)
+    return _leafwise(
+        name,
+        lambda u, p: fnp.maximum(min_scale, _rms(p)),
+        "the scale is the RMS of each leaf of params",
+    )
 
 
 # --------------------------------------------------------------------------- averages

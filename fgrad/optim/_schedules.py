@@ -215,7 +215,7 @@ def exponential_decay(
     staircase: bool = False,
     end_value: float | None = None,
 ) -> Schedule:
-    """Exponential decay: ``init_value * decay_rate ** ((step - transition_begin) / transition_steps)``.
+    """Exponential decay: ``init_value * decay_rate ** ((step - begin) / transition_steps)``.
 
     As optax's ``exponential_decay``: ``init_value`` until ``transition_begin``, then with
     ``p = (step - transition_begin) / transition_steps`` (rounded down when ``staircase``,
@@ -464,7 +464,9 @@ def join_schedules(schedules: Sequence[Schedule], boundaries: Sequence[int]) -> 
         raise ValueError(f"{name}: boundaries must be increasing, got {boundaries}")
     for i, s in enumerate(schedules):
         if not callable(s):
-            raise TypeError(f"{name}: schedules[{i}] is {type(s).__name__}, not a function step -> value")
+            raise TypeError(
+                f"{name}: schedules[{i}] is {type(s).__name__}, not a function step -> value"
+            )
 
     def schedule(step: Any) -> Any:
         step, python = _step_tensor(step)

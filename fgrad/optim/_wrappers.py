@@ -45,16 +45,23 @@ class MaskedState(NamedTuple):
     inner_state: Any
 
 
-def _mask_leaves(name: str, mask: Any, tree_: Any) -> list[bool]:
-    """The mask's bools in the leaf order of ``tree_`` (a callable mask called on it)."""
-    mask_tree = mask(tree_) if callable(mask) else mask
-    want, got = tree.structure(tree_), tree.structure(mask_tree)
+def _per_leaf(name: str, what: str, spec: Any, tree_: Any) -> list:
+    """The leaves of ``spec`` (a pytree with the structure of ``tree_``, or a function
+    ``tree_ -> such a pytree``), in the leaf order of ``tree_``; checked, so that a wrong
+    mask or label pytree is an error naming ``what``, not a silent misalignment."""
+    spec_tree = spec(tree_) if callable(spec) else spec
+    want, got = tree.structure(tree_), tree.structure(spec_tree)
     if want != got:
         raise ValueError(
-            f"{name}: the mask has structure {got} where the params have {want}; give one "
-            "bool per leaf of params (or a function params -> such a pytree)"
+            f"{name}: {what} has structure {got} where the params have {want}; give one "
+            f"per leaf of params (or a function params -> such a pytree)"
         )
-    return [bool(m) for m in tree.leaves(mask_tree)]
+    return tree.leaves(spec_tree)
+
+
+def _mask_leaves(name: str, mask: Any, tree_: Any) -> list[bool]:
+    """The mask's bools in the leaf order of ``tree_`` (a callable mask called on it)."""
+    return [bool(m) for m in _per_leaf(name, "the mask", mask, tree_)]
 
 
 def _keep(tree_: Any, keep: list[bool]) -> Any:
@@ -100,7 +107,9 @@ def masked(inner: GradientTransformation, mask: Any) -> GradientTransformation:
     def update(updates: Any, state: MaskedState, params: Any = None):
         keep = _mask_leaves("masked", mask, updates if params is None else params)
         inner_params = None if params is None else _keep(params, keep)
-        inner_updates, inner_state = inner.update(_keep(updates, keep), state.inner_state, inner_params)
+        inner_updates, inner_state = inner.update(
+            _keep(updates, keep), state.inner_state, inner_params
+        )
         leaves, treedef = tree.flatten(updates)
         new = iter(tree.leaves(inner_updates))
         merged = [next(new) if k else u for u, k in zip(leaves, keep)]
@@ -142,9 +151,8 @@ def multi_transform(
             from that of the params.
 
     Example:
-        >>> opt = multi_transform(
-        ...     {"fast": fgrad.optim.sgd(1.0), "slow": fgrad.optim.sgd(0.1)}, {"b": "fast", "w": "slow"}
-        ... )
+        >>> sgd = fgrad.optim.sgd
+        >>> opt = multi_transform({"fast": sgd(1.0), "slow": sgd(0.1)}, {"b": "fast", "w": "slow"})
         >>> grads = {"b": fnp.array([1.0]), "w": fnp.array([1.0])}
         >>> updates, state = opt.update(grads, opt.init(grads))
         >>> updates
@@ -160,14 +168,7 @@ def multi_transform(
         _check_transformation(name, f"transforms[{label!r}]", t)
 
     def labels_of(tree_: Any) -> list:
-        label_tree = param_labels(tree_) if callable(param_labels) else param_labels
-        want, got = tree.structure(tree_), tree.structure(label_tree)
-        if want != got:
-            raise ValueError(
-                f"{name}: param_labels has structure {got} where the params have {want}; give "
-                "one label per leaf of params (or a function params -> such a pytree)"
-            )
-        labels = tree.leaves(label_tree)
+        labels = _per_leaf(name, "param_labels", param_labels, tree_)
         missing = sorted({repr(x) for x in labels if x not in transforms})
         if missing:
             raise ValueError(
@@ -394,7 +395,8 @@ class MultiSteps:
             Tensor([0., 0.], dtype=float64)
         """
         count = init_count(params)
-        return MultiStepsState(count, count, self._opt.init(params), tree.map(fnp.zeros_like, params))
+        zeros = tree.map(fnp.zeros_like, params)
+        return MultiStepsState(count, count, self._opt.init(params), zeros)
 
     def update(self, updates: Any, state: MultiStepsState, params: Any = None):
         """Accumulate ``updates``; on the ``k``-th call, the inner optimiser's updates.

@@ -345,7 +345,9 @@ def test_jitted_step_equals_eager(name):
         eager_params, eager_state = step(eager_params, eager_state)
         jit_params, jit_state = jitted(jit_params, jit_state)
     for k in SHAPES:
-        assert_allclose(np.asarray(jit_params[k]), np.asarray(eager_params[k]), rtol=1e-13, atol=1e-14)
+        assert_allclose(
+            np.asarray(jit_params[k]), np.asarray(eager_params[k]), rtol=1e-13, atol=1e-14
+        )
     for a, b in zip(tree.leaves(jit_state), tree.leaves(eager_state), strict=True):
         assert a.dtype == b.dtype
         assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-13, atol=1e-14)

@@ -541,6 +541,12 @@ def _device(x: Any) -> Any:
         return None
 
 
+def _init_layers(layers: dict, key: Any, cls: type) -> Any:
+    """``cls`` of each named sub-layer's params, one key each, split in ``layers``' order."""
+    keys = dict(zip(layers, _split(key, len(layers))))
+    return cls(**{name: layer.init(keys[name]) for name, layer in layers.items()})
+
+
 @dataclass(frozen=True)
 class TransformerBlock:
     """A pre-norm transformer block: ``x + attn(norm(x))``, then ``h + mlp(norm(h))``.
@@ -633,13 +639,9 @@ class TransformerBlock:
         }
 
     def init(self, key: Any) -> TransformerBlockParams:
-        layers = self._layers()
         # Keys are split in the sub-layers' order of application (norm1, attn, ...), as
         # before the params were typed, so a seed gives the same initial values.
-        keys = dict(zip(layers, _split(key, len(layers))))
-        return TransformerBlockParams(
-            **{name: layer.init(keys[name]) for name, layer in layers.items()}
-        )
+        return _init_layers(self._layers(), key, TransformerBlockParams)
 
     def apply(
         self,
@@ -824,9 +826,7 @@ class SwiGLU:
         return {"gate": Linear(d, h, b, pd), "up": Linear(d, h, b, pd), "down": Linear(h, d, b, pd)}
 
     def init(self, key: Any) -> SwiGLUParams:
-        layers = self._layers()
-        keys = dict(zip(layers, _split(key, len(layers))))
-        return SwiGLUParams(**{name: layer.init(keys[name]) for name, layer in layers.items()})
+        return _init_layers(self._layers(), key, SwiGLUParams)
 
     def apply(
         self, params: SwiGLUParams, x: Any, *, key: Any = None, train: bool = False

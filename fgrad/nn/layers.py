@@ -1171,16 +1171,8 @@ class Conv2d:
     def apply(
         self, params: Conv2dParams, x: Any, *, key: Any = None, train: bool = False
     ) -> Tensor:
-        params = _checked_params(params, Conv2dParams, "Conv2d")
-        return conv2d(
-            x,
-            _required(params, "weight", "Conv2d"),
-            _required(params, "bias", "Conv2d", self.use_bias, "use_bias"),
-            stride=self.stride,
-            padding=self.padding,
-            dilation=self.dilation,
-            groups=self.groups,
-        )
+        geometry = {"stride": self.stride, "padding": self.padding, "dilation": self.dilation}
+        return _conv_layer_apply(self, params, x, Conv2dParams, conv2d, **geometry)
 
 
 def _conv_layer_fields(layer: Any, name: str) -> None:
@@ -1197,6 +1189,15 @@ def _conv_layer_fields(layer: Any, name: str) -> None:
             f"{name}: groups={layer.groups} must divide in_channels={layer.in_channels} and "
             f"out_channels={layer.out_channels}"
         )
+
+
+def _conv_layer_apply(layer: Any, params: Any, x: Any, cls: type, fn: Callable, **geometry):
+    """``fn(x, weight, bias, groups=..., **geometry)`` with the layer's checked params."""
+    name = type(layer).__name__
+    params = _checked_params(params, cls, name)
+    weight = _required(params, "weight", name)
+    bias = _required(params, "bias", name, layer.use_bias, "use_bias")
+    return fn(x, weight, bias, groups=layer.groups, **geometry)
 
 
 def _conv_layer_params(layer: Any, key: Any, shape: tuple, cls: type) -> Any:
@@ -1268,16 +1269,8 @@ class Conv1d:
     def apply(
         self, params: Conv1dParams, x: Any, *, key: Any = None, train: bool = False
     ) -> Tensor:
-        params = _checked_params(params, Conv1dParams, "Conv1d")
-        return conv1d(
-            x,
-            _required(params, "weight", "Conv1d"),
-            _required(params, "bias", "Conv1d", self.use_bias, "use_bias"),
-            stride=self.stride,
-            padding=self.padding,
-            dilation=self.dilation,
-            groups=self.groups,
-        )
+        geometry = {"stride": self.stride, "padding": self.padding, "dilation": self.dilation}
+        return _conv_layer_apply(self, params, x, Conv1dParams, conv1d, **geometry)
 
 
 @dataclass(frozen=True)
@@ -1352,16 +1345,10 @@ class ConvTranspose2d:
     def apply(
         self, params: ConvTranspose2dParams, x: Any, *, key: Any = None, train: bool = False
     ) -> Tensor:
-        params = _checked_params(params, ConvTranspose2dParams, "ConvTranspose2d")
-        return conv_transpose2d(
-            x,
-            _required(params, "weight", "ConvTranspose2d"),
-            _required(params, "bias", "ConvTranspose2d", self.use_bias, "use_bias"),
-            stride=self.stride,
-            padding=self.padding,
-            output_padding=self.output_padding,
-            groups=self.groups,
-            dilation=self.dilation,
+        geometry = {"stride": self.stride, "padding": self.padding, "dilation": self.dilation}
+        return _conv_layer_apply(
+            self, params, x, ConvTranspose2dParams, conv_transpose2d,
+            output_padding=self.output_padding, **geometry,
         )
 
 

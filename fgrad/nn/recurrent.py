@@ -114,6 +114,23 @@ def _input(cell: Any, params: Any, x: Any, name: str) -> Tensor:
     return x
 
 
+class _Cell:
+    """What the cells share: ``apply`` is the projection of ``x`` then one ``_step``."""
+
+    def apply(self, params: Any, carry: Any, x: Any) -> tuple:
+        name = type(self).__name__
+        params = _checked_params(params, self._params_type, name)
+        x = _input(self, params, x, f"{name}.apply")
+        return self._step(params, carry, self._project(params, x))
+
+    def _project(self, params: Any, x: Any) -> Tensor:
+        """The input's share of the gates, ``x @ input_kernel + bias`` (``(..., k * H)``)."""
+        name = type(self).__name__
+        z = fnp.matmul(x, _required(params, "input_kernel", name))
+        bias = _required(params, self._input_bias, name, self.use_bias, "use_bias")
+        return z if bias is None else z + bias
+
+
 def _zeros(cell: Any, batch_shape: Any, dtype: Any, name: str) -> Tensor:
     batch_shape = _args.shape(batch_shape, name, "batch_shape")
     dt = _args.dtype(dtype, name, none_ok=False)
@@ -123,7 +140,7 @@ def _zeros(cell: Any, batch_shape: Any, dtype: Any, name: str) -> Tensor:
 
 
 @dataclass(frozen=True)
-class LSTMCell:
+class LSTMCell(_Cell):
     """One step of a long short-term memory cell, with PyTorch's ``nn.LSTMCell`` equations.
 
     With ``z = x @ input_kernel + h @ hidden_kernel + bias`` split into four
@@ -183,7 +200,8 @@ class LSTMCell:
     param_dtype: Any = np.float32
     kernel_init: Initializer | None = None
 
-    _params_type = LSTMCellParams  # a class attribute, not a field
+    _params_type = LSTMCellParams  # class attributes, not fields
+    _input_bias = "bias"
 
     def __post_init__(self):
         _cell_fields(self, "LSTMCell")
@@ -208,17 +226,6 @@ class LSTMCell:
         h = _zeros(self, batch_shape, dtype, "LSTMCell.initial_carry")
         return (h, h)
 
-    def apply(self, params: LSTMCellParams, carry: Any, x: Any) -> tuple:
-        params = _checked_params(params, LSTMCellParams, "LSTMCell")
-        x = _input(self, params, x, "LSTMCell.apply")
-        return self._step(params, carry, self._project(params, x))
-
-    def _project(self, params: LSTMCellParams, x: Any) -> Tensor:
-        """The input's share of the gates, ``x @ input_kernel + bias`` (``(..., 4H)``)."""
-        z = fnp.matmul(x, _required(params, "input_kernel", "LSTMCell"))
-        bias = _required(params, "bias", "LSTMCell", self.use_bias, "use_bias")
-        return z if bias is None else z + bias
-
     def _step(self, params: LSTMCellParams, carry: Any, xz: Any) -> tuple:
         """One step from the projected input ``xz``."""
         h, c = carry
@@ -234,7 +241,7 @@ class LSTMCell:
 
 
 @dataclass(frozen=True)
-class GRUCell:
+class GRUCell(_Cell):
     """One step of a gated recurrent unit, with PyTorch's ``nn.GRUCell`` equations.
 
     With ``a = x @ input_kernel + input_bias`` and ``b = h @ hidden_kernel + hidden_bias``,
@@ -286,7 +293,8 @@ class GRUCell:
     param_dtype: Any = np.float32
     kernel_init: Initializer | None = None
 
-    _params_type = GRUCellParams  # a class attribute, not a field
+    _params_type = GRUCellParams  # class attributes, not fields
+    _input_bias = "input_bias"
 
     def __post_init__(self):
         _cell_fields(self, "GRUCell")
@@ -304,17 +312,6 @@ class GRUCell:
     def initial_carry(self, batch_shape: Any = (), dtype: Any = np.float32) -> Tensor:
         """``h``: zeros of shape ``(*batch_shape, hidden_size)``."""
         return _zeros(self, batch_shape, dtype, "GRUCell.initial_carry")
-
-    def apply(self, params: GRUCellParams, carry: Any, x: Any) -> tuple:
-        params = _checked_params(params, GRUCellParams, "GRUCell")
-        x = _input(self, params, x, "GRUCell.apply")
-        return self._step(params, carry, self._project(params, x))
-
-    def _project(self, params: GRUCellParams, x: Any) -> Tensor:
-        """``x @ input_kernel + input_bias`` (``(..., 3H)``)."""
-        a = fnp.matmul(x, _required(params, "input_kernel", "GRUCell"))
-        bias = _required(params, "input_bias", "GRUCell", self.use_bias, "use_bias")
-        return a if bias is None else a + bias
 
     def _step(self, params: GRUCellParams, h: Any, a: Any) -> tuple:
         n = self.hidden_size

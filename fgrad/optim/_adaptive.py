@@ -14,6 +14,7 @@ from fgrad.optim._base import (
 )
 from fgrad.optim._optimisers import AdamState, _adam_args, _named
 from fgrad.optim._scalers import (
+    _check_int,
     EmaState,
     FactoredState,
     ScaleByLionState,
@@ -167,6 +168,7 @@ def radam(
         arXiv:1908.03265, Algorithm 2.
     """
     learning_rate, b1, b2, eps = _adam_args("radam", learning_rate, b1, b2, eps)
+    threshold = check_range("radam", "threshold", threshold, 4.0, None)
     return _adam_like("radam", scale_by_radam(b1, b2, eps, threshold), learning_rate)
 
 
@@ -218,6 +220,8 @@ def lion(
     """
     name = "lion"
     learning_rate = check_lr(name, learning_rate)
+    b1 = check_range(name, "b1", b1, 0.0, 1.0)
+    b2 = check_range(name, "b2", b2, 0.0, 1.0)
     return _named(
         name,
         chain(
@@ -345,6 +349,10 @@ def adagrad(
         Stochastic Optimization", JMLR 12, 2011, Sec. 1.1.
     """
     learning_rate = check_lr("adagrad", learning_rate)
+    initial_accumulator_value = check_range(
+        "adagrad", "initial_accumulator_value", initial_accumulator_value, 0.0, None
+    )
+    eps = check_range("adagrad", "eps", eps, 0.0, None)
     return _named(
         "adagrad",
         chain(scale_by_rss(initial_accumulator_value, eps), scale_by_learning_rate(learning_rate)),
@@ -425,6 +433,15 @@ def adafactor(
         Shazeer & Stern, "Adafactor: Adaptive Learning Rates with Sublinear Memory Cost",
         ICML 2018, arXiv:1804.04235, Algorithms 4-5.
     """
+    name = "adafactor"
+    min_dim_size_to_factor = _check_int(name, "min_dim_size_to_factor", min_dim_size_to_factor, 1)
+    decay_offset = _check_int(name, "decay_offset", decay_offset, 0)
+    decay_rate = check_range(name, "decay_rate", decay_rate, 0.0, None)
+    eps = check_range(name, "eps", eps, 0.0, None)
+    if clipping_threshold is not None:
+        clipping_threshold = check_range(name, "clipping_threshold", clipping_threshold, 0.0, None)
+    if momentum is not None:
+        momentum = check_range(name, "momentum", momentum, 0.0, 1.0)
     blocks = [
         scale_by_factored_rms(factored, decay_rate, decay_offset, min_dim_size_to_factor, eps)
     ]

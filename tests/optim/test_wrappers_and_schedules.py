@@ -76,6 +76,8 @@ def _lookahead_run(opt, steps, step_fn=None):
     for _ in range(steps):
         params, state = step_fn(params, state)
         out.append((np.asarray(params.fast), np.asarray(params.slow)))
+    if step_fn is not step:  # jitted: one trace for every step, syncs included
+        assert step_fn.cache_info().misses == 1
     return out, state
 
 
@@ -144,6 +146,8 @@ def _multisteps_run(acc, calls, dtype="float64", jit=False):
         p, state, updates = step(p, state, fnp.array(NOISE[j], dtype=dtype))
         out.append((np.asarray(p), np.asarray(updates)))
         emitted.append(bool(acc.has_updated(state)))
+    if jit:  # one trace for the accumulating and the stepping calls alike
+        assert step.cache_info().misses == 1
     return out, state, emitted
 
 

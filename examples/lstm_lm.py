@@ -92,7 +92,8 @@ class LSTMLM:
         return [nn.LSTMCell(a, self.hidden_size, forget_bias=1.0) for a in sizes[:-1]]
 
     def _embed(self) -> nn.Embedding:
-        return nn.Embedding(self.vocab_size, self.d_embed, embedding_init=nn.initializers.normal(0.1))
+        init = nn.initializers.normal(0.1)
+        return nn.Embedding(self.vocab_size, self.d_embed, embedding_init=init)
 
     def _head(self) -> nn.Linear:
         return nn.Linear(self.hidden_size, self.vocab_size)
@@ -176,7 +177,8 @@ def train(
         updates, opt_state = opt.update(grads, opt_state, params)
         return optim.apply_updates(params, updates), opt_state, loss
 
-    held_x, held_y = (fnp.asarray(a) for a in held_out_windows(data.held_out, seq_len, eval_windows))
+    windows = held_out_windows(data.held_out, seq_len, eval_windows)
+    held_x, held_y = (fnp.asarray(a) for a in windows)
     evaluate = fgrad.jit(lambda p: loss_fn(model, p, held_x, held_y))
     baseline = unigram_bits(data.train, len(data.vocab))
 
@@ -192,7 +194,8 @@ def train(
         key, batch_key = random.split(key)
         starts = np.asarray(random.randint(batch_key, (batch_size,), 0, len(data.train) - seq_len))
         inputs, targets = batch_windows(data.train, starts, seq_len)
-        params, opt_state, loss = train_step(params, opt_state, fnp.asarray(inputs), fnp.asarray(targets))
+        inputs, targets = fnp.asarray(inputs), fnp.asarray(targets)
+        params, opt_state, loss = train_step(params, opt_state, inputs, targets)
         history.append(float(loss) / LN2)
         if (eval_every and step % eval_every == 0) or step == steps:
             report(step)

@@ -1328,7 +1328,8 @@ class ConvTranspose2d:
     def __post_init__(self):
         name = "ConvTranspose2d"
         object.__setattr__(self, "kernel_size", _pair(self.kernel_size, name, "kernel_size"))
-        stride, dilation = _pair(self.stride, name, "stride"), _pair(self.dilation, name, "dilation")
+        stride = _pair(self.stride, name, "stride")
+        dilation = _pair(self.dilation, name, "dilation")
         _pair(self.padding, name, "padding", minimum=0)
         op = _pair(self.output_padding, name, "output_padding", minimum=0)
         if any(o >= s and o >= d for o, s, d in zip(op, stride, dilation)):

@@ -329,7 +329,8 @@ def batch_norm(
         >>> state = BatchNormState(mean=fnp.zeros(1), var=fnp.ones(1))
         >>> y, state = batch_norm(fnp.array([[1.0], [3.0]]), state, train=True, momentum=0.5)
         >>> y[:, 0], state.mean, state.var  # batch mean 2, unbiased variance 2
-        (Tensor([-0.999995,  0.999995], dtype=float64), Tensor([1.], dtype=float64), Tensor([1.5], dtype=float64))
+        (Tensor([-0.999995,  0.999995], dtype=float64), Tensor([1.], dtype=float64),
+         Tensor([1.5], dtype=float64))
 
     References:
         Ioffe and Szegedy, "Batch Normalization: Accelerating Deep Network Training by

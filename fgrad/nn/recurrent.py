@@ -181,7 +181,8 @@ class LSTMCell(_Cell):
         >>> params = cell.init(fgrad.random.key(0))
         >>> params.bias[2:4]  # the forget gate's block
         Tensor([1., 1.], dtype=float32)
-        >>> (h, c), y = cell.apply(params, cell.initial_carry((5,)), fnp.ones((5, 3), dtype="float32"))
+        >>> carry = cell.initial_carry((5,))
+        >>> (h, c), y = cell.apply(params, carry, fnp.ones((5, 3), dtype="float32"))
         >>> h.shape, c.shape, bool((y == h).all())
         ((5, 2), (5, 2), True)
 

@@ -28,7 +28,8 @@ def conv1d_reference(x, w, stride, padding, dilation, groups):
     for oc in range(o):
         g = oc // og
         for t in range(out_len):
-            taps = xp[:, g * cg : (g + 1) * cg, t * stride : t * stride + dilation * (k - 1) + 1 : dilation]
+            start = t * stride
+            taps = xp[:, g * cg : (g + 1) * cg, start : start + dilation * (k - 1) + 1 : dilation]
             out[:, oc, t] = np.einsum("nck,ck->n", taps, w[oc])
     return out
 
@@ -52,7 +53,8 @@ def conv_transpose2d_reference(x, w, stride, padding, output_padding, groups, di
                     for b in range(kw):
                         r, q = i * sh + a * dh - ph, j * sw + b * dw - pw
                         if 0 <= r < oh and 0 <= q < ow:
-                            y[:, g * og : (g + 1) * og, r, q] += x[:, c, i, j][:, None] * w[c, :, a, b]
+                            contribution = x[:, c, i, j][:, None] * w[c, :, a, b]
+                            y[:, g * og : (g + 1) * og, r, q] += contribution
     return y
 
 
@@ -136,7 +138,10 @@ def test_conv_grads_against_finite_differences_and_compositions():
     )
     x2, w2, b2 = (fnp.asarray(_rand(12, 1, 2, 3, 3)), fnp.asarray(_rand(13, 2, 3, 2, 2)),
                   fnp.asarray(_rand(14, 3)))
-    f = lambda x, w, b: nn.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1)  # noqa: E731
+
+    def f(x, w, b):
+        return nn.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1)
+
     check_grads(f, (x2, w2, b2), order=2, modes=("rev", "fwd"))
     loss = lambda x, w, b: fnp.sum(f(x, w, b) ** 2)  # noqa: E731
     g = fgrad.grad(loss, argnums=(0, 1, 2))(x2, w2, b2)

@@ -30,7 +30,8 @@ def group_norm_np(x, groups, scale, bias, eps):
 def test_group_norm_matches_numpy(shape, groups):
     x, s, b = _rand(0, *shape), _rand(1, shape[1]), _rand(2, shape[1])
     got = nn.group_norm(fnp.asarray(x), groups, fnp.asarray(s), fnp.asarray(b), eps=1e-3)
-    np.testing.assert_allclose(np.asarray(got), group_norm_np(x, groups, s, b, 1e-3), rtol=1e-12, atol=1e-12)
+    want = group_norm_np(x, groups, s, b, 1e-3)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
     layer = nn.GroupNorm(groups, shape[1], eps=1e-3, param_dtype="float64")
     params = nn.GroupNormParams(bias=fnp.asarray(b), scale=fnp.asarray(s))
     np.testing.assert_allclose(
@@ -61,7 +62,8 @@ def batch_norm_np(x, mean, var, scale, bias, train, momentum, eps, axis):
     if train:
         m, v = x.mean(axes), x.var(axes)
         n = x.size // x.shape[axis]
-        new = ((1 - momentum) * mean + momentum * m, (1 - momentum) * var + momentum * v * n / (n - 1))
+        unbiased = v * n / (n - 1)
+        new = ((1 - momentum) * mean + momentum * m, (1 - momentum) * var + momentum * unbiased)
     else:
         m, v, new = mean, var, (mean, var)
     y = (x - m.reshape(shape)) / np.sqrt(v.reshape(shape) + eps)
@@ -97,8 +99,9 @@ def test_batch_norm_training_step_state_dtype_and_grads():
     (value, new), grads = fgrad.jit(fgrad.value_and_grad(loss, has_aux=True))(params, state, x)
     assert new.mean.dtype == new.var.dtype == np.float32  # the state keeps its dtype
     assert tree.structure(grads) == tree.structure(params)
+    zeros, ones = np.zeros(3), np.ones(3)
     _, (m_want, v_want) = batch_norm_np(
-        np.asarray(x, np.float64), np.zeros(3), np.ones(3), np.ones(3), np.zeros(3), True, 0.1, 1e-5, 1
+        np.asarray(x, np.float64), zeros, ones, ones, zeros, True, 0.1, 1e-5, 1
     )
     np.testing.assert_allclose(np.asarray(new.mean), m_want, rtol=1e-5)
     np.testing.assert_allclose(np.asarray(new.var), v_want, rtol=1e-5)
@@ -137,7 +140,8 @@ def rope_np(x, positions, d_rot, base):
     half = d_rot // 2
     ang = np.asarray(positions, np.float64)[..., None] * base ** (-np.arange(half) * 2.0 / d_rot)
     a, b = x[..., :half], x[..., half:d_rot]
-    return np.concatenate([a * np.cos(ang) - b * np.sin(ang), a * np.sin(ang) + b * np.cos(ang), x[..., d_rot:]], -1)
+    cos, sin = np.cos(ang), np.sin(ang)
+    return np.concatenate([a * cos - b * sin, a * sin + b * cos, x[..., d_rot:]], -1)
 
 
 def test_rotary_embedding_layer():
@@ -145,7 +149,8 @@ def test_rotary_embedding_layer():
     rope = nn.RotaryEmbedding(4, base=100.0)
     assert rope.init(random.key(0)) == ()
     got = rope.apply((), fnp.asarray(x))
-    np.testing.assert_allclose(np.asarray(got), rope_np(x, np.arange(5), 4, 100.0), rtol=1e-12, atol=1e-12)
+    want = rope_np(x, np.arange(5), 4, 100.0)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
     # Per-example offsets, (batch, 1, seq), traced under jit.
     pos = np.arange(5)[None, None, :] + np.array([3, 7])[:, None, None]
     got = fgrad.jit(lambda x, p: rope.apply((), x, positions=p))(fnp.asarray(x), fnp.asarray(pos))

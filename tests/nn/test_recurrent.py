@@ -128,7 +128,8 @@ def test_rnn_initial_carry_and_unbatched_sequence():
     p = _np_params(params)
     xs = _xs(5, 4, 3)  # one sequence (seq, in)
     h0, c0 = _xs(6, 4), _xs(7, 4)
-    ys, (h, c) = rnn.apply(params, fnp.asarray(xs), initial_carry=(fnp.asarray(h0), fnp.asarray(c0)))
+    carry = (fnp.asarray(h0), fnp.asarray(c0))
+    ys, (h, c) = rnn.apply(params, fnp.asarray(xs), initial_carry=carry)
     hn, cn = h0, c0
     for t in range(4):
         hn, cn = lstm_step_np(p, hn, cn, xs[t])

@@ -235,6 +235,23 @@ BASE: dict[str, Callable[[], tuple[tuple, dict]]] = {
     "numpy:array": lambda: (([1.0, 2.0],), {"dtype": "float32"}),
     "numpy:asarray": lambda: (([1.0, 2.0],), {"dtype": "float32"}),
     "numpy:astype": lambda: ((X(), "float32"), {}),
+    # the Array API helpers (fgrad/numpy/_array_api.py)
+    "numpy:broadcast_shapes": lambda: (((2, 1), (3,)), {}),
+    "numpy:can_cast": lambda: (("float32", "float64"), {}),
+    "numpy:finfo": lambda: (("float32",), {}),
+    "numpy:iinfo": lambda: (("int32",), {}),
+    "numpy:from_dlpack": lambda: ((np.ones(3),), {}),
+    "numpy:isdtype": lambda: (("float32", "real floating"), {}),
+    "numpy:iscomplexobj": lambda: ((X(),), {}),
+    "numpy:isrealobj": lambda: ((X(),), {}),
+    "numpy:isscalar": lambda: ((1.5,), {}),
+    "numpy:issubdtype": lambda: (("float32", np.floating), {}),
+    "numpy:iterable": lambda: ((X(),), {}),
+    "numpy:ndim": lambda: ((X(),), {}),
+    "numpy:shape": lambda: ((X(),), {}),
+    "numpy:size": lambda: ((X(),), {"axis": 0}),
+    "numpy:promote_types": lambda: (("float32", "int8"), {}),
+    "numpy:result_type": lambda: ((X(), "float32"), {}),
     "numpy:argsort": lambda: ((X(),), {"axis": 0}),
     "numpy:sort": lambda: ((X(),), {"axis": 0}),
     "numpy:argwhere": lambda: ((X() > 0.2,), {}),
@@ -678,6 +695,8 @@ _NUMBERS = {"float 1.5", "float 2.0", "int -1", "int 0", "True", "nan", "complex
 EXTENSIONS: dict[str, set[str]] = {
     # jnp.astype takes anything asarray takes; numpy's astype only arrays
     "numpy:astype.x": _NUMBERS | {"()", "(1.5,)", "(2.0, 3)"},
+    # Python scalars promote weakly with arrays and dtypes (the Array API's result_type)
+    "numpy:result_type.arrays_and_dtypes": _NUMBERS | {"array (5, 7)"},
     # a huge tolerance is a float; numpy fails making an array of the Python int
     "numpy:isclose.rtol": {"int 2**64"},
     "numpy:isclose.atol": {"int 2**64"},
@@ -725,7 +744,10 @@ EXTRA_NAMES = {
 # Classes users do not construct: Tensors, the results of other calls (an Initializer,
 # a TreeDef), and fgrad.distributed's Group, the abstract base of the groups init()
 # returns (its collectives raise NotImplementedError; LocalGroup is swept).
-_SKIP_NAMES = {"ndarray", "Tensor", "Initializer", "TreeDef", "LinAlgError", "Group"}
+_SKIP_NAMES = {"ndarray", "Tensor", "Initializer", "TreeDef", "LinAlgError", "Group",
+               # numpy's abstract scalar types, for issubdtype: no functions
+               "generic", "number", "inexact", "floating", "complexfloating", "integer",
+               "signedinteger", "unsignedinteger"}
 
 
 def public_callables() -> list[tuple[str, Callable]]:

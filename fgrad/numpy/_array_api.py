@@ -100,10 +100,10 @@ def _check_api_version(api_version: Any, fn: str) -> None:
 
 def _dtype_of(value: Any, fn: str, arg: str) -> np.dtype:
     """The dtype of a dtype, a Tensor or an array, with errors naming ``fn`` and ``arg``."""
-    if isinstance(value, Tensor) or (
-        hasattr(value, "dtype") and hasattr(value, "shape") and not isinstance(value, type)
-    ):
-        return np.dtype(value.dtype)
+    if isinstance(value, Tensor):
+        return value.dtype
+    if hasattr(value, "dtype") and hasattr(value, "shape") and not isinstance(value, type):
+        return _args.dtype(value.dtype, fn, f"the dtype of {arg}", none_ok=False)
     return _args.dtype(value, fn, arg, none_ok=False)
 
 
@@ -430,12 +430,23 @@ def issubdtype(arg1: Any, arg2: Any) -> bool:
     Returns:
         A Python bool.
 
+    Raises:
+        DTypeError: an argument is neither a numeric dtype nor an abstract type (a Tensor
+            is not: pass ``x.dtype``).
+
     Example:
         >>> x = fnp.ones(2, dtype="float32")
         >>> fnp.issubdtype(x.dtype, fnp.floating), fnp.issubdtype(x.dtype, fnp.integer)
         (True, False)
     """
-    return bool(np.issubdtype(arg1, arg2))
+    return bool(np.issubdtype(_type(arg1, "arg1"), _type(arg2, "arg2")))
+
+
+def _type(value: Any, arg: str) -> Any:
+    """issubdtype's argument: numpy's abstract type (np.floating) as it is, else a dtype."""
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return value
+    return _args.dtype(value, "issubdtype", arg, none_ok=False)
 
 
 def _dtype_of_value(x: Any) -> np.dtype:
@@ -618,7 +629,7 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
         TypeError: ``x`` supports no DLPack.
         ValueError: a device fgrad has no namespace for, an unknown ``device``, or
             ``copy=False`` where moving the data needs a copy.
-        DTypeError: the data is not numeric.
+        DTypeError: the data is not numeric (strings, objects, dates).
 
     Example:
         >>> a = np.arange(3.0)
@@ -635,6 +646,8 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
         )
     copy = None if copy is None else _args.flag(copy, "from_dlpack", "copy")
     target = None if device is None else _device(device, "from_dlpack")
+    if hasattr(x, "dtype") and not isinstance(x, Tensor):
+        _args.dtype(x.dtype, "from_dlpack", "the dtype of x", none_ok=False)  # numeric only
     kind = int(x.__dlpack_device__()[0])
     if kind in (_DL_CPU, _DL_CUDA_HOST):
         data = np.from_dlpack(x, copy=copy)
@@ -649,8 +662,6 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
             f"from_dlpack: the data is on DLPack device type {kind}, which fgrad has no "
             "array namespace for (it has the CPU and CUDA GPUs); copy it to the CPU first"
         )
-    if not _args.is_numeric(data.dtype):
-        raise DTypeError(f"from_dlpack: the data's dtype {data.dtype} is not numeric")
     if target is not None and backend.device_of(data) != target:
         if copy is False:
             raise ValueError(

@@ -627,8 +627,8 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
 
     Raises:
         TypeError: ``x`` supports no DLPack.
-        ValueError: a device fgrad has no namespace for, an unknown ``device``, or
-            ``copy=False`` where moving the data needs a copy.
+        ValueError: a device fgrad has no namespace for, an unknown ``device``,
+            ``copy=False`` where moving the data needs a copy, or data DLPack cannot share.
         DTypeError: the data is not numeric (strings, objects, dates).
 
     Example:
@@ -646,11 +646,14 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
         )
     copy = None if copy is None else _args.flag(copy, "from_dlpack", "copy")
     target = None if device is None else _device(device, "from_dlpack")
-    if hasattr(x, "dtype") and not isinstance(x, Tensor):
+    if isinstance(x, np.ndarray):
         _args.dtype(x.dtype, "from_dlpack", "the dtype of x", none_ok=False)  # numeric only
     kind = int(x.__dlpack_device__()[0])
     if kind in (_DL_CPU, _DL_CUDA_HOST):
-        data = np.from_dlpack(x, copy=copy)
+        try:
+            data = np.from_dlpack(x, copy=copy)
+        except BufferError as err:  # a dtype DLPack cannot carry, or copy=False refused
+            raise ValueError(f"from_dlpack: {_args.describe(x)} cannot be shared: {err}") from None
         if not copy and data.flags.writeable:  # Tensors do not write to shared memory
             data = data.view()
             data.flags.writeable = False

@@ -23,6 +23,7 @@ from fgrad.core.trace import concrete_value as _concrete_value
 from fgrad.errors import ConcretizationError, DTypeError, ShapeError
 from fgrad.numpy import _creation as _c
 from fgrad.numpy import _elementwise as _ew
+from fgrad.numpy._elementwise import _no_out
 from fgrad.numpy import _extras as _x
 from fgrad.numpy import _indexing as _ix
 from fgrad.numpy import _linalg_top as _la
@@ -83,15 +84,6 @@ def _real(x: Tensor, fn: str, arg: str = "x") -> Tensor:
     return x
 
 
-def _no_out(out: Any, fn: str) -> None:
-    """numpy's ``out=``: Tensors are immutable, so the result is returned instead."""
-    if out is not None:
-        raise TypeError(
-            f"{fn}: out= is not supported (Tensors are immutable); use the returned value, "
-            f"y = fnp.{fn}(...)"
-        )
-
-
 def _concrete(x: Any, fn: str, hint: str) -> np.ndarray:
     """``x``'s values; a ConcretizationError saying what to pass when it is traced."""
     try:
@@ -144,12 +136,15 @@ def angle(z: Any, deg: bool = False) -> Tensor:
 
 
 @_named("divmod")
-def divmod(x1: Any, x2: Any) -> tuple[Tensor, Tensor]:
+def divmod(x1: Any, x2: Any, /, out: Any = None, *, where: Any = True, dtype: Any = None) -> tuple[Tensor, Tensor]:
     """``(floor_divide(x1, x2), remainder(x1, x2))`` together, as Python's ``divmod``.
 
     Args:
         x1: dividend, Tensor or Python scalar.
         x2: divisor, broadcastable with ``x1``.
+        out: not supported (Tensors are immutable).
+        where: only True (numpy's default).
+        dtype: cast the input(s) to this dtype first.
 
     Returns:
         Pair of Tensors of the broadcast shape; the quotient has no derivative, the
@@ -162,16 +157,20 @@ def divmod(x1: Any, x2: Any) -> tuple[Tensor, Tensor]:
         >>> fnp.divmod(fnp.array([7.0, -7.0]), 2.0)
         (Tensor([ 3., -4.], dtype=float64), Tensor([1., 1.], dtype=float64))
     """
+    x1, x2 = (_ew._ufunc_args("divmod", out, where, dtype, v) for v in (x1, x2))
     return _e.floor_divide(x1, x2), _e.remainder(x1, x2)
 
 
 @_named("float_power")
-def float_power(x1: Any, x2: Any) -> Tensor:
+def float_power(x1: Any, x2: Any, /, out: Any = None, *, where: Any = True, dtype: Any = None) -> Tensor:
     """``x1 ** x2`` computed in float64 (complex128 for complex input), as numpy's.
 
     Args:
         x1: base, Tensor or Python scalar.
         x2: exponent, broadcastable with ``x1``.
+        out: not supported (Tensors are immutable).
+        where: only True (numpy's default).
+        dtype: cast the input(s) to this dtype first.
 
     Returns:
         float64 (or complex128) Tensor of the broadcast shape; differentiable as ``power``.
@@ -184,17 +183,21 @@ def float_power(x1: Any, x2: Any) -> Tensor:
         >>> fnp.float_power(fnp.array([2, 3], dtype=fnp.float32), 2)
         Tensor([4., 9.], dtype=float64)
     """
-    x1, x2 = _t(x1, "float_power", "x1"), _t(x2, "float_power", "x2")
+    x1, x2 = (_ew._ufunc_args("float_power", out, where, dtype, _t(v, "float_power", n))
+              for v, n in ((x1, "x1"), (x2, "x2")))
     wide = np.complex128 if dtypes.is_complex(dtypes.result_type(x1, x2)) else np.float64
     return _e.power(_e.astype(x1, dtype=np.dtype(wide)), _e.astype(x2, dtype=np.dtype(wide)))
 
 
 @_named("frexp")
-def frexp(x: Any) -> tuple[Tensor, Tensor]:
+def frexp(x: Any, /, out: Any = None, *, where: Any = True, dtype: Any = None) -> tuple[Tensor, Tensor]:
     """Mantissa and exponent: ``x = m * 2**e`` with ``0.5 <= |m| < 1`` (``m = e = 0`` at 0).
 
     Args:
         x: real Tensor of any shape (integers promote to floating, as numpy).
+        out: not supported (Tensors are immutable).
+        where: only True (numpy's default).
+        dtype: cast the input(s) to this dtype first.
 
     Returns:
         ``(m, e)``: ``m`` of ``x``'s floating dtype, differentiable (``dm/dx = 2**-e``, as
@@ -207,17 +210,20 @@ def frexp(x: Any) -> tuple[Tensor, Tensor]:
         >>> fnp.frexp(fnp.array([8.0, -0.3]))
         (Tensor([ 0.5, -0.6], dtype=float64), Tensor([ 4, -1], dtype=int32))
     """
-    x = _float(_real(_t(x, "frexp"), "frexp"))
+    x = _float(_real(_ew._ufunc_args("frexp", out, where, dtype, _t(x, "frexp")), "frexp"))
     e = _e.frexp_exponent(x)
     return _e.ldexp(x, _e.negative(e)), e
 
 
 @_named("modf")
-def modf(x: Any) -> tuple[Tensor, Tensor]:
+def modf(x: Any, /, out: Any = None, *, where: Any = True, dtype: Any = None) -> tuple[Tensor, Tensor]:
     """Fractional and integral parts, both with the sign of ``x``.
 
     Args:
         x: real Tensor of any shape.
+        out: not supported (Tensors are immutable).
+        where: only True (numpy's default).
+        dtype: cast the input(s) to this dtype first.
 
     Returns:
         ``(frac, whole)`` of ``x``'s floating dtype; ``frac`` has derivative 1, ``whole``
@@ -230,7 +236,7 @@ def modf(x: Any) -> tuple[Tensor, Tensor]:
         >>> fnp.modf(fnp.array([3.25, -1.5]))
         (Tensor([ 0.25, -0.5 ], dtype=float64), Tensor([ 3., -1.], dtype=float64))
     """
-    x = _float(_real(_t(x, "modf"), "modf"))
+    x = _float(_real(_ew._ufunc_args("modf", out, where, dtype, _t(x, "modf")), "modf"))
     whole = _e.trunc(x)
     inf = _e.isinf(x)
     safe = _e.where(inf, 0.0, x)  # inf - inf would be NaN (and warn)
@@ -239,12 +245,15 @@ def modf(x: Any) -> tuple[Tensor, Tensor]:
 
 
 @_named("heaviside")
-def heaviside(x1: Any, x2: Any) -> Tensor:
+def heaviside(x1: Any, x2: Any, /, out: Any = None, *, where: Any = True, dtype: Any = None) -> Tensor:
     """The Heaviside step: 0 for ``x1 < 0``, ``x2`` at ``x1 == 0``, 1 for ``x1 > 0``.
 
     Args:
         x1: real Tensor.
         x2: the value at 0, broadcastable with ``x1``.
+        out: not supported (Tensors are immutable).
+        where: only True (numpy's default).
+        dtype: cast the input(s) to this dtype first.
 
     Returns:
         Floating Tensor of the broadcast shape (NaN where ``x1`` is NaN). No derivative in
@@ -258,7 +267,8 @@ def heaviside(x1: Any, x2: Any) -> Tensor:
         >>> fnp.heaviside(fnp.array([-1.0, 0.0, 2.0]), 0.5)
         Tensor([0. , 0.5, 1. ], dtype=float64)
     """
-    x1 = _real(_t(x1, "heaviside", "x1"), "heaviside", "x1")
+    x1 = _real(_ew._ufunc_args("heaviside", out, where, dtype, _t(x1, "heaviside", "x1")), "heaviside", "x1")
+    x2 = _ew._ufunc_args("heaviside", None, True, dtype, x2)
     x2 = _real(_t(x2, "heaviside", "x2") if not isinstance(x2, (int, float)) else x2, "heaviside", "x2")
     dtype = np.dtype(_floating(np.dtype(dtypes.result_type(x1, x2))))
     out = _e.where(_e.less(x1, 0), 0.0, _e.where(_e.greater(x1, 0), 1.0, x2))
@@ -329,12 +339,15 @@ _LN2 = math.log(2.0)
 
 
 @_named("logaddexp2")
-def logaddexp2(x1: Any, x2: Any) -> Tensor:
+def logaddexp2(x1: Any, x2: Any, /, out: Any = None, *, where: Any = True, dtype: Any = None) -> Tensor:
     """``log2(2**x1 + 2**x2)`` without overflow.
 
     Args:
         x1: real Tensor or Python scalar.
         x2: broadcastable with ``x1``.
+        out: not supported (Tensors are immutable).
+        where: only True (numpy's default).
+        dtype: cast the input(s) to this dtype first.
 
     Returns:
         Floating Tensor of the broadcast shape; differentiable with ``logaddexp``'s
@@ -348,7 +361,8 @@ def logaddexp2(x1: Any, x2: Any) -> Tensor:
         >>> fnp.logaddexp2(fnp.array([1.0, 1000.0]), fnp.array([1.0, 1000.0]))
         Tensor([   2., 1001.], dtype=float64)
     """
-    x1, x2 = _t(x1, "logaddexp2", "x1"), _t(x2, "logaddexp2", "x2")
+    x1, x2 = (_ew._ufunc_args("logaddexp2", out, where, dtype, _t(v, "logaddexp2", n))
+              for v, n in ((x1, "x1"), (x2, "x2")))
     return _e.divide(_e.logaddexp(_e.multiply(_float(x1), _LN2), _e.multiply(_float(x2), _LN2)), _LN2)
 
 
@@ -943,9 +957,18 @@ def _nan_quantile(fn: str, a, q, axis, out, overwrite_input, method, keepdims, s
     return _e.astype(res, dtype=dtype)
 
 
+def _no_weights(weights: Any, fn: str) -> None:
+    if weights is not None:
+        raise TypeError(
+            f"{fn}: weights= is not supported (numpy takes them only with "
+            "method='inverted_cdf'); repeat samples by their integer weights instead"
+        )
+
+
 @_named("nanquantile")
 def nanquantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
-                method: str = "linear", keepdims: bool = False, *, interpolation: Any = None) -> Tensor:
+                method: str = "linear", keepdims: bool = False, *, weights: Any = None,
+                interpolation: Any = None) -> Tensor:
     """The ``q``-th quantiles over ``axis`` of the non-NaN elements (numpy's ``nanquantile``).
 
     Args:
@@ -956,6 +979,7 @@ def nanquantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_inp
         overwrite_input: ignored (Tensors are immutable).
         method: ``"linear"``, ``"lower"``, ``"higher"``, ``"nearest"`` or ``"midpoint"``.
         keepdims: keep the reduced axes with size 1.
+        weights: not supported (numpy takes them for ``method="inverted_cdf"`` only).
         interpolation: numpy's old name of ``method``.
 
     Returns:
@@ -971,12 +995,14 @@ def nanquantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_inp
         >>> fnp.nanquantile(fnp.array([[1.0, fnp.nan, 3.0], [4.0, 5.0, 6.0]]), 0.5, axis=1)
         Tensor([2., 5.], dtype=float64)
     """
+    _no_weights(weights, "nanquantile")
     return _nan_quantile("nanquantile", a, q, axis, out, overwrite_input, method, keepdims, 1, interpolation)
 
 
 @_named("nanpercentile")
 def nanpercentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
-                  method: str = "linear", keepdims: bool = False, *, interpolation: Any = None) -> Tensor:
+                  method: str = "linear", keepdims: bool = False, *, weights: Any = None,
+                  interpolation: Any = None) -> Tensor:
     """The ``q``-th percentiles over ``axis`` of the non-NaN elements, ``q`` in ``[0, 100]``.
 
     Args:
@@ -987,6 +1013,7 @@ def nanpercentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_i
         overwrite_input: ignored (Tensors are immutable).
         method: as :func:`nanquantile`.
         keepdims: keep the reduced axes with size 1.
+        weights: not supported (numpy takes them for ``method="inverted_cdf"`` only).
         interpolation: numpy's old name of ``method``.
 
     Returns:
@@ -1001,6 +1028,7 @@ def nanpercentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_i
         >>> fnp.nanpercentile(fnp.array([1.0, fnp.nan, 3.0, 5.0]), 50)
         Tensor(3., dtype=float64)
     """
+    _no_weights(weights, "nanpercentile")
     return _nan_quantile("nanpercentile", a, q, axis, out, overwrite_input, method, keepdims, 100, interpolation)
 
 
@@ -1337,7 +1365,7 @@ def _cumulative(fn: str, scan, identity: float, x, axis, dtype, include_initial)
 
 
 @_named("cumulative_sum")
-def cumulative_sum(x: Any, /, *, axis: Any = None, dtype: Any = None,
+def cumulative_sum(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None,
                    include_initial: bool = False) -> Tensor:
     """Cumulative sum along ``axis`` (the Array API's ``cumulative_sum``).
 
@@ -1345,6 +1373,7 @@ def cumulative_sum(x: Any, /, *, axis: Any = None, dtype: Any = None,
         x: Tensor; ``axis`` may be omitted only for 0-d and 1-d input.
         axis: the axis to scan.
         dtype: optional accumulation dtype.
+        out: not supported (Tensors are immutable).
         include_initial: start with the sum of no elements, 0 (one more element).
 
     Returns:
@@ -1357,11 +1386,12 @@ def cumulative_sum(x: Any, /, *, axis: Any = None, dtype: Any = None,
         >>> fnp.cumulative_sum(fnp.array([1, 2, 3]), include_initial=True)
         Tensor([0, 1, 3, 6], dtype=int64)
     """
+    _no_out(out, "cumulative_sum")
     return _cumulative("cumulative_sum", _red.cumsum, 0, x, axis, dtype, include_initial)
 
 
 @_named("cumulative_prod")
-def cumulative_prod(x: Any, /, *, axis: Any = None, dtype: Any = None,
+def cumulative_prod(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None,
                     include_initial: bool = False) -> Tensor:
     """Cumulative product along ``axis`` (the Array API's ``cumulative_prod``).
 
@@ -1369,6 +1399,7 @@ def cumulative_prod(x: Any, /, *, axis: Any = None, dtype: Any = None,
         x: Tensor; ``axis`` may be omitted only for 0-d and 1-d input.
         axis: the axis to scan.
         dtype: optional accumulation dtype.
+        out: not supported (Tensors are immutable).
         include_initial: start with the product of no elements, 1.
 
     Returns:
@@ -1382,6 +1413,7 @@ def cumulative_prod(x: Any, /, *, axis: Any = None, dtype: Any = None,
         Tensor([[ 1.,  2.],
                 [ 3., 12.]], dtype=float64)
     """
+    _no_out(out, "cumulative_prod")
     return _cumulative("cumulative_prod", _red.cumprod, 1, x, axis, dtype, include_initial)
 
 
@@ -2472,13 +2504,30 @@ def digitize(x: Any, bins: Any, right: bool = False) -> Tensor:
 # ------------------------------------------------------------------ products
 
 
+def _gufunc_args(fn: str, out, axes, axis, keepdims, dtype, x):
+    """numpy's gufunc keywords: ``out`` refused, the core axes fixed (last ones)."""
+    _no_out(out, fn)
+    if axes is not None or axis is not None or _args.flag(keepdims, fn, "keepdims"):
+        raise TypeError(
+            f"{fn}: axes=, axis= and keepdims= are not supported (the core axes are the last "
+            "ones); move them there first with fnp.moveaxis"
+        )
+    return x if dtype is None else _e.astype(x, dtype=_args.dtype(dtype, fn, none_ok=False))
+
+
 @_named("matvec")
-def matvec(x1: Any, x2: Any, /) -> Tensor:
+def matvec(x1: Any, x2: Any, /, out: Any = None, *, axes: Any = None, axis: Any = None,
+           keepdims: bool = False, dtype: Any = None) -> Tensor:
     """Matrix-vector products over stacks: ``out[..., i] = sum_j x1[..., i, j] x2[..., j]``.
 
     Args:
         x1: ``(..., M, N)`` Tensor.
         x2: ``(..., N)`` Tensor; the stack axes broadcast.
+        out: not supported (Tensors are immutable).
+        axes: not supported (the core axes are the last ones).
+        axis: not supported.
+        keepdims: only False.
+        dtype: cast both inputs to this dtype first.
 
     Returns:
         ``(..., M)`` Tensor; differentiable.
@@ -2490,19 +2539,26 @@ def matvec(x1: Any, x2: Any, /) -> Tensor:
         >>> fnp.matvec(fnp.array([[1.0, 2.0], [3.0, 4.0]]), fnp.array([1.0, 1.0]))
         Tensor([3., 7.], dtype=float64)
     """
-    x1, x2 = _t(x1, "matvec", "x1"), _t(x2, "matvec", "x2")
+    x1, x2 = (_gufunc_args("matvec", out, axes, axis, keepdims, dtype, _t(v, "matvec", n))
+              for v, n in ((x1, "x1"), (x2, "x2")))
     if x1.ndim < 2 or x2.ndim < 1 or x1.shape[-1] != x2.shape[-1]:
         raise ShapeError(f"matvec: needs (..., M, N) and (..., N), got {x1.shape} and {x2.shape}")
     return _la.matmul(x1, _sh.expand_dims(x2, -1))[..., 0]
 
 
 @_named("vecmat")
-def vecmat(x1: Any, x2: Any, /) -> Tensor:
+def vecmat(x1: Any, x2: Any, /, out: Any = None, *, axes: Any = None, axis: Any = None,
+           keepdims: bool = False, dtype: Any = None) -> Tensor:
     """Vector-matrix products over stacks, conjugating the vector (numpy's ``vecmat``).
 
     Args:
         x1: ``(..., M)`` Tensor (conjugated when complex).
         x2: ``(..., M, N)`` Tensor; the stack axes broadcast.
+        out: not supported (Tensors are immutable).
+        axes: not supported (the core axes are the last ones).
+        axis: not supported.
+        keepdims: only False.
+        dtype: cast both inputs to this dtype first.
 
     Returns:
         ``(..., N)`` Tensor: ``sum_i conj(x1[..., i]) x2[..., i, :]``; differentiable.
@@ -2514,7 +2570,8 @@ def vecmat(x1: Any, x2: Any, /) -> Tensor:
         >>> fnp.vecmat(fnp.array([1.0, 1.0]), fnp.array([[1.0, 2.0], [3.0, 4.0]]))
         Tensor([4., 6.], dtype=float64)
     """
-    x1, x2 = _t(x1, "vecmat", "x1"), _t(x2, "vecmat", "x2")
+    x1, x2 = (_gufunc_args("vecmat", out, axes, axis, keepdims, dtype, _t(v, "vecmat", n))
+              for v, n in ((x1, "x1"), (x2, "x2")))
     if x2.ndim < 2 or x1.ndim < 1 or x1.shape[-1] != x2.shape[-2]:
         raise ShapeError(f"vecmat: needs (..., M) and (..., M, N), got {x1.shape} and {x2.shape}")
     return _la.matmul(_sh.expand_dims(_e.conj(x1), -2), x2)[..., 0, :]

@@ -28,7 +28,7 @@ import numpy as np
 from fgrad import _args, dtypes
 from fgrad.core.trace import concrete_value
 from fgrad.errors import ConcretizationError, DTypeError, ShapeError
-from fgrad.numpy._creation import _static, arange, full, linspace, ones, zeros
+from fgrad.numpy._creation import _numpy_layout, _static, arange, linspace, ones, zeros
 from fgrad.numpy._elementwise import astype, clip, where
 from fgrad.numpy._extras import diag
 from fgrad.numpy._indexing import take, take_along_axis
@@ -630,7 +630,7 @@ def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
 
 
 @_args.names_errors("tri")
-def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Tensor:
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, like: Any = None) -> Tensor:
     """The ``(N, M)`` matrix of ones at and below diagonal ``k`` (numpy's ``tri``; float64 by default).
 
     Example:
@@ -639,6 +639,7 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Tensor:
                 [1., 0.],
                 [1., 1.]], dtype=float64)
     """
+    _numpy_layout("tri", None, like)
     n = _args.size(_static(N, "tri", "N"), "tri", "N")
     m = _args.size(_static(M, "tri", "M"), "tri", "M", none_ok=True)
     k = _args.index(_static(k, "tri", "k"), "tri", "k")
@@ -864,7 +865,7 @@ def ix_(*args: Any) -> tuple:
 
 
 @_args.names_errors("fromfunction")
-def fromfunction(function: Any, shape: Any, *, dtype: Any = float, **kwargs: Any) -> Any:
+def fromfunction(function: Any, shape: Any, *, dtype: Any = float, like: Any = None, **kwargs: Any) -> Any:
     """``function(*indices(shape))``: a Tensor from a function of the coordinates (numpy's ``fromfunction``).
 
     ``function`` receives one Tensor of coordinates per axis (``dtype``, float64 by
@@ -876,6 +877,7 @@ def fromfunction(function: Any, shape: Any, *, dtype: Any = float, **kwargs: Any
                 [ 1, 11]], dtype=int64)
     """
     _args.function(function, "fromfunction", "function")
+    _numpy_layout("fromfunction", None, like)
     grid = indices(shape, dtype=dtype)
     return function(*[grid[d] for d in range(grid.shape[0])], **kwargs)
 
@@ -1226,7 +1228,7 @@ def _kept(name: str, mask: Any, values: Tensor, axis: int, size: Any, fill_value
 
 
 @_args.names_errors("compress")
-def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | None = None, fill_value: Any = 0, out: Any = None) -> Any:
+def compress(condition: Any, a: Any, axis: int | None = None, out: Any = None, *, size: int | None = None, fill_value: Any = 0) -> Any:
     """The slices of ``a`` along ``axis`` where the 1-D ``condition`` holds (numpy's ``compress``).
 
     The result's length depends on ``condition``'s values: it must be concrete, or pass a
@@ -1910,7 +1912,11 @@ def get_printoptions() -> dict:
     return np.get_printoptions()
 
 
-def set_printoptions(*args: Any, **kwargs: Any) -> None:
+def set_printoptions(
+    precision: Any = None, threshold: Any = None, edgeitems: Any = None, linewidth: Any = None,
+    suppress: Any = None, nanstr: Any = None, infstr: Any = None, formatter: Any = None,
+    sign: Any = None, floatmode: Any = None, *, legacy: Any = None, override_repr: Any = None,
+) -> None:
     """Set numpy's print options, which Tensors' repr and str follow (numpy's ``set_printoptions``).
 
     Example:
@@ -1919,7 +1925,11 @@ def set_printoptions(*args: Any, **kwargs: Any) -> None:
         Tensor([0.333], dtype=float64)
         >>> fnp.set_printoptions(precision=8)
     """
-    _numpy_call("set_printoptions", np.set_printoptions, *args, **kwargs)
+    _numpy_call(
+        "set_printoptions", np.set_printoptions, precision, threshold, edgeitems, linewidth,
+        suppress, nanstr, infstr, formatter, sign, floatmode, legacy=legacy,
+        override_repr=override_repr,
+    )
 
 
 def printoptions(*args: Any, **kwargs: Any) -> Any:
@@ -2084,13 +2094,14 @@ def load(file: Any, mmap_mode: Any = None, allow_pickle: bool = False, fix_impor
 
 
 @_args.names_errors("frombuffer")
-def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0) -> Tensor:
+def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0, *, like: Any = None) -> Tensor:
     """A 1-D Tensor of the bytes in ``buffer`` read as ``dtype`` (numpy's ``frombuffer``), copied.
 
     Example:
         >>> fnp.frombuffer(b"\\x01\\x02", dtype="uint8")
         Tensor([1, 2], dtype=uint8)
     """
+    _numpy_layout("frombuffer", None, like)
     count, offset = _count("frombuffer", count, offset)
     dtype = _args.dtype(dtype, "frombuffer", none_ok=False)
     if isinstance(buffer, (Tensor, str)) or not hasattr(buffer, "__buffer__") and not isinstance(buffer, (bytes, bytearray, memoryview)):
@@ -2099,7 +2110,7 @@ def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0
 
 
 @_args.names_errors("fromfile")
-def fromfile(file: Any, dtype: Any = float, count: int = -1, sep: str = "", offset: int = 0) -> Tensor:
+def fromfile(file: Any, dtype: Any = float, count: int = -1, sep: str = "", offset: int = 0, *, like: Any = None) -> Tensor:
     """A 1-D Tensor of the data in a binary (or, with ``sep``, text) file (numpy's ``fromfile``).
 
     Example:
@@ -2109,6 +2120,7 @@ def fromfile(file: Any, dtype: Any = float, count: int = -1, sep: str = "", offs
         >>> fnp.fromfile(path, sep=" ")
         Tensor([1., 2., 3.], dtype=float64)
     """
+    _numpy_layout("fromfile", None, like)
     count, offset = _count("fromfile", count, offset)
     if not isinstance(file, (str, os.PathLike)) and not callable(getattr(file, "fileno", None)):
         raise DTypeError(f"fromfile: file must be a path or an open file, got {_args.describe(file)}")
@@ -2118,13 +2130,14 @@ def fromfile(file: Any, dtype: Any = float, count: int = -1, sep: str = "", offs
 
 
 @_args.names_errors("fromiter")
-def fromiter(iter: Any, dtype: Any, count: int = -1) -> Tensor:
+def fromiter(iter: Any, dtype: Any, count: int = -1, *, like: Any = None) -> Tensor:
     """A 1-D Tensor of the values of an iterable (numpy's ``fromiter``).
 
     Example:
         >>> fnp.fromiter((i * i for i in range(4)), dtype=int)
         Tensor([0, 1, 4, 9], dtype=int64)
     """
+    _numpy_layout("fromiter", None, like)
     count, _ = _count("fromiter", count)
     dtype = _args.dtype(dtype, "fromiter", none_ok=False)
     if isinstance(iter, (str, bytes, Tensor)) or not hasattr(iter, "__iter__"):
@@ -2133,13 +2146,14 @@ def fromiter(iter: Any, dtype: Any, count: int = -1) -> Tensor:
 
 
 @_args.names_errors("fromstring")
-def fromstring(string: Any, dtype: Any = float, count: int = -1, *, sep: str) -> Tensor:
+def fromstring(string: Any, dtype: Any = float, count: int = -1, *, sep: str, like: Any = None) -> Tensor:
     """A 1-D Tensor of the numbers in a text ``string`` separated by ``sep`` (numpy's ``fromstring``).
 
     Example:
         >>> fnp.fromstring("1, 2.5", sep=",")
         Tensor([1. , 2.5], dtype=float64)
     """
+    _numpy_layout("fromstring", None, like)
     count, _ = _count("fromstring", count)
     dtype = _args.dtype(dtype, "fromstring", none_ok=False)
     if not isinstance(string, (str, bytes)):

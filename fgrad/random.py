@@ -1136,7 +1136,7 @@ def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = None) -> Ten
         TypeError: ``key`` is not a key.
         DTypeError: ``dtype`` is not a real floating dtype.
         ShapeError: ``alpha`` is a scalar, or its batch shape does not broadcast to ``shape``.
-        ValueError: ``alpha <= 0`` somewhere.
+        ValueError: ``alpha <= 0`` somewhere, or ``k`` is 0.
 
     Example:
         >>> from fgrad import random
@@ -1160,6 +1160,8 @@ def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = None) -> Ten
             "random.dirichlet: alpha must have at least one axis (its last axis indexes the "
             f"k categories), got shape {ashape}; for one category use fnp.ones"
         )
+    if ashape[-1] == 0:
+        raise ValueError(f"random.dirichlet: alpha has 0 categories (shape {ashape})")
     shape = _broadcast_shape("dirichlet", shape, alpha_batch=ashape[:-1])
     log_g = _gamma_draw(key, conc, (*shape, ashape[-1]), dt, "dirichlet", True)
     return _normalised(log_g)

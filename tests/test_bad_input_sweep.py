@@ -574,6 +574,17 @@ BASE: dict[str, Callable[[], tuple[tuple, dict]]] = {
     "random:permutation": lambda: ((KEY(), 5), {}),
     "random:randint": lambda: ((KEY(), (2,), 0, 5), {}),
     "random:truncated_normal": lambda: ((KEY(), -1.0, 1.0, (2,)), {}),
+    **{f"random:{n}": (lambda: ((KEY(), 1.5, (2,)), {})) for n in ("gamma", "loggamma", "t")},
+    **{f"random:{n}": (lambda: ((KEY(), 0.5, (2,)), {})) for n in ("poisson", "geometric")},
+    **{f"random:{n}": (lambda: ((KEY(), (2,)), {})) for n in (
+        "exponential", "laplace", "logistic", "cauchy", "gumbel", "rademacher")},
+    "random:beta": lambda: ((KEY(), 1.5, 2.0, (2,)), {}),
+    "random:binomial": lambda: ((KEY(), 5, 0.5, (2,)), {}),
+    "random:dirichlet": lambda: ((KEY(), np.ones(3)), {}),
+    "random:generalized_normal": lambda: ((KEY(), 1.5, (2,)), {}),
+    "random:ball": lambda: ((KEY(), 3), {}),
+    "random:orthogonal": lambda: ((KEY(), 3), {}),
+    "random:multivariate_normal": lambda: ((KEY(), np.zeros(2), np.eye(2)), {}),
     # fgrad.lax
     "lax:cond": lambda: ((True, lambda x: x, lambda x: -x, V()), {}),
     "lax:psum": lambda: _axis_bound(((V(), "sweep_axis"), {})),
@@ -667,6 +678,7 @@ KINDS = {
     "random:randint.minval": "array",
     "random:randint.maxval": "array",
     "random:truncated_normal.lower": "array",
+    "random:binomial.n": "array",  # counts as floats, as jax.random.binomial takes them
     "random:truncated_normal.upper": "array",
     "random:uniform.shape": "shape?",  # None: the bounds' broadcast shape
     "random:normal.dtype": "dtype?",  # None: the default dtype, as np.dtype(None)

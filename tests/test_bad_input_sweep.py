@@ -394,6 +394,37 @@ BASE: dict[str, Callable[[], tuple[tuple, dict]]] = {
     "numpy:bitwise_not": lambda: ((I(),), {}),
     "numpy:bitwise_invert": lambda: ((I(),), {}),
     "numpy:invert": lambda: ((I(),), {}),
+    # the math names of issue 14 (fgrad/numpy/_math_extra.py and their registry ops)
+    **{f"numpy:{n}": (lambda: ((X(),), {})) for n in (
+        "angle", "around", "frexp", "modf", "i0", "sinc", "isneginf", "isposinf", "iscomplex",
+        "isreal", "nanmax", "nanmin", "nanargmax", "nanargmin", "nancumsum", "nancumprod",
+        "nanprod", "nanvar", "nanstd", "nanmedian", "ptp", "average", "cov", "corrcoef",
+        "gradient", "trapezoid", "unwrap", "ediff1d", "histogram", "histogram_bin_edges")},
+    **{f"numpy:{n}": (lambda: ((X(), X()), {})) for n in (
+        "divmod", "float_power", "heaviside", "logaddexp2")},
+    **{f"numpy:{n}": (lambda: ((I(), I()), {})) for n in (
+        "gcd", "lcm", "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift")},
+    **{f"numpy:{n}": (lambda: ((V(), V()), {})) for n in (
+        "convolve", "correlate", "polyadd", "polysub", "polymul", "polydiv", "polyval")},
+    **{f"numpy:{n}": (lambda: ((V(),), {})) for n in ("poly", "polyder", "polyint", "roots", "vander")},
+    **{f"numpy:{n}": (lambda: ((4,), {})) for n in ("bartlett", "blackman", "hamming", "hanning")},
+    "numpy:bitwise_count": lambda: ((I(),), {}),
+    "numpy:ldexp": lambda: ((X(), fnp.array([1, -2, 3])), {}),
+    "numpy:nanquantile": lambda: ((X(), 0.5), {"axis": 0}),
+    "numpy:nanpercentile": lambda: ((X(), 50.0), {"axis": 0}),
+    "numpy:cumulative_sum": lambda: ((X(),), {"axis": 1}),
+    "numpy:cumulative_prod": lambda: ((X(),), {"axis": 1}),
+    "numpy:polyfit": lambda: ((V(), V(), 1), {}),
+    "numpy:kaiser": lambda: ((4, 2.0), {}),
+    "numpy:packbits": lambda: ((I(),), {"axis": 0}),
+    "numpy:unpackbits": lambda: ((fnp.array([3, 200], dtype=fnp.uint8),), {"axis": 0}),
+    "numpy:bincount": lambda: ((I(),), {"minlength": 4}),
+    "numpy:digitize": lambda: ((V(), fnp.array([0.0, 0.15, 0.25])), {}),
+    "numpy:histogram2d": lambda: ((V(), V()), {"bins": 2}),
+    "numpy:histogramdd": lambda: ((X().T,), {"bins": 2}),
+    "numpy:matvec": lambda: ((X(), V()), {}),
+    "numpy:vecmat": lambda: ((V()[:2], X()), {}),
+    "numpy:einsum_path": lambda: (("ij,j->i", X(), V()), {}),
     # fgrad.distributed (one process: the world is the LocalGroup of this process)
     "distributed:init": lambda: ((), {}),
     "distributed:rank": lambda: ((), {}),
@@ -612,6 +643,7 @@ BASE: dict[str, Callable[[], tuple[tuple, dict]]] = {
 # Parameter kinds for callables numpy has no counterpart of (and fgrad-only parameters),
 # where the annotation and name do not say: "module:function.param" -> kind.
 KINDS = {
+    "numpy:gradient.f": "array",  # numpy's name for the sampled values, not a function
     "nn:dropout.rate": "rate",
     "nn:Dropout.rate": "rate",
     "nn:dot_product_attention.dropout_rate": "rate",

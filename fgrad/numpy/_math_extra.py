@@ -59,9 +59,6 @@ bitwise_left_shift = _e.left_shift
 bitwise_right_shift = _e.right_shift
 around = _ew.round
 
-_NO_VALUE = np._NoValue
-
-
 def _t(x: Any, fn: str, arg: str = "x") -> Tensor:
     """``x`` as a Tensor, a non-numeric input raising an error naming ``fn`` and ``arg``."""
     x = _arr(x, fn, arg)
@@ -555,7 +552,7 @@ def _nan_input(a: Any, fn: str, where: Any) -> tuple[Tensor, Tensor | None]:
     """``a`` as a Tensor with ``where``'s excluded elements made NaN, and its NaN mask
     (None for a dtype without NaN)."""
     a = _t(a, fn, "a")
-    if where is not _NO_VALUE and where is not True:
+    if where is not None and where is not True:
         w = _t(where, fn, "where")
         if _dtype(w) != np.bool_:
             raise DTypeError(f"{fn}: where must be a bool array, got dtype {_dtype(w)}")
@@ -566,32 +563,32 @@ def _nan_input(a: Any, fn: str, where: Any) -> tuple[Tensor, Tensor | None]:
 
 
 def _keep(keepdims: Any, fn: str) -> bool:
-    return False if keepdims is _NO_VALUE else _args.flag(keepdims, fn, "keepdims")
+    return _args.flag(keepdims, fn, "keepdims")
 
 
 def _nan_extremum(fn: str, pick, fill: float, a, axis, out, keepdims, initial, where):
     _no_out(out, fn)
     keepdims = _keep(keepdims, fn)
     a, nan = _nan_input(a, fn, where)
-    if initial is not _NO_VALUE:
+    if initial is not None:
         _args.real(initial, fn, "initial")
     if nan is None:
         res = pick(a, axis, keepdims=keepdims)
     else:
         axes = _norm_axes(fn, axis, a.ndim)
-        if builtins.any(a.shape[d] == 0 for d in axes) and initial is _NO_VALUE:
+        if builtins.any(a.shape[d] == 0 for d in axes) and initial is None:
             raise ShapeError(f"{fn}: cannot reduce a zero-size axis of shape {a.shape} without initial")
         clean = _e.where(nan, fill, a)
         res = _r.max(clean, axes=axes, keepdims=keepdims) if fill < 0 else _r.min(clean, axes=axes, keepdims=keepdims)
         res = _e.where(_r.all(nan, axes=axes, keepdims=keepdims), np.nan, res)
-    if initial is not _NO_VALUE:
+    if initial is not None:
         res = (_e.fmax if fill < 0 else _e.fmin)(res, initial)
     return res
 
 
 @_named("nanmax")
-def nanmax(a: Any, axis: Any = None, out: Any = None, keepdims: Any = _NO_VALUE,
-           initial: Any = _NO_VALUE, where: Any = _NO_VALUE) -> Tensor:
+def nanmax(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> Tensor:
     """The largest element over ``axis``, ignoring NaNs (NaN for an all-NaN slice).
 
     Args:
@@ -618,8 +615,8 @@ def nanmax(a: Any, axis: Any = None, out: Any = None, keepdims: Any = _NO_VALUE,
 
 
 @_named("nanmin")
-def nanmin(a: Any, axis: Any = None, out: Any = None, keepdims: Any = _NO_VALUE,
-           initial: Any = _NO_VALUE, where: Any = _NO_VALUE) -> Tensor:
+def nanmin(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> Tensor:
     """The smallest element over ``axis``, ignoring NaNs (NaN for an all-NaN slice).
 
     Args:
@@ -647,7 +644,7 @@ def nanmin(a: Any, axis: Any = None, out: Any = None, keepdims: Any = _NO_VALUE,
 def _nan_arg(fn: str, pick, fill: float, a, axis, out, keepdims):
     _no_out(out, fn)
     keepdims = _keep(keepdims, fn)
-    a, nan = _nan_input(a, fn, _NO_VALUE)
+    a, nan = _nan_input(a, fn, None)
     if nan is None:
         return pick(a, axis, keepdims=keepdims)
     idx = pick(_e.where(nan, fill, a), axis, keepdims=keepdims)
@@ -659,7 +656,7 @@ def _nan_arg(fn: str, pick, fill: float, a, axis, out, keepdims):
 
 
 @_named("nanargmax")
-def nanargmax(a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = _NO_VALUE) -> Tensor:
+def nanargmax(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Tensor:
     """Index of the largest element along ``axis``, ignoring NaNs.
 
     Args:
@@ -684,7 +681,7 @@ def nanargmax(a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = _NO_
 
 
 @_named("nanargmin")
-def nanargmin(a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = _NO_VALUE) -> Tensor:
+def nanargmin(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Tensor:
     """Index of the smallest element along ``axis``, ignoring NaNs.
 
     Args:
@@ -709,7 +706,7 @@ def nanargmin(a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = _NO_
 
 def _nan_scan(fn: str, scan, fill: float, a, axis, dtype, out):
     _no_out(out, fn)
-    a, nan = _nan_input(a, fn, _NO_VALUE)
+    a, nan = _nan_input(a, fn, None)
     return scan(a if nan is None else _e.where(nan, fill, a), axis, dtype)
 
 
@@ -763,7 +760,7 @@ def nancumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> 
 
 @_named("nanprod")
 def nanprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
-            keepdims: Any = _NO_VALUE, initial: Any = _NO_VALUE, where: Any = _NO_VALUE) -> Tensor:
+            keepdims: bool = False, initial: Any = None, where: Any = None) -> Tensor:
     """Product over ``axis`` with NaNs counted as 1 (zero derivative at NaNs).
 
     Args:
@@ -790,7 +787,7 @@ def nanprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
     keepdims = _keep(keepdims, "nanprod")
     a, nan = _nan_input(a, "nanprod", where)
     res = _red.prod(a if nan is None else _e.where(nan, 1.0, a), axis, dtype, keepdims=keepdims)
-    if initial is not _NO_VALUE:
+    if initial is not None:
         res = _e.multiply(res, _args.real(initial, "nanprod", "initial"))
     return res
 
@@ -800,7 +797,7 @@ def _nan_moments(fn: str, a, axis, dtype, out, ddof, keepdims, where, mean, corr
     _no_out(out, fn)
     keepdims = _keep(keepdims, fn)
     ddof = _red._ddof(ddof, fn, "ddof", none_ok=False)
-    if correction is not _NO_VALUE and correction is not None:
+    if correction is not None:
         if ddof != 0:
             raise ValueError(f"{fn}: give ddof or correction, not both")
         ddof = _red._ddof(correction, fn, "correction")
@@ -815,7 +812,7 @@ def _nan_moments(fn: str, a, axis, dtype, out, ddof, keepdims, where, mean, corr
     clean = _e.where(nan, 0.0, a)
     count = _r.sum(_e.logical_not(nan), axes=axes, keepdims=True)
     count = _e.astype(count, dtype=np.dtype(_e.real(clean).dtype))
-    if mean is not _NO_VALUE and mean is not None:
+    if mean is not None:
         mu = _t(mean, fn, "mean")
         mu = mu if keepdims or mu.ndim == a.ndim else _sh.reshape(mu, _r.sum(clean, axes=axes, keepdims=True).shape)
     else:
@@ -834,8 +831,8 @@ def _nan_moments(fn: str, a, axis, dtype, out, ddof, keepdims, where, mean, corr
 
 @_named("nanvar")
 def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
-           keepdims: Any = _NO_VALUE, *, where: Any = _NO_VALUE, mean: Any = _NO_VALUE,
-           correction: Any = _NO_VALUE) -> Tensor:
+           keepdims: bool = False, *, where: Any = None, mean: Any = None,
+           correction: Any = None) -> Tensor:
     """Variance over ``axis`` of the non-NaN elements: ``sum(|x - mean|**2) / (n - ddof)``.
 
     Args:
@@ -868,8 +865,8 @@ def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: A
 
 @_named("nanstd")
 def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
-           keepdims: Any = _NO_VALUE, *, where: Any = _NO_VALUE, mean: Any = _NO_VALUE,
-           correction: Any = _NO_VALUE) -> Tensor:
+           keepdims: bool = False, *, where: Any = None, mean: Any = None,
+           correction: Any = None) -> Tensor:
     """Standard deviation over ``axis`` of the non-NaN elements, ``sqrt(nanvar)``.
 
     Args:
@@ -1063,7 +1060,7 @@ def nanmedian(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool =
 
 
 @_named("ptp")
-def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: Any = _NO_VALUE) -> Tensor:
+def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Tensor:
     """Peak to peak: ``max(a) - min(a)`` over ``axis``.
 
     Args:
@@ -1092,7 +1089,7 @@ def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: Any = _NO_VALUE) ->
 
 @_named("average")
 def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *,
-            keepdims: Any = _NO_VALUE) -> Any:
+            keepdims: bool = False) -> Any:
     """The weighted mean over ``axis``: ``sum(a * weights) / sum(weights)``.
 
     Args:
@@ -1505,6 +1502,8 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> An
     """
     edge_order = _args.choice(edge_order, "gradient", "edge_order", (1, 2))
     f = _float(_t(f, "gradient", "f"))
+    if f.ndim == 0:
+        raise ShapeError("gradient: f must have at least one dimension, got a 0-d value")
     axes = _norm_axes("gradient", axis, f.ndim) if axis is not None else tuple(range(f.ndim))
     if axis is not None and not isinstance(axis, (tuple, list)):
         axes = (axes[0],)
@@ -1551,6 +1550,8 @@ def trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Tensor:
         d = _args.real(dx, "trapezoid", "dx") if not isinstance(dx, Tensor) else dx
     else:
         x = _t(x, "trapezoid", "x")
+        if x.ndim == 0:
+            raise ShapeError("trapezoid: x must be 1-d or of y's shape, got a 0-d value (use dx=)")
         if x.ndim == 1:
             if x.shape[0] != y.shape[ax]:
                 raise ShapeError(f"trapezoid: x of length {x.shape[0]} does not match y's axis {ax} ({y.shape[ax]})")
@@ -1621,7 +1622,13 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Tensor:
     parts = [_e.subtract(a[1:], a[:-1])]
     for name, extra, front in (("to_begin", to_begin, True), ("to_end", to_end, False)):
         if extra is not None:
-            v = _e.astype(_sh.reshape(_t(extra, "ediff1d", name), (-1,)), dtype=a.dtype)
+            v = _sh.reshape(_t(extra, "ediff1d", name), (-1,))
+            if not np.can_cast(_dtype(v), a.dtype, "same_kind"):
+                raise DTypeError(
+                    f"ediff1d: {name} of dtype {_dtype(v)} does not cast to ary's {a.dtype} "
+                    "(numpy's same_kind rule)"
+                )
+            v = _e.astype(v, dtype=a.dtype)
             parts.insert(0, v) if front else parts.append(v)
     return _sh.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
 
@@ -1630,9 +1637,10 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Tensor:
 
 
 def _coeffs(p: Any, fn: str, arg: str = "p") -> Tensor:
-    p = _t(p, fn, arg)
-    p = _sh.reshape(p, (1,)) if p.ndim == 0 else p
-    return _one_d(p, fn, arg)
+    p = _one_d(_t(p, fn, arg), fn, arg)
+    if p.shape[0] == 0:
+        raise ValueError(f"{fn}: {arg} must have at least one coefficient")
+    return p
 
 
 @_named("poly")
@@ -1646,7 +1654,7 @@ def poly(seq_of_zeros: Any) -> Tensor:
         seq_of_zeros: 1-d Tensor of roots, or a square ``(n, n)`` matrix.
 
     Returns:
-        1-d Tensor of ``n + 1`` coefficients (floating; complex roots give complex ones,
+        1-d Tensor of ``n + 1`` coefficients (0-d 1.0 for no roots; floating; complex roots give complex ones,
         as JAX: numpy returns the real part when the roots come in conjugate pairs).
         Differentiable.
 
@@ -1660,6 +1668,10 @@ def poly(seq_of_zeros: Any) -> Tensor:
         Tensor([ 1., -5., -2.], dtype=float64)
     """
     z = _float(_t(seq_of_zeros, "poly", "seq_of_zeros"))
+    if z.ndim == 0:
+        raise ShapeError("poly: input must be 1-d or a square 2-d array, got a 0-d one")
+    if z.size == 0:
+        return as_tensor(np.asarray(1.0, dtype=z.dtype))  # numpy: the empty product, 0-d
     if z.ndim == 2 and z.shape[0] == z.shape[1] and z.shape[0] > 0:
         n = z.shape[0]
         eye = _c.eye(n, dtype=z.dtype)
@@ -1922,6 +1934,9 @@ def polyfit(x: Any, y: Any, deg: int, rcond: Any = None, full: bool = False, w: 
 
     deg = _args.index(deg, "polyfit", "deg")
     full = _args.flag(full, "polyfit", "full")
+    if not (isinstance(cov, (bool, int)) or (isinstance(cov, str) and cov == "unscaled")):
+        raise TypeError(f"polyfit: cov must be a bool or 'unscaled', got {_args.describe(cov)}")
+    cov = cov if isinstance(cov, str) else bool(cov)
     if deg < 0:
         raise ValueError(f"polyfit: expected deg >= 0, got {deg}")
     x = _float(_one_d(_t(x, "polyfit", "x"), "polyfit", "x"))
@@ -2163,7 +2178,10 @@ def kaiser(M: int, beta: Any) -> Tensor:
         >>> fnp.kaiser(4, 3.0)
         Tensor([0.20488476, 0.87124187, 0.87124187, 0.20488476], dtype=float64)
     """
-    beta = _e.astype(_real(_t(beta, "kaiser", "beta"), "kaiser", "beta"), dtype=np.dtype(np.float64))
+    beta = _real(_t(beta, "kaiser", "beta"), "kaiser", "beta")
+    if beta.ndim:
+        raise ShapeError(f"kaiser: beta must be a scalar, got shape {beta.shape}")
+    beta = _e.astype(beta, dtype=np.dtype(np.float64))
 
     def make(m, n):
         ratio = _e.subtract(_e.multiply(n, 2.0 / (m - 1)), 1.0)
@@ -2175,18 +2193,23 @@ def kaiser(M: int, beta: Any) -> Tensor:
 # ------------------------------------------------------------------ histograms and counting
 
 
+_BIN_RULES = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")
+
+
 def _bin_edges(fn: str, a: Tensor, bins: Any, rng: Any, weights: Any) -> Tensor:
     """numpy's bin edges for one dimension of data ``a`` (flattened, real)."""
     edge_dtype = np.result_type(_dtype(a), np.float64) if _dtype(a).kind in "biu" else _dtype(a)
     if isinstance(bins, str):
+        if bins not in _BIN_RULES:
+            raise ValueError(f"{fn}: bins={bins!r} is not one of numpy's rules {_BIN_RULES}")
         av = _concrete(a, fn, "Pass the number of bins (an int) or the edges instead of a string rule.")
         wv = None if weights is None else _concrete(weights, fn, "Pass an int bins.")
         rv = None if rng is None else tuple(float(v) for v in rng)
         return as_tensor(np.histogram_bin_edges(av, bins, rv, wv))
     if isinstance(bins, (Tensor, list, tuple, np.ndarray)):
         edges = _t(bins, fn, "bins")
-        if edges.ndim != 1:
-            raise ShapeError(f"{fn}: bins must be an int or 1-d edges, got shape {edges.shape}")
+        if edges.ndim != 1 or edges.shape[0] < 2:
+            raise ShapeError(f"{fn}: bins must be an int or 1-d edges (at least 2), got shape {edges.shape}")
         ev = _maybe_concrete(edges)
         if ev is not None and np.any(ev[1:] < ev[:-1]):
             raise ValueError(f"{fn}: bins must increase monotonically, got {ev}")
@@ -2195,6 +2218,8 @@ def _bin_edges(fn: str, a: Tensor, bins: Any, rng: Any, weights: Any) -> Tensor:
     if n < 1:
         raise ValueError(f"{fn}: bins must be positive, got {n}")
     if rng is not None:
+        if not isinstance(rng, (tuple, list)) or len(rng) != 2:
+            raise TypeError(f"{fn}: range must be a (min, max) pair, got {_args.describe(rng)}")
         lo, hi = (_args.real(v, fn, "range") for v in rng)
         if lo > hi:
             raise ValueError(f"{fn}: max must be larger than min in range, got {rng}")
@@ -2255,8 +2280,13 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any 
         >>> fnp.histogram_bin_edges(fnp.array([0.0, 1.0, 4.0]), bins=4)
         Tensor([0., 1., 2., 3., 4.], dtype=float64)
     """
-    a = _sh.reshape(_real(_t(a, "histogram_bin_edges", "a"), "histogram_bin_edges", "a"), (-1,))
-    return _bin_edges("histogram_bin_edges", a, bins, range, weights)
+    a = _real(_t(a, "histogram_bin_edges", "a"), "histogram_bin_edges", "a")
+    if weights is not None:
+        weights = _t(weights, "histogram_bin_edges", "weights")
+        if weights.shape != a.shape:
+            raise ShapeError(f"histogram_bin_edges: weights of shape {weights.shape} do not match a's {a.shape}")
+        weights = _sh.reshape(weights, (-1,))
+    return _bin_edges("histogram_bin_edges", _sh.reshape(a, (-1,)), bins, range, weights)
 
 
 @_named("histogram")
@@ -2332,7 +2362,13 @@ def histogramdd(sample: Any, bins: Any = 10, range: Any = None, density: Any = N
                 [1, 1]], dtype=int64)
     """
     if isinstance(sample, (list, tuple)):
-        cols = [_sh.reshape(_t(s, "histogramdd", "sample"), (-1,)) for s in sample]
+        items = [_t(s, "histogramdd", "sample") for s in sample]
+        if builtins.all(v.ndim == 0 for v in items):  # numpy: a sequence of numbers is 1-d data
+            cols = [_sh.stack(items)] if items else []
+        else:
+            cols = [_sh.reshape(v, (-1,)) for v in items]
+        if not cols:
+            raise ShapeError("histogramdd: sample is empty")
     else:
         s = _t(sample, "histogramdd", "sample")
         if s.ndim == 1:
@@ -2342,6 +2378,8 @@ def histogramdd(sample: Any, bins: Any = 10, range: Any = None, density: Any = N
         cols = [s[:, d] for d in builtins.range(s.shape[1])]
     d = len(cols)
     bins_list = list(bins) if isinstance(bins, (list, tuple)) else [bins] * d
+    if range is not None and not isinstance(range, (list, tuple)):
+        raise TypeError(f"histogramdd: range must be a sequence of (min, max) pairs, got {_args.describe(range)}")
     ranges = list(range) if range is not None else [None] * d
     if len(bins_list) != d or len(ranges) != d:
         raise ValueError(f"histogramdd: bins and range need one entry per dimension ({d})")
@@ -2507,7 +2545,7 @@ def digitize(x: Any, bins: Any, right: bool = False) -> Tensor:
 def _gufunc_args(fn: str, out, axes, axis, keepdims, dtype, x):
     """numpy's gufunc keywords: ``out`` refused, the core axes fixed (last ones)."""
     _no_out(out, fn)
-    if axes is not None or axis is not None or _args.flag(keepdims, fn, "keepdims"):
+    if axes is not None or axis is not None or keepdims is not False:
         raise TypeError(
             f"{fn}: axes=, axis= and keepdims= are not supported (the core axes are the last "
             "ones); move them there first with fnp.moveaxis"

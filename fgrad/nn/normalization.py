@@ -57,6 +57,11 @@ __all__ = [
 ]
 
 
+def __dir__() -> list[str]:
+    """Only the public names (the imports above are implementation details)."""
+    return sorted(__all__)
+
+
 @_typed_params
 class GroupNormParams(NamedTuple):
     """Parameters of :class:`GroupNorm` (fields in alphabetical order, as the leaves flatten).

@@ -39,6 +39,11 @@ from fgrad.tensor import Tensor, as_tensor
 __all__ = ["GRUCell", "GRUCellParams", "LSTMCell", "LSTMCellParams", "RNN"]
 
 
+def __dir__() -> list[str]:
+    """Only the public names (the imports above are implementation details)."""
+    return sorted(__all__)
+
+
 @_typed_params
 class LSTMCellParams(NamedTuple):
     """Parameters of :class:`LSTMCell` (fields in alphabetical order, as the leaves flatten).

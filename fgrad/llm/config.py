@@ -176,7 +176,7 @@ class ModelConfig:
             >>> ModelConfig.from_gguf({"general.architecture": "gpt2"})
             Traceback (most recent call last):
             ...
-            fgrad.llm.config.UnsupportedModelError: architecture 'gpt2' is not supported; fgrad.llm runs llama, qwen2 (GGUF or Hugging Face) and bert (Hugging Face folders)
+            fgrad.llm.config.UnsupportedModelError: architecture 'gpt2' is not supported; fgrad.llm runs llama, qwen2 (GGUF or Hugging Face) and bert, roberta, xlm-roberta and camembert encoders (Hugging Face folders)
         """
         arch = metadata.get("general.architecture")
         if arch not in SUPPORTED_ARCHITECTURES:

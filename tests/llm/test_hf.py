@@ -112,7 +112,7 @@ def test_missing_config(tmp_path):
 
 def test_unknown_model_type_names_itself(tmp_path):
     folder, _ = _folder(tmp_path, config={"model_type": "mamba"})
-    with pytest.raises(ValueError, match=r"model_type is 'mamba', .*\(supported: llama, qwen2, bert\)"):
+    with pytest.raises(ValueError, match=r"model_type is 'mamba', .*\(supported: llama, qwen2, bert, roberta, xlm-roberta, camembert\)"):
         hf.read(folder)
 
 

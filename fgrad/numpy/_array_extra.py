@@ -178,7 +178,9 @@ def _seq(value: Any, name: str, arg: str, what: str = "arrays") -> list:
     if isinstance(value, (Tensor, np.ndarray)) and value.ndim:
         return [value[i] for i in range(value.shape[0])]
     if not isinstance(value, (list, tuple)):
-        raise DTypeError(f"{name}: {arg} must be a list or tuple of {what}, got {_args.describe(value)}")
+        raise DTypeError(
+            f"{name}: {arg} must be a list or tuple of {what}, got {_args.describe(value)}"
+        )
     return list(value)
 
 
@@ -253,7 +255,7 @@ def _axis_or_flat(arr: Tensor, axis: Any, name: str) -> tuple[Tensor, int]:
 
 @_args.names_errors("insert")
 def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
-    """``values`` inserted into ``arr`` before the indices ``obj`` along ``axis`` (numpy's ``insert``).
+    """``values`` inserted into ``arr`` before positions ``obj`` along ``axis`` (``insert``).
 
     ``obj`` must be static (Python ints, a slice, or a concrete integer array), as in
     JAX: it decides the result's shape. Differentiable in ``arr`` and ``values``;
@@ -288,7 +290,9 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
     else:
         idx = _host_static("insert", obj, "obj")
         if idx.dtype.kind == "b" or (idx.size and idx.dtype.kind not in "iu"):
-            raise DTypeError(f"insert: obj must be integer indices or a slice, got dtype {idx.dtype}")
+            raise DTypeError(
+                f"insert: obj must be integer indices or a slice, got dtype {idx.dtype}"
+            )
         idx = idx.astype(np.int64)
     values = _cast(values, arr.dtype, "insert", "values")
     if idx.size == 1:
@@ -301,7 +305,9 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
         idx = idx.reshape(-1)
         k = idx.size
     if np.any((idx < -n) | (idx > n)):
-        raise IndexError(f"insert: index {idx.tolist()} is out of bounds for axis {axis} with size {n}")
+        raise IndexError(
+            f"insert: index {idx.tolist()} is out of bounds for axis {axis} with size {n}"
+        )
     shape = tuple(arr.shape[:axis]) + (k,) + tuple(arr.shape[axis + 1 :])
     try:
         values = broadcast_to(values, shape) if tuple(values.shape) != shape else values
@@ -316,7 +322,9 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
 
 
 @_args.names_errors("delete")
-def delete(arr: Any, obj: Any, axis: int | None = None, *, assume_unique_indices: bool = False) -> Any:
+def delete(
+    arr: Any, obj: Any, axis: int | None = None, *, assume_unique_indices: bool = False,
+) -> Any:
     """``arr`` without the entries ``obj`` along ``axis`` (numpy's ``delete``).
 
     ``obj`` is static (ints, a slice, a concrete integer array or boolean mask). Traced
@@ -358,7 +366,9 @@ def delete(arr: Any, obj: Any, axis: int | None = None, *, assume_unique_indices
             concrete_value(obj)
         except ConcretizationError:
             if not dtypes.is_integer(obj.dtype):
-                raise DTypeError(f"delete: traced obj must be integer indices, got {obj.aval}") from None
+                raise DTypeError(
+                    f"delete: traced obj must be integer indices, got {obj.aval}"
+                ) from None
             idx = _e.remainder(ravel(obj), builtins.max(n, 1))
             hit = _e.equal(expand_dims(idx, 0), expand_dims(arange(n), 1))
             keep = _e.logical_not(_any(hit, axis=1))
@@ -367,13 +377,19 @@ def delete(arr: Any, obj: Any, axis: int | None = None, *, assume_unique_indices
     mask = _host_static("delete", obj, "obj (without assume_unique_indices=True)")
     if mask.dtype.kind == "b" and mask.ndim == 1:
         if mask.shape[0] != n:
-            raise ShapeError(f"delete: a boolean obj needs length {n} (axis {axis}), got {mask.shape[0]}")
+            raise ShapeError(
+                f"delete: a boolean obj needs length {n} (axis {axis}), got {mask.shape[0]}"
+            )
         return take(arr, np.flatnonzero(~mask), axis=axis)
     if mask.size and mask.dtype.kind not in "iu":
-        raise DTypeError(f"delete: obj must be integer indices, a slice or a mask, got dtype {mask.dtype}")
+        raise DTypeError(
+            f"delete: obj must be integer indices, a slice or a mask, got dtype {mask.dtype}"
+        )
     idx = mask.astype(np.int64).reshape(-1)
     if np.any((idx < -n) | (idx >= n)):
-        raise IndexError(f"delete: index {idx.tolist()} is out of bounds for axis {axis} with size {n}")
+        raise IndexError(
+            f"delete: index {idx.tolist()} is out of bounds for axis {axis} with size {n}"
+        )
     keep = np.ones(n, bool)
     keep[idx] = False
     return take(arr, np.flatnonzero(keep), axis=axis)
@@ -464,7 +480,10 @@ def dstack(tup: Any) -> Any:
 def _split_at(name: str, ary: Any, indices_or_sections: Any, axis: int, min_ndim: int) -> list:
     ary = _tensor(ary, name, "ary")
     if ary.ndim < min_ndim:
-        raise ShapeError(f"{name}: needs a Tensor of at least {min_ndim} dimensions, got shape {tuple(ary.shape)}")
+        raise ShapeError(
+            f"{name}: needs a Tensor of at least {min_ndim} dimensions, got shape "
+            f"{tuple(ary.shape)}"
+        )
     return split(ary, indices_or_sections, axis=axis)
 
 
@@ -553,7 +572,9 @@ def rollaxis(a: Any, axis: int, start: int = 0) -> Any:
     if start < 0:
         start += n
     if not 0 <= start <= n:
-        raise ShapeError(f"rollaxis: start {start} is out of range for {n} dimensions ([-{n}, {n}])")
+        raise ShapeError(
+            f"rollaxis: start {start} is out of range for {n} dimensions ([-{n}, {n}])"
+        )
     if axis < start:
         start -= 1
     return moveaxis(a, axis, start) if axis != start else a
@@ -581,7 +602,7 @@ def resize(a: Any, new_shape: Any) -> Any:
 
 @_args.names_errors("trim_zeros")
 def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
-    """``filt`` without its leading (``"f"``) and/or trailing (``"b"``) zeros (numpy's ``trim_zeros``).
+    """``filt`` without its leading (``"f"``) and/or trailing (``"b"``) zeros (``trim_zeros``).
 
     The result's size depends on the values, so ``filt`` must be concrete (eager code,
     ``grad``). Differentiable in the kept values.
@@ -626,12 +647,12 @@ def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
     return filt[tuple(index)]
 
 
-# ------------------------------------------------------------------------ triangles, diagonals, grids
+# ------------------------------------------------------------------------ triangles, grids
 
 
 @_args.names_errors("tri")
 def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, like: Any = None) -> Tensor:
-    """The ``(N, M)`` matrix of ones at and below diagonal ``k`` (numpy's ``tri``; float64 by default).
+    """The ``(N, M)`` matrix of ones at and below diagonal ``k`` (numpy's ``tri``; float64).
 
     Example:
         >>> fnp.tri(3, 2, k=-1)
@@ -657,7 +678,7 @@ def _tri_indices(name: str, n: Any, k: Any, m: Any, upper: bool) -> tuple:
 
 @_args.names_errors("tril_indices")
 def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple:
-    """Row and column indices of the lower triangle of an ``(n, m)`` matrix (numpy's ``tril_indices``).
+    """Row and column indices of the lower triangle of an ``(n, m)`` matrix (``tril_indices``).
 
     Returns:
         Two int64 Tensors (no derivative).
@@ -671,7 +692,7 @@ def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple:
 
 @_args.names_errors("triu_indices")
 def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple:
-    """Row and column indices of the upper triangle of an ``(n, m)`` matrix (numpy's ``triu_indices``).
+    """Row and column indices of the upper triangle of an ``(n, m)`` matrix (``triu_indices``).
 
     Example:
         >>> fnp.triu_indices(2)
@@ -734,7 +755,9 @@ def diag_indices_from(arr: Any) -> tuple:
     """
     shape = tuple(_tensor(arr, "diag_indices_from", "arr").shape)
     if len(shape) < 2 or len(set(shape)) != 1:
-        raise ShapeError(f"diag_indices_from: arr needs at least 2 dimensions of one length, got shape {shape}")
+        raise ShapeError(
+            f"diag_indices_from: arr needs at least 2 dimensions of one length, got shape {shape}"
+        )
     return diag_indices(shape[0], len(shape))
 
 
@@ -755,7 +778,7 @@ def mask_indices(n: int, mask_func: Any, k: int = 0, *, size: int | None = None)
 
 @_args.names_errors("diagflat")
 def diagflat(v: Any, k: int = 0) -> Any:
-    """A 2-D Tensor with the flattened ``v`` on diagonal ``k`` (numpy's ``diagflat``); differentiable.
+    """A 2-D Tensor with the flattened ``v`` on diagonal ``k`` (numpy's ``diagflat``).
 
     Example:
         >>> fnp.diagflat(fnp.array([[1, 2]]))
@@ -795,10 +818,13 @@ def fill_diagonal(a: Any, val: Any, wrap: bool = False, *, inplace: bool = True)
         raise ShapeError(f"fill_diagonal: a needs at least 2 dimensions, got shape {shape}")
     if a.ndim == 2:
         step = shape[1] + 1
-        end = a.size if _args.flag(wrap, "fill_diagonal", "wrap") else builtins.min(a.size, shape[1] * shape[1])
+        wrap = _args.flag(wrap, "fill_diagonal", "wrap")
+        end = a.size if wrap else builtins.min(a.size, shape[1] * shape[1])
     else:
         if len(set(shape)) != 1:
-            raise ShapeError(f"fill_diagonal: an N-d a needs all dimensions equal, got shape {shape}")
+            raise ShapeError(
+                f"fill_diagonal: an N-d a needs all dimensions equal, got shape {shape}"
+            )
         step = 1 + int(np.cumprod(shape[:-1]).sum())
         end = a.size
     pos = np.arange(0, end, step)
@@ -825,7 +851,9 @@ def indices(dimensions: Any, dtype: Any = int, sparse: bool = False) -> Any:
                 [0, 1]], dtype=int64)
     """
     if not isinstance(dimensions, (list, tuple)):
-        raise DTypeError(f"indices: dimensions must be a sequence of ints, got {_args.describe(dimensions)}")
+        raise DTypeError(
+            f"indices: dimensions must be a sequence of ints, got {_args.describe(dimensions)}"
+        )
     dims = _args.shape(_static(dimensions, "indices", "dimensions"), "indices", "dimensions")
     dtype = _args.dtype(dtype, "indices")
     sparse = _args.flag(sparse, "indices", "sparse")
@@ -855,7 +883,9 @@ def ix_(*args: Any) -> tuple:
     for d, seq in enumerate(args):
         t = _tensor(seq, "ix_", "args")
         if t.ndim != 1:
-            raise ShapeError(f"ix_: every argument must be 1-D, argument {d} has shape {tuple(t.shape)}")
+            raise ShapeError(
+                f"ix_: every argument must be 1-D, argument {d} has shape {tuple(t.shape)}"
+            )
         if dtypes.is_bool(t.dtype):
             t = _ints(np.flatnonzero(_host("ix_", t)))
         elif t.size == 0:
@@ -865,8 +895,10 @@ def ix_(*args: Any) -> tuple:
 
 
 @_args.names_errors("fromfunction")
-def fromfunction(function: Any, shape: Any, *, dtype: Any = float, like: Any = None, **kwargs: Any) -> Any:
-    """``function(*indices(shape))``: a Tensor from a function of the coordinates (numpy's ``fromfunction``).
+def fromfunction(
+    function: Any, shape: Any, *, dtype: Any = float, like: Any = None, **kwargs: Any,
+) -> Any:
+    """``function(*indices(shape))``: a Tensor made from its coordinates (``fromfunction``).
 
     ``function`` receives one Tensor of coordinates per axis (``dtype``, float64 by
     default) and is called once, so it must work on whole arrays.
@@ -907,7 +939,10 @@ def _spaced(name: str, out: Tensor, dtype: Any, axis: Any) -> Tensor:
 
 
 @_args.names_errors("logspace")
-def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: Any = 10.0, dtype: Any = None, axis: int = 0):
+def logspace(
+    start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: Any = 10.0,
+    dtype: Any = None, axis: int = 0,
+):
     """``base ** linspace(start, stop, num)`` (numpy's ``logspace``).
 
     Differentiable in ``start``, ``stop`` and ``base`` (Tensor arguments may be traced).
@@ -941,7 +976,9 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: 
 
 
 @_args.names_errors("geomspace")
-def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None, axis: int = 0):
+def geomspace(
+    start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None, axis: int = 0,
+):
     """Numbers spaced evenly on a log scale from ``start`` to ``stop`` (numpy's ``geomspace``).
 
     The ends are exact, as numpy's; negative ends of one sign are mirrored. Differentiable
@@ -969,7 +1006,8 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype
     start, stop = _end("geomspace", start, "start"), _end("geomspace", stop, "stop")
     for end in (start, stop):
         try:
-            zero = np.any(np.asarray(_wrap(concrete_value(end))) == 0) if isinstance(end, Tensor) else end == 0
+            value = np.asarray(_wrap(concrete_value(end))) if isinstance(end, Tensor) else end
+            zero = np.any(value == 0)
         except ConcretizationError:
             zero = False
         if zero:
@@ -1033,12 +1071,21 @@ def ravel_multi_index(multi_index: Any, dims: Any, mode: str = "raise", order: s
     """
     dims = _args.shape(dims, "ravel_multi_index", "dims")
     _args.choice(order, "ravel_multi_index", "order", ("C", "F"))
-    coords = [_int_tensor(c, "ravel_multi_index", "multi_index") for c in _seq(multi_index, "ravel_multi_index", "multi_index", "integer arrays")]
+    seq = _seq(multi_index, "ravel_multi_index", "multi_index", "integer arrays")
+    coords = [_int_tensor(c, "ravel_multi_index", "multi_index") for c in seq]
     if len(coords) != len(dims):
-        raise ShapeError(f"ravel_multi_index: multi_index has {len(coords)} arrays for {len(dims)} dims")
-    modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(_seq(mode, "ravel_multi_index", "mode", "strings"))
+        raise ShapeError(
+            f"ravel_multi_index: multi_index has {len(coords)} arrays for {len(dims)} dims"
+        )
+    if isinstance(mode, str):
+        modes = (mode,) * len(dims)
+    else:
+        modes = tuple(_seq(mode, "ravel_multi_index", "mode", "strings"))
     if len(modes) != len(dims):
-        raise ValueError(f"ravel_multi_index: mode needs one entry per dimension ({len(dims)}), got {len(modes)}")
+        raise ValueError(
+            f"ravel_multi_index: mode needs one entry per dimension ({len(dims)}), got "
+            f"{len(modes)}"
+        )
     strides = np.ones(len(dims), np.int64)
     seq = range(len(dims) - 2, -1, -1) if order == "C" else range(1, len(dims))
     for d in seq:
@@ -1121,7 +1168,7 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
 
 @_args.names_errors("piecewise")
 def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> Any:
-    """A piecewise function of ``x``: ``funclist[i]`` where ``condlist[i]`` holds (numpy's ``piecewise``).
+    """A piecewise function of ``x``: ``funclist[i]`` where ``condlist[i]`` holds (``piecewise``).
 
     As numpy, a later condition wins where several hold, an extra last function is the
     "otherwise" case, places no condition covers are 0, and a scalar in ``funclist`` is
@@ -1142,7 +1189,8 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
         condlist.ndim == 0 or tuple(condlist.shape) == tuple(x.shape)
     ):
         condlist = [condlist]
-    conds = [_tensor(c, "piecewise", "condlist") for c in _seq(condlist, "piecewise", "condlist", "boolean arrays")]
+    seq = _seq(condlist, "piecewise", "condlist", "boolean arrays")
+    conds = [_tensor(c, "piecewise", "condlist") for c in seq]
     for c in conds:
         if not dtypes.is_bool(c.dtype):
             raise DTypeError(f"piecewise: conditions must be boolean, got dtype {c.dtype}")
@@ -1189,7 +1237,8 @@ def choose(a: Any, choices: Any, out: Any = None, mode: str = "raise") -> Any:
         TypeError: ``out`` is given.
 
     Example:
-        >>> fnp.choose(fnp.array([0, 1, 0]), [fnp.array([1.0, 2.0, 3.0]), fnp.array([9.0, 8.0, 7.0])])
+        >>> choices = [fnp.array([1.0, 2.0, 3.0]), fnp.array([9.0, 8.0, 7.0])]
+        >>> fnp.choose(fnp.array([0, 1, 0]), choices)
         Tensor([1., 8., 3.], dtype=float64)
     """
     _no_out("choose", out)
@@ -1228,7 +1277,10 @@ def _kept(name: str, mask: Any, values: Tensor, axis: int, size: Any, fill_value
 
 
 @_args.names_errors("compress")
-def compress(condition: Any, a: Any, axis: int | None = None, out: Any = None, *, size: int | None = None, fill_value: Any = 0) -> Any:
+def compress(
+    condition: Any, a: Any, axis: int | None = None, out: Any = None, *, size: int | None = None,
+    fill_value: Any = 0,
+) -> Any:
     """The slices of ``a`` along ``axis`` where the 1-D ``condition`` holds (numpy's ``compress``).
 
     The result's length depends on ``condition``'s values: it must be concrete, or pass a
@@ -1250,7 +1302,8 @@ def compress(condition: Any, a: Any, axis: int | None = None, out: Any = None, *
         >>> fnp.compress([True, False, True], fnp.array([[1, 2, 3], [4, 5, 6]]), axis=1)
         Tensor([[1, 3],
                 [4, 6]], dtype=int64)
-        >>> fgrad.jit(lambda c, x: fnp.compress(c, x, size=2))(fnp.array([0, 1, 0]), fnp.arange(3.0))
+        >>> sized = fgrad.jit(lambda c, x: fnp.compress(c, x, size=2))
+        >>> sized(fnp.array([0, 1, 0]), fnp.arange(3.0))
         Tensor([1., 0.], dtype=float64)
     """
     _no_out("compress", out)
@@ -1261,7 +1314,9 @@ def compress(condition: Any, a: Any, axis: int | None = None, out: Any = None, *
         raise ShapeError(f"compress: condition must be 1-D, got shape {tuple(cond.shape)}")
     n = a.shape[axis]
     if cond.shape[0] > n:
-        raise ShapeError(f"compress: condition of length {cond.shape[0]} is longer than axis {axis} of size {n}")
+        raise ShapeError(
+            f"compress: condition of length {cond.shape[0]} is longer than axis {axis} of size {n}"
+        )
     if cond.shape[0] < n:  # numpy drops the slices past the condition's end
         a = take(a, np.arange(cond.shape[0]), axis=axis)
     return _kept("compress", _e.not_equal(cond, 0), a, axis, size, fill_value)
@@ -1355,7 +1410,10 @@ def put(a: Any, ind: Any, v: Any, mode: str | None = None, *, inplace: bool = Tr
     """
     _no_inplace("put", inplace)
     if not isinstance(a, (Tensor, np.ndarray)):
-        raise DTypeError(f"put: a must be a Tensor or array (numpy's put writes into one), got {_args.describe(a)}")
+        raise DTypeError(
+            "put: a must be a Tensor or array (numpy's put writes into one), got "
+            f"{_args.describe(a)}"
+        )
     a = _tensor(a, "put", "a")
     ind = ravel(_flat_index("put", ind, a.size, mode))
     v = ravel(_cast(v, a.dtype, "put", "v"))
@@ -1366,7 +1424,10 @@ def put(a: Any, ind: Any, v: Any, mode: str | None = None, *, inplace: bool = Tr
 
 
 @_args.names_errors("put_along_axis")
-def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None, inplace: bool = True, *, mode: str | None = None) -> Any:
+def put_along_axis(
+    arr: Any, indices: Any, values: Any, axis: int | None, inplace: bool = True, *,
+    mode: str | None = None,
+) -> Any:
     """``arr`` with ``values`` written at ``indices`` along ``axis``, as a new Tensor.
 
     numpy's ``put_along_axis`` (the inverse of :func:`take_along_axis`); needs
@@ -1399,7 +1460,9 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None, inplac
     x = ravel(arr) if flat else arr
     axis = 0 if flat else _args.axis(axis, "put_along_axis", arr.ndim)
     if idx.ndim != x.ndim:
-        raise ShapeError(f"put_along_axis: indices of shape {tuple(idx.shape)} need {x.ndim} dimensions")
+        raise ShapeError(
+            f"put_along_axis: indices of shape {tuple(idx.shape)} need {x.ndim} dimensions"
+        )
     values = _cast(values, arr.dtype, "put_along_axis", "values")
     _args.choice(mode, "put_along_axis", "mode", ("clip", "promise_in_bounds"), none_ok=True)
     if mode == "clip":
@@ -1425,6 +1488,13 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None, inplac
 # ------------------------------------------------------------------------ sorting
 
 
+def _partition_length(name: str, a: Tensor, axis: Any) -> int:
+    """The length of the axis ``kth`` indexes: the flattened size when ``axis`` is None."""
+    if axis is None:
+        return a.size
+    return a.shape[_args.axis(axis, name, a.ndim)] if a.ndim else 0
+
+
 def _kth(name: str, kth: Any, n: int) -> None:
     ks = np.atleast_1d(np.asarray(_static(kth, name, "kth"), dtype=object)).reshape(-1)
     if ks.size == 0:
@@ -1436,8 +1506,10 @@ def _kth(name: str, kth: Any, n: int) -> None:
 
 
 @_args.names_errors("partition")
-def partition(a: Any, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None) -> Any:
-    """``a`` rearranged so that the ``kth`` element is where sorting would put it (numpy's ``partition``).
+def partition(
+    a: Any, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None,
+) -> Any:
+    """``a`` rearranged so that the ``kth`` element is where sorting puts it (``partition``).
 
     fgrad returns the fully sorted ``a``, which satisfies numpy's contract (smaller
     elements before, larger after; their order within each side is unspecified in numpy).
@@ -1452,13 +1524,15 @@ def partition(a: Any, kth: Any, axis: int = -1, kind: str = "introselect", order
     """
     _args.choice(kind, "partition", "kind", ("introselect",))
     a = _real(a, "partition", "a")
-    n = a.size if axis is None else a.shape[_args.axis(axis, "partition", a.ndim)] if a.ndim else 0
+    n = _partition_length("partition", a, axis)
     _kth("partition", kth, n)
     return sort(a, axis=axis, order=order)
 
 
 @_args.names_errors("argpartition")
-def argpartition(a: Any, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None) -> Any:
+def argpartition(
+    a: Any, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None,
+) -> Any:
     """Indices that partition ``a`` at ``kth`` (numpy's ``argpartition``): here a stable argsort.
 
     Example:
@@ -1467,7 +1541,7 @@ def argpartition(a: Any, kth: Any, axis: int = -1, kind: str = "introselect", or
     """
     _args.choice(kind, "argpartition", "kind", ("introselect",))
     a = _real(a, "argpartition", "a")
-    n = a.size if axis is None else a.shape[_args.axis(axis, "argpartition", a.ndim)] if a.ndim else 0
+    n = _partition_length("argpartition", a, axis)
     _kth("argpartition", kth, n)
     return argsort(a, axis=axis, order=order)
 
@@ -1531,7 +1605,10 @@ def sort_complex(a: Any) -> Any:
 
 
 @_args.names_errors("isin")
-def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False, *, kind: str | None = None) -> Any:
+def isin(
+    element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False, *,
+    kind: str | None = None,
+) -> Any:
     """Whether each entry of ``element`` is in ``test_elements`` (numpy's ``isin``).
 
     Traceable (no data-dependent shapes). NaN is in nothing, as numpy.
@@ -1598,7 +1675,10 @@ def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = No
 
 
 @_args.names_errors("intersect1d")
-def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices: bool = False, *, size: int | None = None, fill_value: Any = None) -> Any:
+def intersect1d(
+    ar1: Any, ar2: Any, assume_unique: bool = False, return_indices: bool = False, *,
+    size: int | None = None, fill_value: Any = None,
+) -> Any:
     """The sorted unique values in both inputs (numpy's ``intersect1d``).
 
     Data-dependent size: concrete inputs, or a static ``size``, as JAX. The values are
@@ -1628,7 +1708,8 @@ def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices:
     i1 = _kept("intersect1d", keep, perm, 0, size, 0)
     perm2 = argsort(b, stable=True)
     sb = take(b, perm2)
-    i2 = take(perm2, _e.minimum(searchsorted(sb, values), builtins.max(b.size - 1, 0))) if b.size else i1
+    last = builtins.max(b.size - 1, 0)
+    i2 = take(perm2, _e.minimum(searchsorted(sb, values), last)) if b.size else i1
     if size is not None:
         valid = _e.less(arange(size), _sum(astype(keep, _INT64)))
         i2 = where(valid, i2, 0)
@@ -1636,7 +1717,10 @@ def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices:
 
 
 @_args.names_errors("setdiff1d")
-def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None, fill_value: Any = None) -> Any:
+def setdiff1d(
+    ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
+    fill_value: Any = None,
+) -> Any:
     """The unique values of ``ar1`` not in ``ar2``, sorted (numpy's ``setdiff1d``).
 
     With ``assume_unique`` the values keep ``ar1``'s order, as numpy. Data-dependent size:
@@ -1656,7 +1740,10 @@ def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | No
 
 
 @_args.names_errors("setxor1d")
-def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None, fill_value: Any = None) -> Any:
+def setxor1d(
+    ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
+    fill_value: Any = None,
+) -> Any:
     """The sorted unique values in exactly one of the inputs (numpy's ``setxor1d``).
 
     Data-dependent size: concrete inputs, or a static ``size``, as JAX.
@@ -1697,7 +1784,8 @@ def unique_all(x: Any, *, size: int | None = None, fill_value: Any = None) -> An
     Example:
         >>> r = fnp.unique_all(fnp.array([2, 1, 2]))
         >>> r.values, r.indices, r.inverse_indices, r.counts
-        (Tensor([1, 2], dtype=int64), Tensor([1, 0], dtype=int64), Tensor([1, 0, 1], dtype=int64), Tensor([1, 2], dtype=int64))
+        (Tensor([1, 2], dtype=int64), Tensor([1, 0], dtype=int64),
+         Tensor([1, 0, 1], dtype=int64), Tensor([1, 2], dtype=int64))
     """
     return UniqueAllResult(*_unique("unique_all", x, size, fill_value))
 
@@ -1716,7 +1804,7 @@ def unique_counts(x: Any, *, size: int | None = None, fill_value: Any = None) ->
 
 @_args.names_errors("unique_inverse")
 def unique_inverse(x: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
-    """The Array API's ``unique_inverse``: ``(values, inverse_indices)``, the inverse of ``x``'s shape.
+    """The Array API's ``unique_inverse``: ``(values, inverse_indices)``, the inverse as ``x``.
 
     Example:
         >>> fnp.unique_inverse(fnp.array([[2, 1], [2, 2]])).inverse_indices
@@ -1765,7 +1853,7 @@ def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
 
 @_args.names_errors("array_equiv")
 def array_equiv(a1: Any, a2: Any) -> Any:
-    """Whether ``a1`` and ``a2`` broadcast together and are equal everywhere (numpy's ``array_equiv``).
+    """Whether ``a1`` and ``a2`` broadcast together and are equal everywhere (``array_equiv``).
 
     Example:
         >>> fnp.array_equiv(fnp.array([1, 2]), fnp.array([[1, 2], [1, 2]]))
@@ -1781,7 +1869,7 @@ def array_equiv(a1: Any, a2: Any) -> Any:
 
 @_args.names_errors("copy")
 def copy(a: Any, order: str = "K", subok: bool = False) -> Any:
-    """A copy of ``a`` (numpy's ``copy``): Tensors are immutable, so ``a`` itself, or ``a`` made a Tensor.
+    """A copy of ``a`` (numpy's ``copy``): Tensors are immutable, so ``a`` itself (or as a Tensor).
 
     Example:
         >>> fnp.copy([1, 2])
@@ -1799,7 +1887,7 @@ def copy(a: Any, order: str = "K", subok: bool = False) -> Any:
 
 @_args.names_errors("apply_along_axis")
 def apply_along_axis(func1d: Any, axis: int, arr: Any, *args: Any, **kwargs: Any) -> Any:
-    """``func1d`` applied to the 1-D slices of ``arr`` along ``axis`` (numpy's ``apply_along_axis``).
+    """``func1d`` applied to the 1-D slices of ``arr`` along ``axis`` (``apply_along_axis``).
 
     Built on :func:`fgrad.vmap` (``func1d`` is traced once for all slices), so it is
     differentiable through ``func1d`` and works under ``jit``. The slice axis of the
@@ -1826,7 +1914,7 @@ def apply_along_axis(func1d: Any, axis: int, arr: Any, *args: Any, **kwargs: Any
 
 @_args.names_errors("apply_over_axes")
 def apply_over_axes(func: Any, a: Any, axes: Any) -> Any:
-    """``func(a, axis)`` applied repeatedly over ``axes``, keeping the dimensions (numpy's ``apply_over_axes``).
+    """``func(a, axis)`` applied over ``axes`` in turn, keeping dimensions (``apply_over_axes``).
 
     Raises:
         ValueError: ``func`` returns a result of a number of dimensions other than
@@ -1849,7 +1937,9 @@ def apply_over_axes(func: Any, a: Any, axes: Any) -> Any:
         elif res.ndim == n - 1:
             val = expand_dims(res, axis)
         else:
-            raise ValueError("apply_over_axes: function is not returning an array of the correct shape")
+            raise ValueError(
+                "apply_over_axes: function is not returning an array of the correct shape"
+            )
     return val
 
 
@@ -1877,7 +1967,10 @@ def _host_array(name: str, arr: Any, arrays_only: bool = False) -> np.ndarray:
 
 
 @_args.names_errors("array_repr")
-def array_repr(arr: Any, max_line_width: int | None = None, precision: int | None = None, suppress_small: bool | None = None) -> str:
+def array_repr(
+    arr: Any, max_line_width: int | None = None, precision: int | None = None,
+    suppress_small: bool | None = None,
+) -> str:
     """The repr of a Tensor, with numpy's print options (numpy's ``array_repr``).
 
     Example:
@@ -1891,7 +1984,10 @@ def array_repr(arr: Any, max_line_width: int | None = None, precision: int | Non
 
 
 @_args.names_errors("array_str")
-def array_str(a: Any, max_line_width: int | None = None, precision: int | None = None, suppress_small: bool | None = None) -> str:
+def array_str(
+    a: Any, max_line_width: int | None = None, precision: int | None = None,
+    suppress_small: bool | None = None,
+) -> str:
     """The str of a Tensor's values (numpy's ``array_str``).
 
     Example:
@@ -1985,14 +2081,18 @@ def _target(name: str, file: Any, suffix: str) -> Any:
         path = os.fspath(file)
         return path if path.endswith(suffix) else path + suffix
     if not callable(getattr(file, "write", None)):
-        raise DTypeError(f"{name}: file must be a path or a binary file object, got {_args.describe(file)}")
+        raise DTypeError(
+            f"{name}: file must be a path or a binary file object, got {_args.describe(file)}"
+        )
     return None
 
 
 def _readable(name: str, file: Any) -> Any:
     if isinstance(file, (str, os.PathLike)) or callable(getattr(file, "read", None)):
         return file
-    raise DTypeError(f"{name}: file must be a path or a binary file object, got {_args.describe(file)}")
+    raise DTypeError(
+        f"{name}: file must be a path or a binary file object, got {_args.describe(file)}"
+    )
 
 
 @_args.names_errors("save")
@@ -2054,7 +2154,10 @@ def savez(file: Any, *args: Any, allow_pickle: bool = True, **kwds: Any) -> None
 
 
 @_args.names_errors("load")
-def load(file: Any, mmap_mode: Any = None, allow_pickle: bool = False, fix_imports: bool = True, encoding: str = "ASCII", *, max_header_size: int = 10000) -> Any:
+def load(
+    file: Any, mmap_mode: Any = None, allow_pickle: bool = False, fix_imports: bool = True,
+    encoding: str = "ASCII", *, max_header_size: int = 10000,
+) -> Any:
     """Read a numpy ``.npy`` file as a Tensor, or a ``.npz`` archive as a dict of Tensors.
 
     Never unpickles (object arrays are refused), whatever ``allow_pickle`` says of
@@ -2078,8 +2181,12 @@ def load(file: Any, mmap_mode: Any = None, allow_pickle: bool = False, fix_impor
                 [0., 1.]], dtype=float64)
     """
     if _args.flag(allow_pickle, "load", "allow_pickle"):
-        raise ValueError("load: fgrad never unpickles files (allow_pickle=True is refused); load numeric .npy/.npz data only")
-    _args.choice(mmap_mode, "load", "mmap_mode", ("r", "r+", "c", "readonly", "readwrite", "copyonwrite"), none_ok=True)
+        raise ValueError(
+            "load: fgrad never unpickles files (allow_pickle=True is refused); load numeric "
+            ".npy/.npz data only"
+        )
+    modes = ("r", "r+", "c", "readonly", "readwrite", "copyonwrite")
+    _args.choice(mmap_mode, "load", "mmap_mode", modes, none_ok=True)
     _args.choice(encoding, "load", "encoding", ("ASCII", "latin1", "bytes"))
     _args.flag(fix_imports, "load", "fix_imports")
     limit = _args.index(max_header_size, "load", "max_header_size", minimum=1)
@@ -2094,7 +2201,9 @@ def load(file: Any, mmap_mode: Any = None, allow_pickle: bool = False, fix_impor
 
 
 @_args.names_errors("frombuffer")
-def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0, *, like: Any = None) -> Tensor:
+def frombuffer(
+    buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0, *, like: Any = None,
+) -> Tensor:
     """A 1-D Tensor of the bytes in ``buffer`` read as ``dtype`` (numpy's ``frombuffer``), copied.
 
     Example:
@@ -2104,13 +2213,20 @@ def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0
     _numpy_layout("frombuffer", None, like)
     count, offset = _count("frombuffer", count, offset)
     dtype = _args.dtype(dtype, "frombuffer", none_ok=False)
-    if isinstance(buffer, (Tensor, str)) or not hasattr(buffer, "__buffer__") and not isinstance(buffer, (bytes, bytearray, memoryview)):
-        raise DTypeError(f"frombuffer: buffer must be a bytes-like object, got {_args.describe(buffer)}")
-    return asarray(_numpy_call("frombuffer", np.frombuffer, buffer, dtype=dtype, count=count, offset=offset).copy())
+    bytes_like = isinstance(buffer, (bytes, bytearray, memoryview)) or hasattr(buffer, "__buffer__")
+    if isinstance(buffer, (Tensor, str)) or not bytes_like:
+        raise DTypeError(
+            f"frombuffer: buffer must be a bytes-like object, got {_args.describe(buffer)}"
+        )
+    data = _numpy_call("frombuffer", np.frombuffer, buffer, dtype=dtype, count=count, offset=offset)
+    return asarray(data.copy())
 
 
 @_args.names_errors("fromfile")
-def fromfile(file: Any, dtype: Any = float, count: int = -1, sep: str = "", offset: int = 0, *, like: Any = None) -> Tensor:
+def fromfile(
+    file: Any, dtype: Any = float, count: int = -1, sep: str = "", offset: int = 0, *,
+    like: Any = None,
+) -> Tensor:
     """A 1-D Tensor of the data in a binary (or, with ``sep``, text) file (numpy's ``fromfile``).
 
     Example:
@@ -2123,10 +2239,13 @@ def fromfile(file: Any, dtype: Any = float, count: int = -1, sep: str = "", offs
     _numpy_layout("fromfile", None, like)
     count, offset = _count("fromfile", count, offset)
     if not isinstance(file, (str, os.PathLike)) and not callable(getattr(file, "fileno", None)):
-        raise DTypeError(f"fromfile: file must be a path or an open file, got {_args.describe(file)}")
+        raise DTypeError(
+            f"fromfile: file must be a path or an open file, got {_args.describe(file)}"
+        )
     _args.choice(type(sep), "fromfile", "sep (its type)", (str,))
     dtype = _args.dtype(dtype, "fromfile", none_ok=False)
-    return asarray(_numpy_call("fromfile", np.fromfile, file, dtype=dtype, count=count, sep=sep, offset=offset))
+    kwargs = {"dtype": dtype, "count": count, "sep": sep, "offset": offset}
+    return asarray(_numpy_call("fromfile", np.fromfile, file, **kwargs))
 
 
 @_args.names_errors("fromiter")
@@ -2141,13 +2260,17 @@ def fromiter(iter: Any, dtype: Any, count: int = -1, *, like: Any = None) -> Ten
     count, _ = _count("fromiter", count)
     dtype = _args.dtype(dtype, "fromiter", none_ok=False)
     if isinstance(iter, (str, bytes, Tensor)) or not hasattr(iter, "__iter__"):
-        raise DTypeError(f"fromiter: iter must be an iterable of numbers, got {_args.describe(iter)}")
+        raise DTypeError(
+            f"fromiter: iter must be an iterable of numbers, got {_args.describe(iter)}"
+        )
     return asarray(_numpy_call("fromiter", np.fromiter, iter, dtype=dtype, count=count))
 
 
 @_args.names_errors("fromstring")
-def fromstring(string: Any, dtype: Any = float, count: int = -1, *, sep: str, like: Any = None) -> Tensor:
-    """A 1-D Tensor of the numbers in a text ``string`` separated by ``sep`` (numpy's ``fromstring``).
+def fromstring(
+    string: Any, dtype: Any = float, count: int = -1, *, sep: str, like: Any = None,
+) -> Tensor:
+    """A 1-D Tensor of the numbers in a text ``string`` separated by ``sep`` (``fromstring``).
 
     Example:
         >>> fnp.fromstring("1, 2.5", sep=",")
@@ -2163,11 +2286,12 @@ def fromstring(string: Any, dtype: Any = float, count: int = -1, *, sep: str, li
             f"fromstring: sep must be a non-empty separator string (binary mode is gone from "
             f"numpy; use fnp.frombuffer for bytes), got {sep!r}"
         )
-    return asarray(_numpy_call("fromstring", np.fromstring, string, dtype=dtype, count=count, sep=sep))
+    kwargs = {"dtype": dtype, "count": count, "sep": sep}
+    return asarray(_numpy_call("fromstring", np.fromstring, string, **kwargs))
 
 
 class _PyFunc:
-    """A function of scalars applied elementwise over broadcast Tensors (from :func:`frompyfunc`)."""
+    """A function of scalars applied to each element of broadcast Tensors (:func:`frompyfunc`)."""
 
     def __init__(self, func: Any, nin: int, nout: int, identity: Any) -> None:
         self.func, self.nin, self.nout, self.identity = func, nin, nout, identity
@@ -2176,7 +2300,9 @@ class _PyFunc:
 
     def __call__(self, *args: Any) -> Any:
         if len(args) != self.nin:
-            raise TypeError(f"frompyfunc: {self.__name__} takes {self.nin} arguments, got {len(args)}")
+            raise TypeError(
+                f"frompyfunc: {self.__name__} takes {self.nin} arguments, got {len(args)}"
+            )
         xs = broadcast_arrays(*[_tensor(a, "frompyfunc", "args") for a in args])
         shape = tuple(xs[0].shape) if xs else ()
         flat = [ravel(x) for x in xs]

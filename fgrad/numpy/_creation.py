@@ -405,7 +405,9 @@ def linspace(
     start = as_tensor(start, "linspace", "start")._data
     stop = as_tensor(stop, "linspace", "stop")._data
     try:
-        data = np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype, axis=axis)
+        data = np.linspace(
+            start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype, axis=axis
+        )
     except ValueError as err:
         raise ShapeError(f"linspace: start and stop do not broadcast: {err}") from None
     except TypeError as err:
@@ -414,7 +416,10 @@ def linspace(
         ) from None
     if retstep:
         data, step = data
-        return _asarray(data, None, dev, None, "linspace"), float(step) if np.ndim(step) == 0 else _asarray(step, None, dev, None, "linspace")
+        samples = _asarray(data, None, dev, None, "linspace")
+        if np.ndim(step) == 0:
+            return samples, float(step)
+        return samples, _asarray(step, None, dev, None, "linspace")
     return _asarray(data, None, dev, None, "linspace")
 
 

@@ -39,10 +39,11 @@ def test_numpy_parameters_in_numpy_positions(name, ours, theirs):
         if p.kind in (P.VAR_POSITIONAL, P.VAR_KEYWORD, P.POSITIONAL_ONLY):
             continue
         assert p.name in mine or var_kw, f"{name}: no parameter {p.name!r} ({ours})"
-    positional = [p for p in theirs.parameters.values() if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
-    mine_pos = [p for p in mine.values() if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+    places = (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)
+    positional = [p for p in theirs.parameters.values() if p.kind in places]
+    mine_pos = [p for p in mine.values() if p.kind in places]
     if not var_pos:
-        assert len(mine_pos) >= len(positional), f"{name}: {ours} takes fewer positions than {theirs}"
+        assert len(mine_pos) >= len(positional), f"{name}: {ours} has fewer places than {theirs}"
     for a, b in zip(positional, mine_pos):
         if a.kind is P.POSITIONAL_OR_KEYWORD:
             assert a.name == b.name, f"{name}: position of {a.name!r} holds {b.name!r}"

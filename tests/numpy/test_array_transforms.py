@@ -47,16 +47,22 @@ GRADS = [
     ("resize", lambda x: fnp.resize(x, (4, 4)) ** 2, (V,)),
     ("trim_zeros", lambda x: fnp.trim_zeros(fnp.concatenate([fnp.zeros(2), x])) ** 2, (V,)),
     ("diagflat", lambda x: fnp.diagflat(x, 1) ** 2, (V,)),
-    ("fill_diagonal", lambda x, v: fnp.fill_diagonal(x, v[:2], wrap=True, inplace=False) ** 2, (W.T, V)),
+    ("fill_diagonal",
+     lambda x, v: fnp.fill_diagonal(x, v[:2], wrap=True, inplace=False) ** 2, (W.T, V)),
     ("select", lambda x: fnp.select([x > 0.5, x < -0.5], [x ** 2, fnp.sin(x)], default=x), (A,)),
-    ("piecewise", lambda x: fnp.piecewise(x, [x < 0, x > 1], [fnp.exp, lambda v: v ** 3, lambda v: 2.0 * v]), (V,)),
+    ("piecewise",
+     lambda x: fnp.piecewise(x, [x < 0, x > 1], [fnp.exp, lambda v: v ** 3, lambda v: 2.0 * v]),
+     (V,)),
     ("choose", lambda x, y: fnp.choose(fnp.array([0, 1, 1, 0]), [x[0], y[:4]]), (A, V)),
     ("compress", lambda x: fnp.compress(fnp.array([True, False, True]), x, axis=0) ** 2, (A,)),
     ("extract", lambda x: fnp.extract(fnp.array([1, 0, 1, 1, 0, 1]), x) ** 2, (V,)),
     ("extract_of_traced_mask", lambda x: fnp.extract(x > 0, x) ** 2, (V,)),
     ("place", lambda x, v: fnp.place(x, np.asarray(A) > 0, v[:2], inplace=False) ** 2, (A, V)),
     ("put", lambda x, v: fnp.put(x, [0, 5, 5], v[:3], inplace=False) ** 2, (A, V)),
-    ("put_along_axis", lambda x, v: fnp.put_along_axis(x, fnp.array([[1], [0], [3]]), v[:3, None], 1, inplace=False) ** 2, (A, V)),
+    ("put_along_axis",
+     lambda x, v: fnp.put_along_axis(
+         x, fnp.array([[1], [0], [3]]), v[:3, None], 1, inplace=False) ** 2,
+     (A, V)),
     ("partition", lambda x: fnp.partition(x, 2) * fnp.arange(6.0), (V,)),
     ("unique_values", lambda x: fnp.unique_values(fnp.concatenate([x, x[:2]])) ** 2, (V,)),
     ("union1d", lambda x, y: fnp.union1d(x, y[:3]) * fnp.arange(9.0), (V, V * 2.0)),
@@ -65,8 +71,10 @@ GRADS = [
     ("setxor1d", lambda x, y: fnp.setxor1d(x, y) ** 2, (V, V[:2] + 10.0)),
     ("apply_along_axis", lambda x: fnp.apply_along_axis(lambda v: v * fnp.sum(v ** 2), 0, x), (A,)),
     ("apply_over_axes", lambda x: fnp.apply_over_axes(fnp.sum, x ** 2, [0, 1]), (A,)),
-    ("frompyfunc", lambda x, y: fnp.frompyfunc(lambda a, b: fnp.sin(a) * b, 2, 1)(x, y[:4]), (A, V)),
-    ("logspace", lambda a, b: fnp.logspace(a, b, 5, base=3.0), (fnp.asarray(0.3), fnp.asarray(1.2))),
+    ("frompyfunc",
+     lambda x, y: fnp.frompyfunc(lambda a, b: fnp.sin(a) * b, 2, 1)(x, y[:4]), (A, V)),
+    ("logspace",
+     lambda a, b: fnp.logspace(a, b, 5, base=3.0), (fnp.asarray(0.3), fnp.asarray(1.2))),
     ("geomspace", lambda a, b: fnp.geomspace(a, b, 5), (fnp.asarray(0.3), fnp.asarray(4.0))),
     ("copy", lambda x: fnp.copy(x) ** 2, (A,)),
 ]
@@ -95,26 +103,36 @@ def test_index_and_set_results_carry_no_gradient():
 
 # ------------------------------------------------------------------------ jit with size=
 
-SIZED = [
-    ("compress", lambda c, x: fnp.compress(c, x, size=4, fill_value=-1.0), (V > 0, V), lambda c, x: _padded(np.asarray(x)[np.asarray(c)], 4, -1.0)),
-    ("extract", lambda c, x: fnp.extract(c, x, size=7), (V > 0, V), lambda c, x: _padded(np.asarray(x)[np.asarray(c)], 7, 0.0)),
-    ("unique_values", lambda x: fnp.unique_values(x, size=8, fill_value=-1), (I1,), lambda x: _padded(np.unique(np.asarray(x)), 8, -1)),
-    ("union1d", lambda a, b: fnp.union1d(a, b, size=10, fill_value=99), (I1, I2), lambda a, b: _padded(np.union1d(a, b), 10, 99)),
-    ("intersect1d", lambda a, b: fnp.intersect1d(a, b, size=5, fill_value=-7), (I1, I2), lambda a, b: _padded(np.intersect1d(a, b), 5, -7)),
-    ("setdiff1d", lambda a, b: fnp.setdiff1d(a, b, size=6, fill_value=0), (I1, I2), lambda a, b: _padded(np.setdiff1d(a, b), 6, 0)),
-    ("setxor1d", lambda a, b: fnp.setxor1d(a, b, size=9, fill_value=-1), (I1, I2), lambda a, b: _padded(np.setxor1d(a, b), 9, -1)),
-    ("delete", lambda x, i: fnp.delete(x, i, assume_unique_indices=True), (V, fnp.array([4, 1])), lambda x, i: np.delete(x, i)),
+SIZED = [  # (name, the sized call, its arguments, numpy's unpadded result, size, fill_value)
+    ("compress", lambda c, x: fnp.compress(c, x, size=4, fill_value=-1.0), (V > 0, V),
+     lambda c, x: x[c], 4, -1.0),
+    ("extract", lambda c, x: fnp.extract(c, x, size=7), (V > 0, V), lambda c, x: x[c], 7, 0.0),
+    ("unique_values", lambda x: fnp.unique_values(x, size=8, fill_value=-1), (I1,), np.unique,
+     8, -1),
+    ("union1d", lambda a, b: fnp.union1d(a, b, size=10, fill_value=99), (I1, I2), np.union1d,
+     10, 99),
+    ("intersect1d", lambda a, b: fnp.intersect1d(a, b, size=5, fill_value=-7), (I1, I2),
+     np.intersect1d, 5, -7),
+    ("setdiff1d", lambda a, b: fnp.setdiff1d(a, b, size=6, fill_value=0), (I1, I2),
+     np.setdiff1d, 6, 0),
+    ("setxor1d", lambda a, b: fnp.setxor1d(a, b, size=9, fill_value=-1), (I1, I2),
+     np.setxor1d, 9, -1),
+    ("delete", lambda x, i: fnp.delete(x, i, assume_unique_indices=True),
+     (V, fnp.array([4, 1])), np.delete, 4, None),
 ]
 
 
-@pytest.mark.parametrize("name,f,args,want", SIZED, ids=[s[0] for s in SIZED])
-def test_jit_with_static_size_matches_numpy(name, f, args, want):
-    _eq(fgrad.jit(f)(*args), want(*[np.asarray(a) for a in args]))
+@pytest.mark.parametrize("name,f,args,want,size,fill", SIZED, ids=[s[0] for s in SIZED])
+def test_jit_with_static_size_matches_numpy(name, f, args, want, size, fill):
+    expected = want(*[np.asarray(a) for a in args])
+    _eq(fgrad.jit(f)(*args), expected if fill is None else _padded(expected, size, fill))
 
 
 def test_sized_unique_all_and_intersect1d_indices_under_jit():
     r = fgrad.jit(lambda x: fnp.unique_all(x, size=7, fill_value=0))(I1)
-    v, i, inv, c = np.unique(np.asarray(I1), return_index=True, return_inverse=True, return_counts=True)
+    v, i, inv, c = np.unique(
+        np.asarray(I1), return_index=True, return_inverse=True, return_counts=True
+    )
     k = v.size
     _eq(r.values[:k], v)
     _eq(r.indices[:k], i)

@@ -97,7 +97,8 @@ CASES = [
     ("unravel_index", (I1, (2, 3)), {}),
     ("unravel_index", (I1, (3, 2)), {"order": "F"}),
     ("choose", (I1[:5] % 2, [V[:5], V[1:]]), {}),
-    ("choose", (np.array([[0, 3], [1, 2]]), np.arange(4.0)[:, None, None] + A[:2, :2]), {"mode": "clip"}),
+    ("choose", (np.array([[0, 3], [1, 2]]), np.arange(4.0)[:, None, None] + A[:2, :2]),
+     {"mode": "clip"}),
     ("choose", (np.array([5, -1]), [V[:2], V[2:4], V[4:]]), {"mode": "wrap"}),
     ("compress", ([True, False, True], A), {"axis": 0}),
     ("compress", ([0, 1, 1], A, 1), {}),
@@ -134,7 +135,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,args,kwargs", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    "name,args,kwargs", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
+)
 def test_matches_numpy(name, args, kwargs):
     want = getattr(np, name)(*args, **kwargs)
     got = getattr(fnp, name)(*args, **kwargs)

@@ -28,7 +28,15 @@ import numpy as np
 from fgrad import _args, dtypes
 from fgrad.core.trace import concrete_value
 from fgrad.errors import ConcretizationError, DTypeError, ShapeError
-from fgrad.numpy._creation import _numpy_layout, _static, arange, linspace, ones, zeros
+from fgrad.numpy._creation import (
+    _matrix_args,
+    _numpy_layout,
+    _static,
+    arange,
+    linspace,
+    ones,
+    zeros,
+)
 from fgrad.numpy._elementwise import astype, clip, where
 from fgrad.numpy._extras import diag
 from fgrad.numpy._indexing import take, take_along_axis
@@ -661,11 +669,7 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, like: An
                 [1., 1.]], dtype=float64)
     """
     _numpy_layout("tri", None, like)
-    n = _args.size(_static(N, "tri", "N"), "tri", "N")
-    m = _args.size(_static(M, "tri", "M"), "tri", "M", none_ok=True)
-    k = _args.index(_static(k, "tri", "k"), "tri", "k")
-    dtype = _args.dtype(dtype, "tri") or np.dtype(np.float64)
-    return asarray(np.tri(n, m, k, dtype=dtype))
+    return asarray(np.tri(*_matrix_args("tri", N, M, k, dtype)))
 
 
 def _tri_indices(name: str, n: Any, k: Any, m: Any, upper: bool) -> tuple:
@@ -1946,11 +1950,12 @@ def apply_over_axes(func: Any, a: Any, axes: Any) -> Any:
 # ------------------------------------------------------------------------ printing
 
 
-def _print_args(name: str, max_line_width: Any, precision: Any, suppress_small: Any) -> tuple:
-    width = _args.index(max_line_width, name, "max_line_width", minimum=1, none_ok=True)
+def _printed(name: str, arr: Any, width: Any, precision: Any, small: Any) -> tuple:
+    """array_repr's and array_str's values on the host and print options, checked."""
+    width = _args.index(width, name, "max_line_width", minimum=1, none_ok=True)
     precision = _args.index(precision, name, "precision", minimum=0, none_ok=True)
-    small = None if suppress_small is None else _args.flag(suppress_small, name, "suppress_small")
-    return width, precision, small
+    small = None if small is None else _args.flag(small, name, "suppress_small")
+    return _host_array(name, arr, arrays_only=True), (width, precision, small)
 
 
 def _host_array(name: str, arr: Any, arrays_only: bool = False) -> np.ndarray:
@@ -1977,8 +1982,7 @@ def array_repr(
         >>> fnp.array_repr(fnp.array([1.0, 2.0]))
         'Tensor([1., 2.], dtype=float64)'
     """
-    opts = _print_args("array_repr", max_line_width, precision, suppress_small)
-    data = _host_array("array_repr", arr, arrays_only=True)
+    data, opts = _printed("array_repr", arr, max_line_width, precision, suppress_small)
     body = np.array2string(data, *opts, separator=", ", prefix="Tensor(")
     return f"Tensor({body}, dtype={data.dtype.name})"
 
@@ -1994,8 +1998,8 @@ def array_str(
         >>> fnp.array_str(fnp.array([1.0, 2.0]))
         '[1. 2.]'
     """
-    opts = _print_args("array_str", max_line_width, precision, suppress_small)
-    return np.array_str(_host_array("array_str", a, arrays_only=True), *opts)
+    data, opts = _printed("array_str", a, max_line_width, precision, suppress_small)
+    return np.array_str(data, *opts)
 
 
 def get_printoptions() -> dict:

@@ -470,11 +470,16 @@ def eye(
                 [0., 1.]], dtype=float64)
     """
     _numpy_layout("eye", order, like)
-    n = _args.size(_static(N, "eye", "N"), "eye", "N")
-    m = _args.size(_static(M, "eye", "M"), "eye", "M", none_ok=True)
-    k = _args.index(_static(k, "eye", "k"), "eye", "k")
-    dtype = _args.dtype(dtype, "eye") or np.dtype(np.float64)
+    n, m, k, dtype = _matrix_args("eye", N, M, k, dtype)
     return _asarray(np.eye(n, m, k, dtype=dtype), None, device_arg(device, "eye"), None, "eye")
+
+
+def _matrix_args(fn: str, N: Any, M: Any, k: Any, dtype: Any) -> tuple:
+    """eye's and tri's ``(N, M, k, dtype)`` checked (float64 by default), errors naming ``fn``."""
+    n = _args.size(_static(N, fn, "N"), fn, "N")
+    m = _args.size(_static(M, fn, "M"), fn, "M", none_ok=True)
+    k = _args.index(_static(k, fn, "k"), fn, "k")
+    return n, m, k, _args.dtype(dtype, fn) or np.dtype(np.float64)
 
 
 def full_like(

@@ -19,10 +19,11 @@ Two models whose exact posteriors are known, so the fit can be checked:
 
 Each ELBO is ``E_q[log p(data, z)] + H[q]``: the expectation by ``--samples``
 reparameterised draws per step, the entropy in closed form. The variational parameters are
-kept positive as ``exp`` of unconstrained ones, start at the prior, and are fitted by Adam with a cosine-decayed
-learning rate in one jitted step per iteration (a new key per step, by ``fold_in``). The
-families contain the exact posteriors, so the optimum is the posterior itself; the script
-prints the fitted and exact parameters, and the KL divergence between them.
+kept positive as ``exp`` of unconstrained ones, start at the prior, and are fitted by Adam
+with a cosine-decayed learning rate in one jitted step per iteration (a new key per step,
+by ``fold_in``). The families contain the exact posteriors, so the optimum is the
+posterior itself; the script prints the fitted and exact parameters, and the KL divergence
+between them.
 
 Run ``python examples/variational_inference.py --help`` for the options.
 
@@ -182,41 +183,31 @@ def run(steps: int = 500, n_samples: int = 64, lr: float = 0.2, seed: int = 0, v
         print(f"Poisson rate: {len(counts)} counts, sum {counts.sum()}; prior Gamma({A0}, {B0})")
         print(f"  fitted q = Gamma({fitted_gamma[0]:.3f}, {fitted_gamma[1]:.3f})")
         print(f"  exact posterior Gamma({exact_gamma[0]:.3f}, {exact_gamma[1]:.3f})")
-        print(f"  posterior mean: fitted {fitted_gamma[0] / fitted_gamma[1]:.4f}, "
-              f"exact {exact_gamma[0] / exact_gamma[1]:.4f}; KL(q || p) = {result['kl_gamma']:.2e}")
-        print(f"Categorical probabilities: counts {cat_counts.tolist()}; prior Dirichlet(1, 1, 1, 1)")
-        print(f"  fitted q = Dirichlet({np.array2string(fitted_dirichlet, precision=3)})")
-        print(f"  exact posterior Dirichlet({np.array2string(exact_dirichlet.astype(float), precision=3)})")
+        mean, exact_mean = fitted_gamma[0] / fitted_gamma[1], exact_gamma[0] / exact_gamma[1]
+        print(f"  posterior mean: fitted {mean:.4f}, exact {exact_mean:.4f}; "
+              f"KL(q || p) = {result['kl_gamma']:.2e}")
+        print(f"Categorical probabilities: counts {cat_counts.tolist()}; "
+              "prior Dirichlet(1, 1, 1, 1)")
+        fitted_text = np.array2string(fitted_dirichlet, precision=3)
+        exact_text = np.array2string(exact_dirichlet.astype(float), precision=3)
+        print(f"  fitted q = Dirichlet({fitted_text})")
+        print(f"  exact posterior Dirichlet({exact_text})")
         print(f"  KL(q || p) = {result['kl_dirichlet']:.2e}")
         print(f"{steps} steps of {n_samples} samples each, both fits: {seconds:.1f} s")
     return result
 
 
-def _positive_int(text: str) -> int:
-    """argparse type: an int >= 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    """argparse type: a finite float > 0."""
-    value = float(text)
-    if not (np.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return value
-
-
 def main(argv=None) -> dict:
     """The command line: ``--steps``, ``--samples``, ``--lr``, ``--seed``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=_positive_int, default=500, help="Adam steps per fit")
-    parser.add_argument("--samples", type=_positive_int, default=64,
-                        help="Monte Carlo samples of q per ELBO estimate")
-    parser.add_argument("--lr", type=_positive_float, default=0.2, help="initial learning rate")
+    parser.add_argument("--steps", type=int, default=500, help="Adam steps per fit (>= 1)")
+    parser.add_argument("--samples", type=int, default=64,
+                        help="Monte Carlo samples of q per ELBO estimate (>= 1)")
+    parser.add_argument("--lr", type=float, default=0.2, help="initial learning rate (> 0)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data and the keys")
     args = parser.parse_args(argv)
+    if min(args.steps, args.samples) < 1 or not (np.isfinite(args.lr) and args.lr > 0):
+        parser.error("--steps and --samples must be at least 1, --lr a finite number > 0")
     return run(args.steps, args.samples, args.lr, args.seed)
 
 

@@ -974,12 +974,6 @@ def _float_setup(key: Any, shape: Any, dtype: Any, fn: str) -> tuple[Any, tuple,
     return key, _shape(shape, fn), _float_dtype(dtype, fn)
 
 
-def _open_uniform(key: Any, shape: tuple, dt: np.dtype, low: str = "tiny") -> Tensor:
-    """Uniform on ``[finfo.tiny, 1)`` (or ``[finfo.eps, 1)``): never 0, for logarithms."""
-    lo = float(getattr(np.finfo(dt), low))
-    return random_uniform(key, lo, 1.0, shape=shape, dtype=dt)
-
-
 def _gamma_draw(key: Any, a: Any, shape: Any, dtype: Any, fn: str, log_space: bool) -> Tensor:
     key, device = _key_data(key, fn)
     dt = _float_dtype(dtype, fn)
@@ -1298,14 +1292,16 @@ def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None) -> Tensor:
     cp = _concrete(prob, np.float64)
     if cp is not None and not _all((cp > 0) & (cp <= 1)):
         raise ValueError("random.geometric: needs 0 < p <= 1 everywhere (and no NaN)")
-    u = _open_uniform(key, shape, np.dtype(np.float64))
+    f64 = np.dtype(np.float64)
+    u = random_uniform(key, float(np.finfo(f64).tiny), 1.0, shape=shape, dtype=f64)
     prob = fnp.astype(stop_gradient(prob), np.float64)
     trials = fnp.floor(fnp.log(u) / fnp.log1p(-prob)) + 1.0
     return fnp.astype(fnp.where(prob == 1.0, 1.0, trials), dt)
 
 
-def exponential(key: Any, shape: Any = (), dtype: Any = None) -> Tensor:
-    """Standard exponential samples (rate 1): ``-log1p(-u)`` for ``u`` uniform on ``[0, 1)``.
+_STANDARD_DOC = """{summary}
+
+    {how}
 
     Args:
         key: ``(2,)`` uint32 key.
@@ -1313,7 +1309,7 @@ def exponential(key: Any, shape: Any = (), dtype: Any = None) -> Tensor:
         dtype: float16, float32 or float64 (None: float64).
 
     Returns:
-        Tensor of ``shape`` and ``dtype``, values ``>= 0``.
+        Tensor of ``shape`` and ``dtype``{values}.
 
     Raises:
         TypeError: ``key`` is not a key.
@@ -1321,129 +1317,80 @@ def exponential(key: Any, shape: Any = (), dtype: Any = None) -> Tensor:
 
     Example:
         >>> from fgrad import random
-        >>> print(fnp.round(random.exponential(random.key(0), (3,)), 4))
-        [0.5421 0.2437 3.3616]
+        >>> print(fnp.round(random.{name}(random.key(0), (3,)), 4))
+        {example}
 
     References:
-        Inversion of the CDF ``1 - exp(-x)``; ``jax.random.exponential``.
+        {references}
     """
-    key, shape, dt = _float_setup(key, shape, dtype, "exponential")
-    return -fnp.log1p(-random_uniform(key, 0.0, 1.0, shape=shape, dtype=dt))
 
 
-def laplace(key: Any, shape: Any = (), dtype: Any = None) -> Tensor:
-    """Standard Laplace samples (density ``exp(-|x|) / 2``): ``-sign(u) log1p(-|u|)``.
+def _standard(name: str, transform: Any, low: float | str | None, **doc: str) -> Any:
+    """A parameterless sampler ``transform(u)`` of a uniform ``u`` on ``[low, 1)`` (``low``
+    a float, or ``"tiny"``/``"eps"`` of the dtype's finfo, or ``"-1"``: just above -1),
+    with its docstring from :data:`_STANDARD_DOC`."""
 
-    ``u`` uniform on ``(-1, 1)``, by inversion of the CDF.
+    def sampler(key: Any, shape: Any = (), dtype: Any = None) -> Tensor:
+        key, shape, dt = _float_setup(key, shape, dtype, name)
+        finfo = np.finfo(dt)
+        lo = {"tiny": float(finfo.tiny), "eps": float(finfo.eps), "-1": -1.0 + float(finfo.epsneg)}
+        u = random_uniform(key, lo.get(low, low), 1.0, shape=shape, dtype=dt)
+        return transform(u)
 
-    Args:
-        key: ``(2,)`` uint32 key.
-        shape: output shape (int or tuple).
-        dtype: float16, float32 or float64 (None: float64).
-
-    Returns:
-        Tensor of ``shape`` and ``dtype``.
-
-    Raises:
-        TypeError: ``key`` is not a key.
-        DTypeError: ``dtype`` is not a real floating dtype.
-
-    Example:
-        >>> from fgrad import random
-        >>> print(fnp.round(random.laplace(random.key(0), (3,)), 4))
-        [-0.178  -0.838   2.6685]
-
-    References:
-        ``jax.random.laplace`` (the same inversion).
-    """
-    key, shape, dt = _float_setup(key, shape, dtype, "laplace")
-    lo = -1.0 + float(np.finfo(dt).epsneg)
-    u = random_uniform(key, lo, 1.0, shape=shape, dtype=dt)
-    return -fnp.sign(u) * fnp.log1p(-fnp.abs(u))
+    sampler.__name__ = sampler.__qualname__ = name
+    sampler.__doc__ = _STANDARD_DOC.format(name=name, **{"values": "", **doc})
+    return sampler
 
 
-def logistic(key: Any, shape: Any = (), dtype: Any = None) -> Tensor:
-    """Standard logistic samples: ``log(u) - log1p(-u)``, the logit of a uniform on ``(0, 1)``.
-
-    Args:
-        key: ``(2,)`` uint32 key.
-        shape: output shape (int or tuple).
-        dtype: float16, float32 or float64 (None: float64).
-
-    Returns:
-        Tensor of ``shape`` and ``dtype``.
-
-    Raises:
-        TypeError: ``key`` is not a key.
-        DTypeError: ``dtype`` is not a real floating dtype.
-
-    Example:
-        >>> from fgrad import random
-        >>> print(fnp.round(random.logistic(random.key(0), (3,)), 4))
-        [-0.3291 -1.2874  3.3263]
-
-    References:
-        Inversion of the CDF ``1 / (1 + exp(-x))``; ``jax.random.logistic``.
-    """
-    key, shape, dt = _float_setup(key, shape, dtype, "logistic")
-    u = _open_uniform(key, shape, dt)
-    return fnp.log(u) - fnp.log1p(-u)
-
-
-def cauchy(key: Any, shape: Any = (), dtype: Any = None) -> Tensor:
-    """Standard Cauchy samples: ``tan(pi (u - 1/2))`` for ``u`` uniform on ``(0, 1)``.
-
-    Args:
-        key: ``(2,)`` uint32 key.
-        shape: output shape (int or tuple).
-        dtype: float16, float32 or float64 (None: float64).
-
-    Returns:
-        Tensor of ``shape`` and ``dtype``.
-
-    Raises:
-        TypeError: ``key`` is not a key.
-        DTypeError: ``dtype`` is not a real floating dtype.
-
-    Example:
-        >>> from fgrad import random
-        >>> print(fnp.round(random.cauchy(random.key(0), (3,)), 4))
-        [-0.2619 -1.2378  9.1425]
-
-    References:
-        Inversion of the CDF ``1/2 + arctan(x) / pi``; ``jax.random.cauchy``.
-    """
-    key, shape, dt = _float_setup(key, shape, dtype, "cauchy")
-    u = _open_uniform(key, shape, dt, "eps")
-    return fnp.tan(np.pi * (u - 0.5))
-
-
-def gumbel(key: Any, shape: Any = (), dtype: Any = None) -> Tensor:
-    """Standard Gumbel samples (CDF ``exp(-exp(-x))``): ``-log(-log(u))``, ``u`` on ``(0, 1)``.
-
-    Args:
-        key: ``(2,)`` uint32 key.
-        shape: output shape (int or tuple).
-        dtype: float16, float32 or float64 (None: float64).
-
-    Returns:
-        Tensor of ``shape`` and ``dtype``.
-
-    Raises:
-        TypeError: ``key`` is not a key.
-        DTypeError: ``dtype`` is not a real floating dtype.
-
-    Example:
-        >>> from fgrad import random
-        >>> print(fnp.round(random.gumbel(random.key(0), (3,)), 4))
-        [ 0.1379 -0.426   3.344 ]
-
-    References:
-        E. J. Gumbel, "Statistical Theory of Extreme Values and Some Practical
-        Applications", 1954; ``jax.random.gumbel``.
-    """
-    key, shape, dt = _float_setup(key, shape, dtype, "gumbel")
-    return -fnp.log(-fnp.log(_open_uniform(key, shape, dt)))
+exponential = _standard(
+    "exponential",
+    lambda u: -fnp.log1p(-u),
+    0.0,
+    summary="Standard exponential samples (rate 1): ``-log1p(-u)``, ``u`` uniform on ``[0, 1)``.",
+    how="Inversion of the CDF ``1 - exp(-x)``; divide by a rate for other rates.",
+    values=", values ``>= 0``",
+    example="[0.5421 0.2437 3.3616]",
+    references="``jax.random.exponential`` (the same inversion).",
+)
+laplace = _standard(
+    "laplace",
+    lambda u: -fnp.sign(u) * fnp.log1p(-fnp.abs(u)),
+    "-1",
+    summary="Standard Laplace samples (density ``exp(-|x|) / 2``): ``-sign(u) log1p(-|u|)``.",
+    how="Inversion of the CDF at ``u`` uniform on ``(-1, 1)``.",
+    example="[-0.178  -0.838   2.6685]",
+    references="``jax.random.laplace`` (the same inversion).",
+)
+logistic = _standard(
+    "logistic",
+    lambda u: fnp.log(u) - fnp.log1p(-u),
+    "tiny",
+    summary="Standard logistic samples: ``log(u) - log1p(-u)``, the logit of a uniform.",
+    how="Inversion of the CDF ``1 / (1 + exp(-x))`` at ``u`` uniform on ``(0, 1)``.",
+    example="[-0.3291 -1.2874  3.3263]",
+    references="``jax.random.logistic`` (the same inversion).",
+)
+cauchy = _standard(
+    "cauchy",
+    lambda u: fnp.tan(np.pi * (u - 0.5)),
+    "eps",
+    summary="Standard Cauchy samples: ``tan(pi (u - 1/2))`` for ``u`` uniform on ``(0, 1)``.",
+    how="Inversion of the CDF ``1/2 + arctan(x) / pi``.",
+    example="[-0.2619 -1.2378  9.1425]",
+    references="``jax.random.cauchy`` (the same inversion).",
+)
+gumbel = _standard(
+    "gumbel",
+    lambda u: -fnp.log(-fnp.log(u)),
+    "tiny",
+    summary="Standard Gumbel samples (CDF ``exp(-exp(-x))``): ``-log(-log(u))``.",
+    how="Inversion of the CDF at ``u`` uniform on ``(0, 1)``.",
+    example="[ 0.1379 -0.426   3.344 ]",
+    references=(
+        'E. J. Gumbel, "Statistical Theory of Extreme Values and Some Practical\n'
+        '        Applications", 1954; ``jax.random.gumbel``.'
+    ),
+)
 
 
 def t(key: Any, df: Any, shape: Any = None, dtype: Any = None) -> Tensor:
@@ -1603,7 +1550,9 @@ def ball(key: Any, d: int, p: float = 2, shape: Any = (), dtype: Any = None) -> 
     return g / radius[..., None]
 
 
-def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | None = None) -> Tensor:
+def orthogonal(
+    key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | None = None
+) -> Tensor:
     """Haar-distributed (uniformly random) orthogonal matrices, or ``(n, m)`` ones with
     orthonormal columns (``n >= m``) or rows (``n < m``).
 

@@ -1150,7 +1150,7 @@ random_gamma_grad = defop(
         params=({"log_space": False}, {"log_space": True}),
         # integer inputs: the rules refuse on purpose (second derivatives), so the sweep
         # checks the shape rule, batching and the kernel only
-        make_args=lambda rng, shapes: [rng.integers(1, 6, shapes[0]), rng.integers(1, 9, shapes[1])],
+        make_args=lambda rng, shapes: [rng.integers(1, 6, s) for s in shapes],
     ),
     doc="""The implicit derivative ``dx/dalpha`` of a Gamma(alpha) sample ``x``.
 

@@ -164,7 +164,8 @@ def test_count_samplers_have_no_derivative():
     assert float(g) == float(np.sum(np.asarray(random.poisson(random.key(0), 3.0, (5,)))))
     g = fgrad.grad(lambda p: fnp.sum(random.binomial(random.key(0), 10, p, (5,))))(0.3)
     assert float(g) == 0.0
-    g = fgrad.grad(lambda p: fnp.sum(fnp.astype(random.geometric(random.key(0), p, (5,)), float)))(0.3)
+    geometric = lambda p: fnp.astype(random.geometric(random.key(0), p, (5,)), float)  # noqa: E731
+    g = fgrad.grad(lambda p: fnp.sum(geometric(p)))(0.3)
     assert float(g) == 0.0
 
 

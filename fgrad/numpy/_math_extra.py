@@ -105,6 +105,14 @@ def _one_d(x: Tensor, fn: str, arg: str) -> Tensor:
     return x
 
 
+def _public(name: str, fn: Any, doc: str) -> Any:
+    """``fn`` as the public function ``name`` with docstring ``doc`` (for the pairs of
+    functions one body serves, such as ``nanmax``/``nanmin``); its errors name it."""
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return _named(name)(fn)
+
+
 # ------------------------------------------------------------------ elementwise
 
 
@@ -363,9 +371,17 @@ def logaddexp2(x1: Any, x2: Any, /, out: Any = None, *, where: Any = True, dtype
     return _e.divide(_e.logaddexp(_e.multiply(_float(x1), _LN2), _e.multiply(_float(x2), _LN2)), _LN2)
 
 
-@_named("isneginf")
-def isneginf(x: Any, out: Any = None) -> Tensor:
-    """True where ``x`` is negative infinity.
+def _signed_inf(name: str, negative: bool) -> Any:
+    sign = "negative" if negative else "positive"
+
+    def fn(x: Any, out: Any = None) -> Tensor:
+        _no_out(out, name)
+        x = _real(_t(x, name), name)
+        neg = _e.signbit(x)
+        return _e.logical_and(_e.isinf(x), neg if negative else _e.logical_not(neg))
+
+    want = "Tensor([ True, False, False], dtype=bool)" if negative else "Tensor([False,  True, False], dtype=bool)"
+    return _public(name, fn, f"""True where ``x`` is {sign} infinity.
 
     Args:
         x: real Tensor of any shape.
@@ -379,41 +395,24 @@ def isneginf(x: Any, out: Any = None) -> Tensor:
         TypeError: ``out`` is given.
 
     Example:
-        >>> fnp.isneginf(fnp.array([-fnp.inf, fnp.inf, 1.0]))
-        Tensor([ True, False, False], dtype=bool)
-    """
-    _no_out(out, "isneginf")
-    x = _real(_t(x, "isneginf"), "isneginf")
-    return _e.logical_and(_e.isinf(x), _e.signbit(x))
+        >>> fnp.{name}(fnp.array([-fnp.inf, fnp.inf, 1.0]))
+        {want}
+    """)
 
 
-@_named("isposinf")
-def isposinf(x: Any, out: Any = None) -> Tensor:
-    """True where ``x`` is positive infinity.
-
-    Args:
-        x: real Tensor of any shape.
-        out: not supported (Tensors are immutable).
-
-    Returns:
-        bool Tensor of ``x.shape``; no derivative.
-
-    Raises:
-        DTypeError: complex input (as numpy).
-        TypeError: ``out`` is given.
-
-    Example:
-        >>> fnp.isposinf(fnp.array([-fnp.inf, fnp.inf, 1.0]))
-        Tensor([False,  True, False], dtype=bool)
-    """
-    _no_out(out, "isposinf")
-    x = _real(_t(x, "isposinf"), "isposinf")
-    return _e.logical_and(_e.isinf(x), _e.logical_not(_e.signbit(x)))
+isneginf = _signed_inf("isneginf", True)
+isposinf = _signed_inf("isposinf", False)
 
 
-@_named("iscomplex")
-def iscomplex(x: Any) -> Tensor:
-    """True where ``x`` has a nonzero imaginary part (False everywhere for a real dtype).
+def _imag_test(name: str, nonzero: bool) -> Any:
+    def fn(x: Any) -> Tensor:
+        imag = _e.imag(_t(x, name))
+        return _e.not_equal(imag, 0) if nonzero else _e.equal(imag, 0)
+
+    what = "a nonzero" if nonzero else "a zero"
+    real_dtype = "False" if nonzero else "True"
+    want = "Tensor([ True, False], dtype=bool)" if nonzero else "Tensor([False,  True], dtype=bool)"
+    return _public(name, fn, f"""True where ``x`` has {what} imaginary part ({real_dtype} everywhere for a real dtype).
 
     Args:
         x: Tensor of any shape.
@@ -425,33 +424,13 @@ def iscomplex(x: Any) -> Tensor:
         DTypeError: non-numeric ``x``.
 
     Example:
-        >>> fnp.iscomplex(fnp.array([1 + 1j, 2 + 0j]))
-        Tensor([ True, False], dtype=bool)
-    """
-    x = _t(x, "iscomplex")
-    return _e.not_equal(_e.imag(x), 0)
+        >>> fnp.{name}(fnp.array([1 + 1j, 2 + 0j]))
+        {want}
+    """)
 
 
-@_named("isreal")
-def isreal(x: Any) -> Tensor:
-    """True where ``x`` has a zero imaginary part (True everywhere for a real dtype).
-
-    Args:
-        x: Tensor of any shape.
-
-    Returns:
-        bool Tensor of ``x.shape``; no derivative.
-
-    Raises:
-        DTypeError: non-numeric ``x``.
-
-    Example:
-        >>> fnp.isreal(fnp.array([1 + 1j, 2 + 0j]))
-        Tensor([False,  True], dtype=bool)
-    """
-    x = _t(x, "isreal")
-    return _e.equal(_e.imag(x), 0)
-
+iscomplex = _imag_test("iscomplex", True)
+isreal = _imag_test("isreal", False)
 
 def _bit_axis(a: Tensor, axis: Any, fn: str) -> tuple[Tensor, int | None]:
     """``a`` flattened (``axis`` None) or with ``axis`` moved last; the axis to restore."""
@@ -586,78 +565,56 @@ def _nan_extremum(fn: str, pick, fill: float, a, axis, out, keepdims, initial, w
     return res
 
 
-@_named("nanmax")
-def nanmax(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+def _nan_extremum_fn(name: str, pick, fill: float, bound: str, example: str) -> Any:
+    def fn(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
            initial: Any = None, where: Any = None) -> Tensor:
-    """The largest element over ``axis``, ignoring NaNs (NaN for an all-NaN slice).
+        return _nan_extremum(name, pick, fill, a, axis, out, keepdims, initial, where)
+
+    word = "largest" if fill < 0 else "smallest"
+    return _public(name, fn, f"""The {word} element over ``axis``, ignoring NaNs (NaN for an all-NaN slice).
 
     Args:
         a: real Tensor of any shape.
         axis: int, tuple of ints, or None (all axes).
         out: not supported (Tensors are immutable).
         keepdims: keep reduced axes with size 1.
-        initial: a lower bound taken into the maximum.
+        initial: {bound} taken into the result.
         where: bool Tensor broadcastable to ``a``: the elements to include.
 
     Returns:
         Tensor of the reduced shape and ``a``'s dtype. NaN entries get a zero derivative;
-        ties split it evenly, as ``max``.
+        ties split it evenly, as ``{name[3:]}``.
 
     Raises:
         ShapeError: an axis is out of range, or zero-size without ``initial``.
         TypeError: ``out`` is given.
 
     Example:
+{example}
+    """)
+
+
+nanmax = _nan_extremum_fn("nanmax", _red.max, -np.inf, "a lower bound", """\
         >>> fnp.nanmax(fnp.array([[1.0, fnp.nan], [fnp.nan, fnp.nan]]), axis=1)
-        Tensor([ 1., nan], dtype=float64)
-    """
-    return _nan_extremum("nanmax", _red.max, -np.inf, a, axis, out, keepdims, initial, where)
-
-
-@_named("nanmin")
-def nanmin(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
-           initial: Any = None, where: Any = None) -> Tensor:
-    """The smallest element over ``axis``, ignoring NaNs (NaN for an all-NaN slice).
-
-    Args:
-        a: real Tensor of any shape.
-        axis: int, tuple of ints, or None (all axes).
-        out: not supported (Tensors are immutable).
-        keepdims: keep reduced axes with size 1.
-        initial: an upper bound taken into the minimum.
-        where: bool Tensor broadcastable to ``a``: the elements to include.
-
-    Returns:
-        Tensor of the reduced shape and ``a``'s dtype; NaN entries get a zero derivative.
-
-    Raises:
-        ShapeError: an axis is out of range, or zero-size without ``initial``.
-        TypeError: ``out`` is given.
-
-    Example:
+        Tensor([ 1., nan], dtype=float64)""")
+nanmin = _nan_extremum_fn("nanmin", _red.min, np.inf, "an upper bound", """\
         >>> fnp.nanmin(fnp.array([3.0, fnp.nan, 2.0]))
-        Tensor(2., dtype=float64)
-    """
-    return _nan_extremum("nanmin", _red.min, np.inf, a, axis, out, keepdims, initial, where)
+        Tensor(2., dtype=float64)""")
 
 
-def _nan_arg(fn: str, pick, fill: float, a, axis, out, keepdims):
-    _no_out(out, fn)
-    keepdims = _keep(keepdims, fn)
-    a, nan = _nan_input(a, fn, None)
-    if nan is None:
-        return pick(a, axis, keepdims=keepdims)
-    idx = pick(_e.where(nan, fill, a), axis, keepdims=keepdims)
-    if axis is None:
-        all_nan = _r.all(nan, axes=tuple(range(a.ndim)), keepdims=keepdims)
-    else:
-        all_nan = _r.all(nan, axes=_norm_axes(fn, axis, a.ndim), keepdims=keepdims)
-    return _e.where(all_nan, -1, idx)
+def _nan_arg_fn(name: str, pick, fill: float, example: str) -> Any:
+    def fn(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Tensor:
+        _no_out(out, name)
+        keepdims = _keep(keepdims, name)
+        a, nan = _nan_input(a, name, None)
+        if nan is None:
+            return pick(a, axis, keepdims=keepdims)
+        idx = pick(_e.where(nan, fill, a), axis, keepdims=keepdims)
+        axes = tuple(range(a.ndim)) if axis is None else _norm_axes(name, axis, a.ndim)
+        return _e.where(_r.all(nan, axes=axes, keepdims=keepdims), -1, idx)
 
-
-@_named("nanargmax")
-def nanargmax(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Tensor:
-    """Index of the largest element along ``axis``, ignoring NaNs.
+    word = "largest" if fill < 0 else "smallest"
+    return _public(name, fn, f"""Index of the {word} element along ``axis``, ignoring NaNs.
 
     Args:
         a: real Tensor.
@@ -674,45 +631,26 @@ def nanargmax(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = Fal
         TypeError: ``out`` is given.
 
     Example:
+{example}
+    """)
+
+
+nanargmax = _nan_arg_fn("nanargmax", _red.argmax, -np.inf, """\
         >>> fnp.nanargmax(fnp.array([[1.0, fnp.nan, 3.0], [fnp.nan] * 3]), axis=1)
-        Tensor([ 2, -1], dtype=int64)
-    """
-    return _nan_arg("nanargmax", _red.argmax, -np.inf, a, axis, out, keepdims)
-
-
-@_named("nanargmin")
-def nanargmin(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Tensor:
-    """Index of the smallest element along ``axis``, ignoring NaNs.
-
-    Args:
-        a: real Tensor.
-        axis: an int, or None for the index into the flattened ``a``.
-        out: not supported (Tensors are immutable).
-        keepdims: keep the reduced axis with size 1.
-
-    Returns:
-        int64 Tensor of the reduced shape; -1 for an all-NaN slice (as JAX). No derivative.
-
-    Raises:
-        ShapeError: ``axis`` out of range, or an empty slice.
-        TypeError: ``out`` is given.
-
-    Example:
+        Tensor([ 2, -1], dtype=int64)""")
+nanargmin = _nan_arg_fn("nanargmin", _red.argmin, np.inf, """\
         >>> fnp.nanargmin(fnp.array([fnp.nan, 2.0, 1.0]))
-        Tensor(2, dtype=int64)
-    """
-    return _nan_arg("nanargmin", _red.argmin, np.inf, a, axis, out, keepdims)
+        Tensor(2, dtype=int64)""")
 
 
-def _nan_scan(fn: str, scan, fill: float, a, axis, dtype, out):
-    _no_out(out, fn)
-    a, nan = _nan_input(a, fn, None)
-    return scan(a if nan is None else _e.where(nan, fill, a), axis, dtype)
+def _nan_scan_fn(name: str, scan, fill: float, example: str) -> Any:
+    def fn(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Tensor:
+        _no_out(out, name)
+        a, nan = _nan_input(a, name, None)
+        return scan(a if nan is None else _e.where(nan, fill, a), axis, dtype)
 
-
-@_named("nancumsum")
-def nancumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Tensor:
-    """Cumulative sum along ``axis`` with NaNs counted as 0 (zero derivative at NaNs).
+    what = "sum" if fill == 0 else "product"
+    return _public(name, fn, f"""Cumulative {what} along ``axis`` with NaNs counted as {fill:g} (zero derivative at NaNs).
 
     Args:
         a: Tensor of any shape.
@@ -728,34 +666,16 @@ def nancumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> T
         TypeError: ``out`` is given.
 
     Example:
+{example}
+    """)
+
+
+nancumsum = _nan_scan_fn("nancumsum", _red.cumsum, 0.0, """\
         >>> fnp.nancumsum(fnp.array([1.0, fnp.nan, 2.0]))
-        Tensor([1., 1., 3.], dtype=float64)
-    """
-    return _nan_scan("nancumsum", _red.cumsum, 0.0, a, axis, dtype, out)
-
-
-@_named("nancumprod")
-def nancumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Tensor:
-    """Cumulative product along ``axis`` with NaNs counted as 1 (zero derivative at NaNs).
-
-    Args:
-        a: Tensor of any shape.
-        axis: an int, or None to scan the flattened ``a``.
-        dtype: optional accumulation dtype.
-        out: not supported (Tensors are immutable).
-
-    Returns:
-        Tensor of ``a.shape`` (flattened for ``axis=None``).
-
-    Raises:
-        ShapeError: ``axis`` out of range.
-        TypeError: ``out`` is given.
-
-    Example:
+        Tensor([1., 1., 3.], dtype=float64)""")
+nancumprod = _nan_scan_fn("nancumprod", _red.cumprod, 1.0, """\
         >>> fnp.nancumprod(fnp.array([2.0, fnp.nan, 3.0]))
-        Tensor([2., 2., 6.], dtype=float64)
-    """
-    return _nan_scan("nancumprod", _red.cumprod, 1.0, a, axis, dtype, out)
+        Tensor([2., 2., 6.], dtype=float64)""")
 
 
 @_named("nanprod")
@@ -829,11 +749,17 @@ def _nan_moments(fn: str, a, axis, dtype, out, ddof, keepdims, where, mean, corr
     return res, rounded
 
 
-@_named("nanvar")
-def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+def _nan_moment_fn(name: str, root: bool) -> Any:
+    def fn(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
            keepdims: bool = False, *, where: Any = None, mean: Any = None,
            correction: Any = None) -> Tensor:
-    """Variance over ``axis`` of the non-NaN elements: ``sum(|x - mean|**2) / (n - ddof)``.
+        res, rounded = _nan_moments(name, a, axis, dtype, out, ddof, keepdims, where, mean, correction)
+        return _red._rounded(_e.sqrt(res) if root else res, rounded)
+
+    what = ("Standard deviation", "``sqrt(nanvar)``") if root else (
+        "Variance", "``sum(|x - mean|**2) / (n - ddof)``")
+    extra = "; at zero variance the derivative is NaN, as ``std``'s" if root else ""
+    return _public(name, fn, f"""{what[0]} over ``axis`` of the non-NaN elements, {what[1]}.
 
     Args:
         a: Tensor of any shape.
@@ -848,7 +774,7 @@ def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: A
 
     Returns:
         Real floating Tensor of the reduced shape; NaN where ``n <= ddof``. NaN entries
-        get a zero derivative.
+        get a zero derivative{extra}.
 
     Raises:
         ShapeError: an axis is out of range.
@@ -856,45 +782,13 @@ def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: A
         TypeError: ``out`` is given.
 
     Example:
-        >>> fnp.nanvar(fnp.array([1.0, fnp.nan, 3.0]))
+        >>> fnp.{name}(fnp.array([1.0, fnp.nan, 3.0]))
         Tensor(1., dtype=float64)
-    """
-    res, rounded = _nan_moments("nanvar", a, axis, dtype, out, ddof, keepdims, where, mean, correction)
-    return _red._rounded(res, rounded)
+    """)
 
 
-@_named("nanstd")
-def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
-           keepdims: bool = False, *, where: Any = None, mean: Any = None,
-           correction: Any = None) -> Tensor:
-    """Standard deviation over ``axis`` of the non-NaN elements, ``sqrt(nanvar)``.
-
-    Args:
-        a: Tensor of any shape.
-        axis: int, tuple of ints, or None (all axes).
-        dtype: optional dtype to compute in.
-        out: not supported (Tensors are immutable).
-        ddof: delta degrees of freedom.
-        keepdims: keep reduced axes with size 1.
-        where: bool Tensor broadcastable to ``a``: the elements to include.
-        mean: a precomputed mean, of the ``keepdims=True`` shape.
-        correction: the Array API name of ``ddof``.
-
-    Returns:
-        Real floating Tensor of the reduced shape. NaN entries get a zero derivative; at
-        zero variance the derivative is NaN, as ``std``'s.
-
-    Raises:
-        ShapeError: an axis is out of range.
-        ValueError: both ``ddof`` and ``correction``.
-        TypeError: ``out`` is given.
-
-    Example:
-        >>> fnp.nanstd(fnp.array([1.0, fnp.nan, 3.0]))
-        Tensor(1., dtype=float64)
-    """
-    res, rounded = _nan_moments("nanstd", a, axis, dtype, out, ddof, keepdims, where, mean, correction)
-    return _red._rounded(_e.sqrt(res), rounded)
+nanvar = _nan_moment_fn("nanvar", False)
+nanstd = _nan_moment_fn("nanstd", True)
 
 
 _QMETHODS = ("linear", "lower", "higher", "nearest", "midpoint")
@@ -962,15 +856,19 @@ def _no_weights(weights: Any, fn: str) -> None:
         )
 
 
-@_named("nanquantile")
-def nanquantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
-                method: str = "linear", keepdims: bool = False, *, weights: Any = None,
-                interpolation: Any = None) -> Tensor:
-    """The ``q``-th quantiles over ``axis`` of the non-NaN elements (numpy's ``nanquantile``).
+def _nan_quantile_fn(name: str, scale: int, example: str) -> Any:
+    def fn(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+           method: str = "linear", keepdims: bool = False, *, weights: Any = None,
+           interpolation: Any = None) -> Tensor:
+        _no_weights(weights, name)
+        return _nan_quantile(name, a, q, axis, out, overwrite_input, method, keepdims, scale, interpolation)
+
+    what = "quantiles" if scale == 1 else "percentiles"
+    return _public(name, fn, f"""The ``q``-th {what} over ``axis`` of the non-NaN elements, ``q`` in ``[0, {scale}]``.
 
     Args:
         a: real Tensor.
-        q: quantiles in ``[0, 1]``: a Python float or a Tensor of any shape.
+        q: {what} in ``[0, {scale}]``: a Python number or a Tensor of any shape.
         axis: int, tuple of ints, or None (all axes).
         out: not supported (Tensors are immutable).
         overwrite_input: ignored (Tensors are immutable).
@@ -985,48 +883,20 @@ def nanquantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_inp
 
     Raises:
         ShapeError: an empty slice or an axis out of range.
-        ValueError: an unknown ``method`` or a concrete ``q`` outside ``[0, 1]``.
-        TypeError: ``out`` is given.
+        ValueError: an unknown ``method`` or a concrete ``q`` outside ``[0, {scale}]``.
+        TypeError: ``out`` or ``weights`` is given.
 
     Example:
+{example}
+    """)
+
+
+nanquantile = _nan_quantile_fn("nanquantile", 1, """\
         >>> fnp.nanquantile(fnp.array([[1.0, fnp.nan, 3.0], [4.0, 5.0, 6.0]]), 0.5, axis=1)
-        Tensor([2., 5.], dtype=float64)
-    """
-    _no_weights(weights, "nanquantile")
-    return _nan_quantile("nanquantile", a, q, axis, out, overwrite_input, method, keepdims, 1, interpolation)
-
-
-@_named("nanpercentile")
-def nanpercentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
-                  method: str = "linear", keepdims: bool = False, *, weights: Any = None,
-                  interpolation: Any = None) -> Tensor:
-    """The ``q``-th percentiles over ``axis`` of the non-NaN elements, ``q`` in ``[0, 100]``.
-
-    Args:
-        a: real Tensor.
-        q: percentiles in ``[0, 100]``.
-        axis: int, tuple of ints, or None (all axes).
-        out: not supported (Tensors are immutable).
-        overwrite_input: ignored (Tensors are immutable).
-        method: as :func:`nanquantile`.
-        keepdims: keep the reduced axes with size 1.
-        weights: not supported (numpy takes them for ``method="inverted_cdf"`` only).
-        interpolation: numpy's old name of ``method``.
-
-    Returns:
-        Tensor of shape ``q.shape + reduced shape``; NaN for an all-NaN slice.
-
-    Raises:
-        ShapeError: an empty slice or an axis out of range.
-        ValueError: an unknown ``method`` or a concrete ``q`` outside ``[0, 100]``.
-        TypeError: ``out`` is given.
-
-    Example:
+        Tensor([2., 5.], dtype=float64)""")
+nanpercentile = _nan_quantile_fn("nanpercentile", 100, """\
         >>> fnp.nanpercentile(fnp.array([1.0, fnp.nan, 3.0, 5.0]), 50)
-        Tensor(3., dtype=float64)
-    """
-    _no_weights(weights, "nanpercentile")
-    return _nan_quantile("nanpercentile", a, q, axis, out, overwrite_input, method, keepdims, 100, interpolation)
+        Tensor(3., dtype=float64)""")
 
 
 @_named("nanmedian")
@@ -1361,57 +1231,41 @@ def _cumulative(fn: str, scan, identity: float, x, axis, dtype, include_initial)
     return out
 
 
-@_named("cumulative_sum")
-def cumulative_sum(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None,
-                   include_initial: bool = False) -> Tensor:
-    """Cumulative sum along ``axis`` (the Array API's ``cumulative_sum``).
+def _cumulative_fn(name: str, scan, identity: int, example: str) -> Any:
+    def fn(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None,
+           include_initial: bool = False) -> Tensor:
+        _no_out(out, name)
+        return _cumulative(name, scan, identity, x, axis, dtype, include_initial)
+
+    what = "sum" if identity == 0 else "product"
+    return _public(name, fn, f"""Cumulative {what} along ``axis`` (the Array API's ``{name}``).
 
     Args:
         x: Tensor; ``axis`` may be omitted only for 0-d and 1-d input.
         axis: the axis to scan.
         dtype: optional accumulation dtype.
         out: not supported (Tensors are immutable).
-        include_initial: start with the sum of no elements, 0 (one more element).
+        include_initial: start with the {what} of no elements, {identity} (one more element).
 
     Returns:
         Tensor of ``x.shape`` (one longer along ``axis`` with ``include_initial``).
 
     Raises:
         ShapeError: ``axis`` missing for a 2-d or higher ``x``, or out of range.
+        TypeError: ``out`` is given.
 
     Example:
+{example}
+    """)
+
+
+cumulative_sum = _cumulative_fn("cumulative_sum", _red.cumsum, 0, """\
         >>> fnp.cumulative_sum(fnp.array([1, 2, 3]), include_initial=True)
-        Tensor([0, 1, 3, 6], dtype=int64)
-    """
-    _no_out(out, "cumulative_sum")
-    return _cumulative("cumulative_sum", _red.cumsum, 0, x, axis, dtype, include_initial)
-
-
-@_named("cumulative_prod")
-def cumulative_prod(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None,
-                    include_initial: bool = False) -> Tensor:
-    """Cumulative product along ``axis`` (the Array API's ``cumulative_prod``).
-
-    Args:
-        x: Tensor; ``axis`` may be omitted only for 0-d and 1-d input.
-        axis: the axis to scan.
-        dtype: optional accumulation dtype.
-        out: not supported (Tensors are immutable).
-        include_initial: start with the product of no elements, 1.
-
-    Returns:
-        Tensor of ``x.shape`` (one longer along ``axis`` with ``include_initial``).
-
-    Raises:
-        ShapeError: ``axis`` missing for a 2-d or higher ``x``, or out of range.
-
-    Example:
+        Tensor([0, 1, 3, 6], dtype=int64)""")
+cumulative_prod = _cumulative_fn("cumulative_prod", _red.cumprod, 1, """\
         >>> fnp.cumulative_prod(fnp.array([[1.0, 2.0], [3.0, 4.0]]), axis=1)
         Tensor([[ 1.,  2.],
-                [ 3., 12.]], dtype=float64)
-    """
-    _no_out(out, "cumulative_prod")
-    return _cumulative("cumulative_prod", _red.cumprod, 1, x, axis, dtype, include_initial)
+                [ 3., 12.]], dtype=float64)""")
 
 
 def _sl(x: Tensor, axis: int, start: Any, stop: Any) -> Tensor:
@@ -1695,9 +1549,13 @@ def _left_pad(p: Tensor, n: int) -> Tensor:
     return p if p.shape[0] == n else _sh.concatenate([_c.zeros((n - p.shape[0],), dtype=p.dtype), p])
 
 
-@_named("polyadd")
-def polyadd(a1: Any, a2: Any) -> Tensor:
-    """The sum of two polynomials (coefficients highest power first).
+def _poly_sum_fn(name: str, op, sign: str, example: str) -> Any:
+    def fn(a1: Any, a2: Any) -> Tensor:
+        a1, a2 = _coeffs(a1, name, "a1"), _coeffs(a2, name, "a2")
+        n = builtins.max(a1.shape[0], a2.shape[0])
+        return op(_left_pad(a1, n), _left_pad(a2, n))
+
+    return _public(name, fn, f"""The polynomial ``a1 {sign} a2`` (coefficients highest power first).
 
     Args:
         a1: 1-d coefficients.
@@ -1707,38 +1565,19 @@ def polyadd(a1: Any, a2: Any) -> Tensor:
         1-d Tensor of the longer length; differentiable.
 
     Raises:
-        ShapeError: an input with more than 1 dimension.
+        ShapeError: an input that is not 1-d.
 
     Example:
+{example}
+    """)
+
+
+polyadd = _poly_sum_fn("polyadd", _e.add, "+", """\
         >>> fnp.polyadd(fnp.array([1.0, 2.0]), fnp.array([9.0, 5.0, 4.0]))
-        Tensor([9., 6., 6.], dtype=float64)
-    """
-    a1, a2 = _coeffs(a1, "polyadd", "a1"), _coeffs(a2, "polyadd", "a2")
-    n = builtins.max(a1.shape[0], a2.shape[0])
-    return _e.add(_left_pad(a1, n), _left_pad(a2, n))
-
-
-@_named("polysub")
-def polysub(a1: Any, a2: Any) -> Tensor:
-    """The difference of two polynomials, ``a1 - a2``.
-
-    Args:
-        a1: 1-d coefficients (highest power first).
-        a2: 1-d coefficients.
-
-    Returns:
-        1-d Tensor of the longer length; differentiable.
-
-    Raises:
-        ShapeError: an input with more than 1 dimension.
-
-    Example:
+        Tensor([9., 6., 6.], dtype=float64)""")
+polysub = _poly_sum_fn("polysub", _e.subtract, "-", """\
         >>> fnp.polysub(fnp.array([2.0, 10.0, -2.0]), fnp.array([3.0, 10.0, -4.0]))
-        Tensor([-1.,  0.,  2.], dtype=float64)
-    """
-    a1, a2 = _coeffs(a1, "polysub", "a1"), _coeffs(a2, "polysub", "a2")
-    n = builtins.max(a1.shape[0], a2.shape[0])
-    return _e.subtract(_left_pad(a1, n), _left_pad(a2, n))
+        Tensor([-1.,  0.,  2.], dtype=float64)""")
 
 
 @_named("polymul")
@@ -2066,7 +1905,31 @@ def _window(fn: str, M: Any, make) -> Tensor:
     return make(m, _c.arange(0, m, dtype=np.float64))
 
 
-def _cosine_window(fn: str, M: Any, coefs: tuple) -> Tensor:
+def _window_fn(name: str, formula: str, make, example: str) -> Any:
+    def fn(M: int) -> Tensor:
+        return _window(name, M, make)
+
+    return _public(name, fn, f"""The {formula} window of ``M`` points.
+
+    Args:
+        M: the number of points (an empty window for ``M < 1``).
+
+    Returns:
+        ``(M,)`` float64 Tensor; no input to differentiate.
+
+    Raises:
+        TypeError: ``M`` is not an integer.
+
+    Example:
+{example}
+    """)
+
+
+def _triangle(m: int, n: Tensor) -> Tensor:
+    return _e.subtract(1.0, _e.abs(_e.subtract(_e.multiply(n, 2.0 / (m - 1)), 1.0)))
+
+
+def _cosines(*coefs: float):
     """``sum_j (-1)**j c_j cos(2 pi j n / (M - 1))``: the generalised cosine windows."""
 
     def make(m, n):
@@ -2075,87 +1938,22 @@ def _cosine_window(fn: str, M: Any, coefs: tuple) -> Tensor:
             out = _e.add(out, _e.multiply((-1) ** j * c, _e.cos(_e.multiply(n, 2 * math.pi * j / (m - 1)))))
         return out
 
-    return _window(fn, M, make)
+    return make
 
 
-@_named("bartlett")
-def bartlett(M: int) -> Tensor:
-    """The Bartlett (triangular) window of ``M`` points, zero at both ends.
-
-    Args:
-        M: the number of points (an empty window for ``M < 1``).
-
-    Returns:
-        ``(M,)`` float64 Tensor.
-
-    Raises:
-        TypeError: ``M`` is not an integer.
-
-    Example:
+bartlett = _window_fn("bartlett", "Bartlett (triangular), zero at both ends,", _triangle, """\
         >>> fnp.bartlett(5)
-        Tensor([0. , 0.5, 1. , 0.5, 0. ], dtype=float64)
-    """
-    return _window("bartlett", M, lambda m, n: _e.subtract(1.0, _e.abs(_e.subtract(_e.multiply(n, 2.0 / (m - 1)), 1.0))))
-
-
-@_named("blackman")
-def blackman(M: int) -> Tensor:
-    """The Blackman window, ``0.42 - 0.5 cos(2 pi n/(M-1)) + 0.08 cos(4 pi n/(M-1))``.
-
-    Args:
-        M: the number of points (an empty window for ``M < 1``).
-
-    Returns:
-        ``(M,)`` float64 Tensor.
-
-    Raises:
-        TypeError: ``M`` is not an integer.
-
-    Example:
+        Tensor([0. , 0.5, 1. , 0.5, 0. ], dtype=float64)""")
+blackman = _window_fn("blackman", "Blackman (``0.42 - 0.5 cos(2 pi n/(M-1)) + 0.08 cos(4 pi n/(M-1))``)",
+                      _cosines(0.42, 0.5, 0.08), """\
         >>> fnp.round(fnp.blackman(3), 8)
-        Tensor([-0.,  1., -0.], dtype=float64)
-    """
-    return _cosine_window("blackman", M, (0.42, 0.5, 0.08))
-
-
-@_named("hamming")
-def hamming(M: int) -> Tensor:
-    """The Hamming window, ``0.54 - 0.46 cos(2 pi n / (M - 1))``.
-
-    Args:
-        M: the number of points (an empty window for ``M < 1``).
-
-    Returns:
-        ``(M,)`` float64 Tensor.
-
-    Raises:
-        TypeError: ``M`` is not an integer.
-
-    Example:
+        Tensor([-0.,  1., -0.], dtype=float64)""")
+hamming = _window_fn("hamming", "Hamming (``0.54 - 0.46 cos(2 pi n / (M - 1))``)", _cosines(0.54, 0.46), """\
         >>> fnp.hamming(3)
-        Tensor([0.08, 1.  , 0.08], dtype=float64)
-    """
-    return _cosine_window("hamming", M, (0.54, 0.46))
-
-
-@_named("hanning")
-def hanning(M: int) -> Tensor:
-    """The Hann window, ``0.5 - 0.5 cos(2 pi n / (M - 1))``.
-
-    Args:
-        M: the number of points (an empty window for ``M < 1``).
-
-    Returns:
-        ``(M,)`` float64 Tensor.
-
-    Raises:
-        TypeError: ``M`` is not an integer.
-
-    Example:
+        Tensor([0.08, 1.  , 0.08], dtype=float64)""")
+hanning = _window_fn("hanning", "Hann (``0.5 - 0.5 cos(2 pi n / (M - 1))``)", _cosines(0.5, 0.5), """\
         >>> fnp.hanning(3)
-        Tensor([0., 1., 0.], dtype=float64)
-    """
-    return _cosine_window("hanning", M, (0.5, 0.5))
+        Tensor([0., 1., 0.], dtype=float64)""")
 
 
 @_named("kaiser")

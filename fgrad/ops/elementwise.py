@@ -1143,52 +1143,35 @@ copysign = binary_op(
 )
 
 
-def _fmax_takes_x(x, y):
-    # JAX's fmax: x where x > y or y is NaN, else y (so ties and NaN x go to y).
-    return logical_or(greater(x, y), isnan(y))
+def _nan_ignoring(name: str, compare, word: str, example: str):
+    """``fmax``/``fmin``: numpy's kernel; JAX's derivative, to ``x`` where
+    ``compare(x, y)`` holds or ``y`` is NaN (``where(compare(x, y) | isnan(y), x, y)``),
+    else to ``y``, ties included."""
+
+    def takes_x(x, y):
+        return logical_or(compare(x, y), isnan(y))
+
+    return binary_op(
+        name, name,
+        (
+            lambda t, out, x, y: where(takes_x(x, y), t, 0),
+            lambda t, out, x, y: where(takes_x(x, y), 0, t),
+        ),
+        aval=binary(name, real_only=True),
+        check=Check(shapes=_BINARY_SHAPES, make_args=_tie_args, strict=False), numpy=True,
+        doc=binary_doc(
+            f"Elementwise {word} ignoring NaN.",
+            f">>> fnp.{name}(fnp.array([1.0, fnp.nan, 5.0]), fnp.array([3.0, 2.0, fnp.nan]))\n"
+            + example,
+            extra="NaN is ignored: the other input is returned (NaN only if both are). The "
+            "derivative goes to ``x`` where the result is ``x`` strictly (or ``y`` is NaN) and "
+            f"to ``y`` otherwise, ties included, as JAX's (``{word}`` splits ties evenly).",
+        ),
+    )
 
 
-def _fmin_takes_x(x, y):
-    return logical_or(less(x, y), isnan(y))
-
-
-_FTIES = (
-    "NaN is ignored: the other input is returned (NaN only if both are). The derivative "
-    "goes to ``x`` where the result is ``x`` strictly (or ``y`` is NaN) and to ``y`` "
-    "otherwise, ties included, as JAX's (``maximum`` splits ties evenly instead)."
-)
-
-fmax = binary_op(
-    "fmax", "fmax",
-    (
-        lambda t, out, x, y: where(_fmax_takes_x(x, y), t, 0),
-        lambda t, out, x, y: where(_fmax_takes_x(x, y), 0, t),
-    ),
-    aval=binary("fmax", real_only=True),
-    check=Check(shapes=_BINARY_SHAPES, make_args=_tie_args, strict=False), numpy=True,
-    doc=binary_doc(
-        "Elementwise maximum ignoring NaN.",
-        ">>> fnp.fmax(fnp.array([1.0, fnp.nan, 5.0]), fnp.array([3.0, 2.0, fnp.nan]))\n"
-        "Tensor([3., 2., 5.], dtype=float64)",
-        extra=_FTIES,
-    ),
-)
-
-fmin = binary_op(
-    "fmin", "fmin",
-    (
-        lambda t, out, x, y: where(_fmin_takes_x(x, y), t, 0),
-        lambda t, out, x, y: where(_fmin_takes_x(x, y), 0, t),
-    ),
-    aval=binary("fmin", real_only=True),
-    check=Check(shapes=_BINARY_SHAPES, make_args=_tie_args, strict=False), numpy=True,
-    doc=binary_doc(
-        "Elementwise minimum ignoring NaN.",
-        ">>> fnp.fmin(fnp.array([1.0, fnp.nan, 5.0]), fnp.array([3.0, 2.0, fnp.nan]))\n"
-        "Tensor([1., 2., 5.], dtype=float64)",
-        extra=_FTIES.replace("maximum", "minimum"),
-    ),
-)
+fmax = _nan_ignoring("fmax", lambda x, y: greater(x, y), "maximum", "Tensor([3., 2., 5.], dtype=float64)")
+fmin = _nan_ignoring("fmin", lambda x, y: less(x, y), "minimum", "Tensor([1., 2., 5.], dtype=float64)")
 
 fmod = binary_op(
     "fmod", "fmod",

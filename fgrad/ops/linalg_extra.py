@@ -30,7 +30,7 @@ from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops._rules import ndim_of, shape_of
 from fgrad.ops.elementwise import add, astype, equal, multiply, subtract
 from fgrad.ops.indexing import getitem
-from fgrad.ops.linalg import _stack_batch, matmul, solve, tril
+from fgrad.ops.linalg import _right_solve, _stack_batch, matmul, solve, tril
 from fgrad.ops.shape import concatenate, permute_dims, reshape
 from fgrad.tensor import ShapeDtype
 
@@ -297,6 +297,13 @@ def _lu_aval(x):
     return s, index, index
 
 
+def _swap_rows(xp, m, rows, k, p):
+    """Entries ``k`` and ``p[i]`` of each row ``i`` of the stack ``m`` exchanged, in place
+    (``m[i, k]`` may itself be a row of a matrix)."""
+    at_k, at_p = m[rows, k].copy(), m[rows, p].copy()
+    m[rows, k], m[rows, p] = at_p, at_k
+
+
 def _lu_kernel(xp, a):
     """Doolittle elimination with partial pivoting (Golub and Van Loan, *Matrix
     Computations*, 4th ed., algorithm 3.4.1), one column at a time over the whole stack:
@@ -315,10 +322,8 @@ def _lu_kernel(xp, a):
     for k in range(n):
         p = k + xp.argmax(xp.abs(m[:, k:, k]), axis=-1)
         piv[:, k] = p
-        row_k, row_p = m[rows, k].copy(), m[rows, p].copy()
-        m[rows, k], m[rows, p] = row_p, row_k
-        perm_k, perm_p = perm[rows, k].copy(), perm[rows, p].copy()
-        perm[rows, k], perm[rows, p] = perm_p, perm_k
+        _swap_rows(xp, m, rows, k, p)
+        _swap_rows(xp, perm, rows, k, p)
         pivot = m[:, k, k]
         ok = pivot != 0
         factor = xp.where(ok[:, None], m[:, k + 1:, k] / xp.where(ok, pivot, 1.0)[:, None], 0.0)
@@ -344,11 +349,6 @@ def _permutation_matrix(perm, like):
     n = shape_of(perm)[-1]
     onehot = equal(reshape(perm, shape=shape_of(perm) + (1,)), np.arange(n, dtype=np.int32))
     return astype(onehot, dtype=np.dtype(dtypes.result_type(like)))
-
-
-def _right_solve(x, u):
-    """``x u^-1`` (two transposes around a solve)."""
-    return _mT(solve(_mT(u), _mT(x)))
 
 
 def _lu_jvp(t, out, a):
@@ -435,9 +435,7 @@ def _pivots_kernel(xp, piv):
     rows = xp.arange(count)
     perm = xp.broadcast_to(xp.arange(n, dtype=xp.int32), (count, n)).copy()
     for k in range(n):
-        target = p[:, k]
-        at_k, at_t = perm[rows, k].copy(), perm[rows, target].copy()
-        perm[rows, k], perm[rows, target] = at_t, at_k
+        _swap_rows(xp, perm, rows, k, p[:, k])
     return xp.reshape(perm, shape)
 
 

@@ -79,6 +79,20 @@ def _tri(a: Any, lower: bool, unit_diagonal: bool) -> Any:
 _TRANS = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}
 
 
+def _transposed(trans: Any, fn: str) -> bool:
+    """Whether scipy's ``trans`` (0/1/2 or "N"/"T"/"C") asks for the transposed system."""
+    if isinstance(trans, (bool, np.bool_)) or not isinstance(trans, (int, str, np.integer)) or trans not in _TRANS:
+        raise ValueError(f"{fn}: trans must be 0, 1, 2, 'N', 'T' or 'C', got {_args.describe(trans)}")
+    return _TRANS[trans]
+
+
+def _pair(value: Any, fn: str, what: str, maker: str) -> tuple:
+    """``value`` unpacked as the 2-tuple that ``maker`` returns, or a DTypeError naming ``fn``."""
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise DTypeError(f"{fn}: {what} must be the pair that {maker} returns, got {_args.describe(value)}")
+    return tuple(value)
+
+
 def solve_triangular(
     a: Any,
     b: Any,
@@ -127,12 +141,11 @@ def solve_triangular(
     unit_diagonal = _args.flag(unit_diagonal, fn, "unit_diagonal")
     _args.flag(overwrite_b, fn, "overwrite_b")
     _args.flag(check_finite, fn, "check_finite")
-    if isinstance(trans, (bool, np.bool_)) or not isinstance(trans, (int, str, np.integer)) or trans not in _TRANS:
-        raise ValueError(f"{fn}: trans must be 0, 1, 2, 'N', 'T' or 'C', got {_args.describe(trans)}")
+    transposed = _transposed(trans, fn)
     a = _matrix(a, fn, "a")
     b, vector = _rhs(b, a, fn)
     t = _tri(a, lower, unit_diagonal)
-    if _TRANS[trans]:
+    if transposed:
         t = _la._mT(t)
     x = _la.solve(t, b)
     return reshape(x, shape=tuple(x.shape[:-1])) if vector else x
@@ -205,12 +218,7 @@ def cho_solve(c_and_lower: Any, b: Any, overwrite_b: bool = False, check_finite:
         Golub and Van Loan, 4.2: ``L y = b``, then ``L^T x = y``.
     """
     fn = "cho_solve"
-    if not isinstance(c_and_lower, (tuple, list)) or len(c_and_lower) != 2:
-        raise DTypeError(
-            f"{fn}: c_and_lower must be the pair (c, lower) that cho_factor returns, got "
-            f"{_args.describe(c_and_lower)}"
-        )
-    c, lower = c_and_lower
+    c, lower = _pair(c_and_lower, fn, "c_and_lower", "cho_factor (c, lower)")
     lower = _args.flag(lower, fn, "lower")
     _args.flag(overwrite_b, fn, "overwrite_b")
     _args.flag(check_finite, fn, "check_finite")
@@ -412,16 +420,10 @@ def lu_solve(lu_and_piv: Any, b: Any, trans: Any = 0, overwrite_b: bool = False,
         ``getrs``).
     """
     fn = "lu_solve"
-    if not isinstance(lu_and_piv, (tuple, list)) or len(lu_and_piv) != 2:
-        raise DTypeError(
-            f"{fn}: lu_and_piv must be the pair (lu, piv) that lu_factor returns, got "
-            f"{_args.describe(lu_and_piv)}"
-        )
-    if isinstance(trans, (bool, np.bool_)) or not isinstance(trans, (int, str, np.integer)) or trans not in _TRANS:
-        raise ValueError(f"{fn}: trans must be 0, 1, 2, 'N', 'T' or 'C', got {_args.describe(trans)}")
+    packed, piv = _pair(lu_and_piv, fn, "lu_and_piv", "lu_factor (lu, piv)")
+    transposed = _transposed(trans, fn)
     _args.flag(overwrite_b, fn, "overwrite_b")
     _args.flag(check_finite, fn, "check_finite")
-    packed, piv = lu_and_piv
     packed = _matrix(packed, fn, "lu")
     piv = as_tensor(_arr(piv, fn, "piv"), fn, "piv")
     if piv.dtype.kind not in "iu" or tuple(piv.shape) != tuple(packed.shape[:-1]):
@@ -433,7 +435,7 @@ def lu_solve(lu_and_piv: Any, b: Any, trans: Any = 0, overwrite_b: bool = False,
     perm = _lx.lu_pivots_to_permutation(piv)
     e = _lx._permutation_matrix(perm, packed)
     low, up = _lx._lu_parts(packed)
-    if _TRANS[trans]:
+    if transposed:
         x = _matmul(_la._mT(e), _la.solve(_la._mT(low), _la.solve(_la._mT(up), b)))
     else:
         x = _la.solve(up, _la.solve(low, _matmul(e, b)))

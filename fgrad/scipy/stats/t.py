@@ -53,7 +53,7 @@ def _cdf(z: Any, df: Any) -> Any:
     value = fnp.where(near, 0.5 + center, fnp.where(z < 0, tail, 1.0 - tail))
     # At z = 0 the chain rule through I_u is inf * 0; its derivative there is the
     # density at 0, added as a term whose value is 0 (that form's input is moved off 0)
-    density0 = fnp.exp(special.gammaln((df + 1) / 2) - special.gammaln(half_df) - 0.5 * fnp.log(df * math.pi))
+    density0 = pdf(fnp.zeros_like(z), df)
     return value + fnp.where(zero, density0, 0.0) * (z - _stop_gradient(z))
 
 

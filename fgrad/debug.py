@@ -29,6 +29,10 @@ from fgrad.tensor import Tensor as _Tensor
 
 __all__ = ["callback", "print"]
 
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 _SCALARS = (bool, int, float, complex)
 
 

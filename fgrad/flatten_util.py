@@ -20,6 +20,10 @@ from fgrad.dtypes import result_type as _result_type
 __all__ = ["ravel_pytree"]
 
 
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 def ravel_pytree(tree: _Any) -> tuple[_Any, _Callable[[_Any], _Any]]:
     """Flatten a pytree of arrays into one 1-d Tensor, and the function that undoes it.
 

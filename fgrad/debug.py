@@ -9,8 +9,9 @@
 * under ``jit`` it runs at every call with that call's values, in program order, even
   though nothing reads its result (no pass drops, merges or reorders it); Python's
   ``print`` would run once, at trace time, and show a tracer;
-* under ``vmap`` it runs once per example, in order, with that example's values (what
-  JAX's ``debug.print`` does), and unmapped arguments are the same for every example.
+* under ``vmap`` it runs once per example with that example's values, as JAX's
+  ``debug.print`` does, in index order (JAX leaves the order unspecified); unmapped
+  arguments are the same for every example.
 
 Reference: ``jax.debug`` (https://docs.jax.dev/en/latest/debugging.html).
 """

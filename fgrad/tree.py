@@ -397,6 +397,9 @@ class SequenceKey:
 
     idx: int
 
+    def __post_init__(self) -> None:
+        _index(self.idx, "SequenceKey", "idx")
+
     def __str__(self) -> str:
         return f"[{self.idx!r}]"
 
@@ -407,6 +410,10 @@ class GetAttrKey:
     ``.name``."""
 
     name: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise DTypeError(f"GetAttrKey: name must be a str, got {_args.describe(self.name)}")
 
     def __str__(self) -> str:
         return f".{self.name}"
@@ -419,8 +426,18 @@ class FlattenedIndexKey:
 
     key: int
 
+    def __post_init__(self) -> None:
+        _index(self.key, "FlattenedIndexKey", "key")
+
     def __str__(self) -> str:
         return f"[<flat index {self.key}>]"
+
+
+def _index(value: Any, cls: str, field: str) -> None:
+    if type(value) is not int or not 0 <= value < 2**63:
+        raise DTypeError(
+            f"{cls}: {field} must be a non-negative Python int, got {_args.describe(value)}"
+        )
 
 
 _KEY_TYPES = (DictKey, SequenceKey, GetAttrKey, FlattenedIndexKey)
@@ -447,7 +464,8 @@ def keystr(keys: tuple, *, simple: bool = False, separator: str = "") -> str:
         separator: put between keys.
 
     Raises:
-        DTypeError: ``keys`` is not a tuple of key entries.
+        DTypeError: ``keys`` is not a tuple of key entries, ``simple`` not a bool or
+            ``separator`` not a str.
 
     Example:
         >>> path = flatten_with_path({"a": [1.0, 2.0]})[0][1][0]
@@ -460,6 +478,10 @@ def keystr(keys: tuple, *, simple: bool = False, separator: str = "") -> str:
             f"GetAttrKey, FlattenedIndexKey), got {_args.describe(keys)}; pass a path from "
             "tree.flatten_with_path"
         )
+    if type(simple) is not bool:
+        raise DTypeError(f"tree.keystr: simple must be True or False, got {_args.describe(simple)}")
+    if not isinstance(separator, str):
+        raise DTypeError(f"tree.keystr: separator must be a str, got {_args.describe(separator)}")
     return separator.join(_simple(k) if simple else str(k) for k in keys)
 
 

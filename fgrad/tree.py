@@ -368,13 +368,19 @@ def map(f: Callable, tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | Non
     _args.function(f, "tree.map", "f")
     _args.function(is_leaf, "tree.map", "is_leaf", none_ok=True)
     leaves_, treedef = flatten(tree, is_leaf)
+    others = _rest_leaves(rest, treedef, is_leaf, "tree.map")
+    return unflatten(treedef, [f(*xs) for xs in zip(leaves_, *others)])
+
+
+def _rest_leaves(rest: tuple, treedef: TreeDef, is_leaf: Any, fn: str) -> list[list]:
+    """The leaves of each tree in ``rest``, which must all have structure ``treedef``."""
     others = []
     for r in rest:
         r_leaves, r_def = flatten(r, is_leaf)
         if r_def != treedef:
-            raise ValueError(f"tree.map: structures differ: {treedef} vs {r_def}")
+            raise ValueError(f"{fn}: structures differ: {treedef} vs {r_def}")
         others.append(r_leaves)
-    return unflatten(treedef, [f(*xs) for xs in zip(leaves_, *others)])
+    return others
 
 
 # ------------------------------------------------------------------------ key paths
@@ -578,16 +584,9 @@ def map_with_path(
     _args.function(f, "tree.map_with_path", "f")
     _args.function(is_leaf, "tree.map_with_path", "is_leaf", none_ok=True)
     pairs, treedef = flatten_with_path(tree, is_leaf)
-    others = []
-    for r in rest:
-        r_leaves, r_def = flatten(r, is_leaf)
-        if r_def != treedef:
-            raise ValueError(f"tree.map_with_path: structures differ: {treedef} vs {r_def}")
-        others.append(r_leaves)
-    out = [f(path, leaf, *xs) for (path, leaf), *xs in zip(pairs, *others)] if others else [
-        f(path, leaf) for path, leaf in pairs
-    ]
-    return unflatten(treedef, out)
+    others = _rest_leaves(rest, treedef, is_leaf, "tree.map_with_path")
+    columns = zip(*others) if others else ((),) * len(pairs)
+    return unflatten(treedef, [f(path, leaf, *xs) for (path, leaf), xs in zip(pairs, columns)])
 
 
 def leaf_paths(treedef: TreeDef) -> list[tuple[str, ...]]:

@@ -209,3 +209,24 @@ def test_bad_arguments_raise():
         debug.print(3)
     with pytest.raises(TypeError, match="debug.callback: callback must be callable"):
         debug.callback("print", 1.0)
+
+
+def test_fusions_reordering_keeps_effects_in_program_order():
+    """``fuse_graph`` reorders nodes where a group needs it (a group sits at its first
+    node but waits for its inputs); two callbacks must still run in their order."""
+    from fgrad.core.graph import Node, Var
+    from fgrad.ops.callback import Host, debug_callback
+    from fgrad.ops.elementwise import add, negative
+    from fgrad.tensor import ShapeDtype
+    from fgrad.transforms.fusion import _toposort
+
+    f64, token = ShapeDtype((), np.float64), ShapeDtype((), np.bool_)
+    x, v, g, t1, t2 = Var(f64), Var(f64), Var(f64), Var(token), Var(token)
+    params = {"callback": Host(lambda *a: None, "noop"), "levels": ()}
+    group = Node(add, [v, 1.0], {}, [g])  # waits for v, made after it in the list
+    first = Node(debug_callback, [g], params, [t1])
+    second = Node(debug_callback, [x], params, [t2])  # ready at once
+    make_v = Node(negative, [x], {}, [v])
+    order = _toposort([group, first, second, make_v])
+    assert order.index(first) < order.index(second)
+    assert order.index(make_v) < order.index(group) < order.index(first)

@@ -129,7 +129,7 @@ debug_callback = defop(
 
     Example:
         >>> seen = []
-        >>> from fgrad.ops.callback import Host
+        >>> from fgrad.ops.callback import Host, debug_callback
         >>> _ = debug_callback(fnp.array([1.0, 2.0]), callback=Host(seen.append, "keep"),
         ...                    levels=())
         >>> seen
@@ -273,7 +273,7 @@ pure_callback_p = defop(
     lists of numpy arrays, each result checked against ``result_avals``.
 
     Example:
-        >>> from fgrad.ops.callback import Host
+        >>> from fgrad.ops.callback import Host, pure_callback_p
         >>> pure_callback_p(fnp.array([0.0, 1.0]), callback=Host(lambda x: [x * 2], "double"),
         ...                 result_avals=(fgrad.ShapeDtype((2,), "float64"),), levels=(),
         ...                 vmap_method="sequential")

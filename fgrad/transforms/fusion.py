@@ -690,6 +690,7 @@ class _FusedOp:
 
     __slots__ = ("kernel", "name")
     multiple_results = True
+    effectful = False  # elementwise arithmetic only
 
     def __init__(self, kernel: Callable, name: str):
         self.kernel = kernel

@@ -15,7 +15,10 @@ between machines):
    (d 512, batch 64), with and without ``fgrad.checkpoint``, against the bytes of the
    activations reverse mode must keep;
 6. ``rk4``: a 200-step RK4 ``lax.scan`` (2-element state), forward and gradient, with
-   ``jit``'s scans as numpy calls and compiled by numba (``config.cpu_compile``).
+   ``jit``'s scans as numpy calls and compiled by numba (``config.cpu_compile``);
+7. ``lstm``: an LSTM (``nn.RNN`` over ``nn.LSTMCell``) over 100 steps, batch 32, hidden
+   128, forward and ``value_and_grad`` under ``jit``, against a hand-written numpy LSTM
+   (forward loop and backpropagation through time).
 
 Peers (PyTorch eager, autograd, JAX jit) are added when they import; only fgrad and numpy
 are needed. Times are the best of several repeats (timeit-style), the variants of a
@@ -55,7 +58,7 @@ import workloads
 
 import fgrad
 
-SECTIONS = ("op", "mlp", "transformer", "hvp", "memory", "rk4")
+SECTIONS = ("op", "mlp", "transformer", "hvp", "memory", "rk4", "lstm")
 
 # Performance targets (ratios to the numpy floor in the same run; benchmarks/README.md).
 TARGETS = {"mlp": 1.2, "transformer": 0.8}
@@ -199,6 +202,105 @@ def run_timed(name: str, args, libs) -> dict:
         if full and one:
             print(f"  full Hessian / hvp (fgrad eager): {full / one:.0f}")
     return times
+
+
+# ------------------------------------------------------------------------ lstm
+
+
+def _np_lstm_forward(x, wi, wh, b):
+    """The numpy floor's LSTM forward over time-major ``x`` ``(T, B, D)``, PyTorch's gates
+    ``(i, f, g, o)``: outputs ``(T, B, H)`` and what backpropagation through time reads."""
+    t_len, batch, _ = x.shape
+    hidden = wh.shape[0]
+    xz = (x.reshape(t_len * batch, -1) @ wi + b).reshape(t_len, batch, 4 * hidden)
+    h = np.zeros((batch, hidden), x.dtype)
+    c = np.zeros_like(h)
+    hs, cs, gates = np.empty((t_len + 1, batch, hidden), x.dtype), [], []
+    hs[0] = h
+    for t in range(t_len):
+        z = xz[t] + h @ wh
+        ifo = 1.0 / (1.0 + np.exp(-z[:, np.r_[0 : 2 * hidden, 3 * hidden : 4 * hidden]]))
+        i, f, o = ifo[:, :hidden], ifo[:, hidden : 2 * hidden], ifo[:, 2 * hidden :]
+        g = np.tanh(z[:, 2 * hidden : 3 * hidden])
+        c_prev, c = c, f * c + i * g
+        tc = np.tanh(c)
+        h = o * tc
+        hs[t + 1] = h
+        cs.append(c_prev)
+        gates.append((i, f, g, o, tc))
+    return hs[1:], (hs, cs, gates, xz)
+
+
+def _np_lstm_value_and_grad(x, wi, wh, b):
+    """``mean(ys ** 2)`` of the LSTM and its gradient in ``(wi, wh, b)``, by hand: the
+    forward loop, then one reverse loop over time (BPTT); the weight gradients are one
+    matrix product each over all steps."""
+    ys, (hs, cs, gates, _) = _np_lstm_forward(x, wi, wh, b)
+    t_len, batch, hidden = ys.shape
+    dys = ys * (2.0 / ys.size)
+    dz = np.empty((t_len, batch, 4 * hidden), x.dtype)
+    dh_next = np.zeros((batch, hidden), x.dtype)
+    dc_next = np.zeros_like(dh_next)
+    for t in reversed(range(t_len)):
+        i, f, g, o, tc = gates[t]
+        dh = dys[t] + dh_next
+        dc = dh * o * (1.0 - tc * tc) + dc_next
+        dz[t, :, :hidden] = dc * g * i * (1.0 - i)
+        dz[t, :, hidden : 2 * hidden] = dc * cs[t] * f * (1.0 - f)
+        dz[t, :, 2 * hidden : 3 * hidden] = dc * i * (1.0 - g * g)
+        dz[t, :, 3 * hidden :] = dh * tc * o * (1.0 - o)
+        dc_next = dc * f
+        dh_next = dz[t] @ wh.T
+    dz2 = dz.reshape(t_len * batch, 4 * hidden)
+    d_wi = x.reshape(t_len * batch, -1).T @ dz2
+    d_wh = hs[:-1].reshape(t_len * batch, hidden).T @ dz2
+    return [np.asarray(np.mean(ys**2)), d_wi, d_wh, dz2.sum(axis=0)]
+
+
+def lstm_workload(tiny: bool = False, peer_libs: dict | None = None) -> workloads.Workload:
+    """An LSTM over 100 steps, batch 32, input and hidden 128 (float32): the forward pass,
+    and ``value_and_grad`` of ``mean(ys ** 2)`` in the cell's parameters."""
+    from fgrad import nn, random
+
+    t_len, batch, d, hidden = (8, 4, 8, 8) if tiny else (100, 32, 128, 128)
+    cell = nn.LSTMCell(d, hidden)
+    rnn = nn.RNN(cell, time_major=True)
+    params = cell.init(random.key(0))
+    x_np = np.random.default_rng(0).standard_normal((t_len, batch, d)).astype(np.float32)
+    wi, wh, b = (np.asarray(p) for p in (params.input_kernel, params.hidden_kernel, params.bias))
+    x = fgrad.numpy.asarray(x_np)
+
+    def loss(params, x):
+        ys, _ = rnn.apply(params, x)
+        return fgrad.numpy.mean(ys**2)
+
+    forward = fgrad.jit(lambda params, x: rnn.apply(params, x)[0])
+    value_and_grad = fgrad.jit(fgrad.value_and_grad(loss))
+
+    def fgrad_vg():
+        value, grads = value_and_grad(params, x)
+        return [np.asarray(value)] + [
+            np.asarray(g) for g in (grads.input_kernel, grads.hidden_kernel, grads.bias)
+        ]
+
+    variants = [
+        workloads.Variant("forward: numpy", lambda: [_np_lstm_forward(x_np, wi, wh, b)[0]],
+                          note="a Python loop over time"),
+        workloads.Variant("forward: fgrad jit", lambda: [np.asarray(forward(params, x))],
+                          note="nn.RNN: one scan"),
+        workloads.Variant("value_and_grad: numpy", lambda: _np_lstm_value_and_grad(x_np, wi, wh, b),
+                          note="BPTT by hand"),
+        workloads.Variant("value_and_grad: fgrad jit", fgrad_vg),
+    ]
+    return workloads.Workload(
+        "lstm",
+        f"LSTM (nn.RNN over nn.LSTMCell), {t_len} steps, batch {batch}, input {d}, hidden "
+        f"{hidden}, float32 (groups: forward, value_and_grad)",
+        variants,
+    )
+
+
+workloads.WORKLOADS.setdefault("lstm", lstm_workload)
 
 
 def run_memory(args, libs) -> dict:

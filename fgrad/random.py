@@ -57,15 +57,19 @@ from fgrad import numpy as fnp
 from fgrad.core.trace import Tracer, concrete_value
 from fgrad.errors import ConcretizationError, DTypeError, ShapeError
 from fgrad.ops._rules import broadcasts_to, shape_of
+from fgrad.ops.elementwise import stop_gradient
 from fgrad.ops.random import (
     MANTISSA,
     no_derivative_message,
     random_bernoulli,
+    random_binomial,
     random_bits,
     random_categorical,
     random_fold_in,
+    random_gamma,
     random_normal,
     random_permutation,
+    random_poisson,
     random_randint,
     random_split,
     random_truncated_normal,
@@ -75,20 +79,43 @@ from fgrad.tensor import Tensor, _wrap, device_arg
 from fgrad.transforms.ad import JVPTracer, ReverseTracer
 
 __all__ = [
+    "PRNGKey",
+    "ball",
     "bernoulli",
+    "beta",
+    "binomial",
     "bits",
     "categorical",
+    "cauchy",
     "choice",
+    "dirichlet",
+    "exponential",
     "fold_in",
+    "gamma",
+    "generalized_normal",
+    "geometric",
+    "gumbel",
     "key",
-    "PRNGKey",
+    "laplace",
+    "loggamma",
+    "logistic",
+    "multivariate_normal",
     "normal",
+    "orthogonal",
     "permutation",
+    "poisson",
+    "rademacher",
     "randint",
     "split",
+    "t",
     "truncated_normal",
     "uniform",
 ]
+
+
+def __dir__() -> list[str]:
+    """Only the public names (the imports above are implementation details)."""
+    return sorted(__all__)
 
 _MASK32 = 0xFFFFFFFF
 # Tracers that carry derivatives. A sampler has none, so a differentiated continuous
@@ -932,3 +959,770 @@ def choice(
     if arr is None:
         return ind
     return fnp.take(arr, ind, axis=axis)
+
+
+# --------------------------------------------------------------------------- distributions
+#
+# Continuous samplers built on uniform, normal and gamma are compositions of fgrad ops, so
+# they are differentiable in their parameters wherever the maths is (gamma through its
+# implicit gradient), and work under jit and vmap over keys like the ops they call.
+
+
+def _float_setup(key: Any, shape: Any, dtype: Any, fn: str) -> tuple[Any, tuple, np.dtype]:
+    """The checked key, shape tuple and real floating dtype of a parameterless sampler."""
+    key, _ = _key_data(key, fn)
+    return key, _shape(shape, fn), _float_dtype(dtype, fn)
+
+
+def _open_uniform(key: Any, shape: tuple, dt: np.dtype, low: str = "tiny") -> Tensor:
+    """Uniform on ``[finfo.tiny, 1)`` (or ``[finfo.eps, 1)``): never 0, for logarithms."""
+    lo = float(getattr(np.finfo(dt), low))
+    return random_uniform(key, lo, 1.0, shape=shape, dtype=dt)
+
+
+def _gamma_draw(key: Any, a: Any, shape: Any, dtype: Any, fn: str, log_space: bool) -> Tensor:
+    key, device = _key_data(key, fn)
+    dt = _float_dtype(dtype, fn)
+    alpha = _param(a, device, fn, "a", traced="read")
+    shape = _broadcast_shape(fn, shape, a=shape_of(alpha))
+    ca = _concrete(alpha, np.float64)
+    if ca is not None and not _all(ca > 0):
+        raise ValueError(f"random.{fn}: needs a > 0 everywhere (and no NaN)")
+    return random_gamma(key, alpha, shape=shape, dtype=dt, log_space=log_space)
+
+
+def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = None) -> Tensor:
+    """Gamma(a, 1) samples, differentiable in ``a`` by the implicit reparameterisation.
+
+    Sampled by Marsaglia and Tsang's rejection method (with the boost
+    ``Gamma(a) = Gamma(a + 1) u**(1/a)`` for ``a < 1``), in float64 and rounded to ``dtype``.
+    The derivative of a sample ``x`` in ``a`` is that of ``F^-1(u; a)`` at a fixed ``u``,
+    ``dx/da = -(dF/da)(x; a) / pdf(x; a)`` (Figurnov et al. 2018), as in JAX: so
+    ``grad`` of an expectation estimated from samples is unbiased. For a rate ``beta``,
+    divide: ``gamma(key, a) / beta``. Second derivatives raise TypeError (as in JAX).
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        a: concentration (shape parameter), real scalar or array, ``> 0``.
+        shape: output shape; ``a`` broadcasts to it. None (default): ``a``'s shape.
+        dtype: float16, float32 or float64 (None: float64).
+
+    Returns:
+        Tensor of ``shape`` and ``dtype``, values ``>= 0`` (0 only by underflow, for
+        ``a`` below about 0.01; :func:`loggamma` keeps those).
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not a real floating dtype.
+        ShapeError: ``a`` does not broadcast to ``shape``.
+        ValueError: ``a <= 0`` or NaN somewhere (for a traced ``a``, when it runs).
+
+    Example:
+        >>> from fgrad import random
+        >>> print(fnp.round(random.gamma(random.key(0), 2.0, (3,)), 4))
+        [4.0569 1.6936 0.9944]
+        >>> # d E[x] / da = 1 for Gamma(a): the mean of the sample derivatives estimates it
+        >>> g = fgrad.grad(lambda a: fnp.mean(random.gamma(random.key(1), a, (4000,))))(3.0)
+        >>> print(round(float(g), 2))
+        1.0
+
+    References:
+        G. Marsaglia, W. W. Tsang, "A Simple Method for Generating Gamma Variables", ACM
+        TOMS 26(3), 2000; M. Figurnov, S. Mohamed, A. Mnih, "Implicit Reparameterization
+        Gradients", NeurIPS 2018; ``jax.random.gamma``.
+    """
+    return _gamma_draw(key, a, shape, dtype, "gamma", False)
+
+
+def loggamma(key: Any, a: Any, shape: Any = None, dtype: Any = None) -> Tensor:
+    """Logarithms of Gamma(a, 1) samples, computed in log space (no underflow for small ``a``).
+
+    ``exp(loggamma(key, a))`` equals ``gamma(key, a)`` where that does not underflow; the
+    derivative in ``a`` is the implicit one, ``d log x / da``.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        a: concentration, real scalar or array, ``> 0``.
+        shape: output shape; ``a`` broadcasts to it. None (default): ``a``'s shape.
+        dtype: float16, float32 or float64 (None: float64).
+
+    Returns:
+        Tensor of ``shape`` and ``dtype``.
+
+    Raises:
+        TypeError, DTypeError, ShapeError, ValueError: as :func:`gamma`.
+
+    Example:
+        >>> from fgrad import random
+        >>> print(fnp.round(random.loggamma(random.key(0), 0.001, (3,)), 1))
+        [ -567.2  -146.1 -2614.5]
+        >>> random.gamma(random.key(0), 0.001, (3,))  # the same samples, underflowed
+        Tensor([0., 0., 0.], dtype=float64)
+
+    References:
+        Marsaglia and Tsang 2000 (the boost for ``a < 1`` taken in logs); ``jax.random.loggamma``.
+    """
+    return _gamma_draw(key, a, shape, dtype, "loggamma", True)
+
+
+def _normalised(log_x: Any, axis: int = -1) -> Any:
+    """``exp(log_x) / sum(exp(log_x))`` along ``axis``, shifted by the maximum first (which
+    cancels, so the derivatives are those of the unshifted ratio)."""
+    shifted = fnp.exp(log_x - fnp.max(log_x, axis=axis, keepdims=True))
+    return shifted / fnp.sum(shifted, axis=axis, keepdims=True)
+
+
+def beta(key: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None) -> Tensor:
+    """Beta(a, b) samples, differentiable in ``a`` and ``b``.
+
+    ``x / (x + y)`` for independent ``log x = loggamma(k1, a)`` and ``log y =
+    loggamma(k2, b)`` (``k1, k2 = split(key)``), normalised in log space so that small
+    concentrations do not give 0/0; the derivatives come through gamma's implicit ones.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        a: first concentration, real scalar or array, ``> 0``.
+        b: second concentration, real scalar or array, ``> 0``.
+        shape: output shape; ``a`` and ``b`` broadcast to it. None: their broadcast shape.
+        dtype: float16, float32 or float64 (None: float64).
+
+    Returns:
+        Tensor of ``shape`` and ``dtype``, values in ``[0, 1]``.
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not a real floating dtype.
+        ShapeError: ``a`` and ``b`` do not broadcast to ``shape``.
+        ValueError: ``a <= 0`` or ``b <= 0`` somewhere.
+
+    Example:
+        >>> from fgrad import random
+        >>> print(fnp.round(random.beta(random.key(0), 2.0, 3.0, (3,)), 4))
+        [0.2043 0.1492 0.6858]
+
+    References:
+        L. Devroye, "Non-Uniform Random Variate Generation", 1986, IX.4 (beta from two
+        gammas); ``jax.random.beta``.
+    """
+    key, device = _key_data(key, "beta")
+    dt = _float_dtype(dtype, "beta")
+    pa = _param(a, device, "beta", "a", traced="read")
+    pb = _param(b, device, "beta", "b", traced="read")
+    shape = _broadcast_shape("beta", shape, a=shape_of(pa), b=shape_of(pb))
+    ka, kb = random_split(key, shape=(2,))
+    log_x = _gamma_draw(ka, pa, shape, dt, "beta", True)
+    log_y = _gamma_draw(kb, pb, shape, dt, "beta", True)
+    both = fnp.stack([log_x, log_y], axis=-1)
+    return _normalised(both)[..., 0]
+
+
+def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = None) -> Tensor:
+    """Dirichlet(alpha) samples: points of the probability simplex, differentiable in ``alpha``.
+
+    Independent ``log g_i = loggamma(key, alpha_i)``, normalised in log space,
+    ``x_i = g_i / sum_j g_j``; the derivatives come through gamma's implicit ones.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        alpha: ``(..., k)`` concentrations, real, ``> 0``, ``k >= 1``.
+        shape: the batch shape of the samples; ``alpha.shape[:-1]`` broadcasts to it.
+            None (default): ``alpha.shape[:-1]``.
+        dtype: float16, float32 or float64 (None: float64).
+
+    Returns:
+        Tensor of shape ``shape + (k,)`` and ``dtype``; each ``(k,)`` row sums to 1.
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not a real floating dtype.
+        ShapeError: ``alpha`` is a scalar, or its batch shape does not broadcast to ``shape``.
+        ValueError: ``alpha <= 0`` somewhere, or ``k`` is 0.
+
+    Example:
+        >>> from fgrad import random
+        >>> x = random.dirichlet(random.key(0), fnp.array([1.0, 2.0, 3.0]), (2,))
+        >>> print(fnp.round(x, 3))
+        [[0.414 0.285 0.301]
+         [0.048 0.437 0.515]]
+        >>> print(fnp.round(fnp.sum(x, axis=-1), 12))
+        [1. 1.]
+
+    References:
+        L. Devroye, "Non-Uniform Random Variate Generation", 1986, XI.4 (normalised gammas);
+        ``jax.random.dirichlet``.
+    """
+    key, device = _key_data(key, "dirichlet")
+    dt = _float_dtype(dtype, "dirichlet")
+    conc = _param(alpha, device, "dirichlet", "alpha", traced="read")
+    ashape = shape_of(conc)
+    if not ashape:
+        raise ShapeError(
+            "random.dirichlet: alpha must have at least one axis (its last axis indexes the "
+            f"k categories), got shape {ashape}; for one category use fnp.ones"
+        )
+    if ashape[-1] == 0:
+        raise ValueError(f"random.dirichlet: alpha has 0 categories (shape {ashape})")
+    shape = _broadcast_shape("dirichlet", shape, alpha_batch=ashape[:-1])
+    log_g = _gamma_draw(key, conc, (*shape, ashape[-1]), dt, "dirichlet", True)
+    return _normalised(log_g)
+
+
+def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = None) -> Tensor:
+    """Poisson(lam) counts (integers, no derivative).
+
+    Inversion of the CDF for ``lam < 10``; above, Hormann's transformed rejection with
+    squeeze (PTRS), as JAX and numpy; exact up to float64 rounding of the CDF.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        lam: rate, real scalar or array, finite, ``>= 0`` (a traced ``lam`` is read for its
+            value: the counts have no derivative).
+        shape: output shape; ``lam`` broadcasts to it. None (default): ``lam``'s shape.
+        dtype: an integer dtype (None: int64).
+
+    Returns:
+        Tensor of ``shape`` and ``dtype``.
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not an integer dtype.
+        ShapeError: ``lam`` does not broadcast to ``shape``.
+        ValueError: ``lam < 0``, infinite or NaN somewhere (traced: when it runs).
+
+    Example:
+        >>> from fgrad import random
+        >>> random.poisson(random.key(0), fnp.array([0.5, 4.0, 300.0]))
+        Tensor([  0,   3, 315], dtype=int64)
+
+    References:
+        W. Hormann, "The transformed rejection method for generating Poisson random
+        variables", Insurance: Mathematics and Economics 12(1), 1993; ``jax.random.poisson``.
+    """
+    key, device = _key_data(key, "poisson")
+    dt = _dtype(dtype, "poisson", np.int64)
+    if dt.kind not in "iu":
+        raise DTypeError(f"random.poisson: dtype must be an integer dtype, got {dt}")
+    rate = _param(lam, device, "poisson", "lam", traced="read")
+    shape = _broadcast_shape("poisson", shape, lam=shape_of(rate))
+    c = _concrete(rate, np.float64)
+    if c is not None:
+        xp = backend.namespace_of(c)
+        if not _all((c >= 0) & xp.isfinite(c)):
+            raise ValueError("random.poisson: needs a finite lam >= 0 everywhere (and no NaN)")
+    return random_poisson(key, stop_gradient(rate), shape=shape, dtype=dt)
+
+
+def binomial(key: Any, n: Any, p: Any, shape: Any = None, dtype: Any = None) -> Tensor:
+    """Binomial(n, p) counts, as floats (``jax.random.binomial``'s dtype), no derivative.
+
+    Inversion for ``n min(p, 1-p) < 10``; above, Hormann's BTRS rejection; the count of the
+    rarer outcome is drawn and reflected for ``p > 1/2``.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        n: number of trials, real scalar or array of non-negative integers.
+        p: success probability, real scalar or array in ``[0, 1]``.
+        shape: output shape; ``n`` and ``p`` broadcast to it. None: their broadcast shape.
+        dtype: float16, float32 or float64 (None: float64).
+
+    Returns:
+        Tensor of ``shape`` and ``dtype`` holding integers in ``[0, n]``; constant in ``n``
+        and ``p`` under differentiation (a count has no derivative).
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not a real floating dtype.
+        ShapeError: ``n`` and ``p`` do not broadcast to ``shape``.
+        ValueError: ``n`` not a non-negative integer, or ``p`` outside ``[0, 1]``.
+
+    Example:
+        >>> from fgrad import random
+        >>> random.binomial(random.key(0), 20, fnp.array([0.1, 0.5, 0.9]))
+        Tensor([ 2., 13., 16.], dtype=float64)
+
+    References:
+        W. Hormann, "The generation of binomial random variates", J. Statist. Comput.
+        Simul. 46, 1993 (BTRS); ``jax.random.binomial``.
+    """
+    key, device = _key_data(key, "binomial")
+    dt = _float_dtype(dtype, "binomial")
+    count = _param(n, device, "binomial", "n", traced="read")
+    prob = _param(p, device, "binomial", "p", traced="read")
+    shape = _broadcast_shape("binomial", shape, n=shape_of(count), p=shape_of(prob))
+    cn, cp = _concrete(count, np.float64), _concrete(prob, np.float64)
+    if cn is not None:
+        xp = backend.namespace_of(cn)
+        if not _all((cn >= 0) & xp.isfinite(cn) & (cn == xp.floor(cn))):
+            raise ValueError("random.binomial: needs n a finite non-negative integer everywhere")
+    if cp is not None and not _all((cp >= 0) & (cp <= 1)):
+        raise ValueError("random.binomial: needs 0 <= p <= 1 everywhere (and no NaN)")
+    count, prob = stop_gradient(count), stop_gradient(prob)
+    return random_binomial(key, count, prob, shape=shape, dtype=dt)
+
+
+def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None) -> Tensor:
+    """Geometric(p) counts: the number of Bernoulli(p) trials up to the first success.
+
+    ``floor(log(u) / log1p(-p)) + 1`` for ``u`` uniform on ``(0, 1)`` (inversion), as JAX;
+    integers ``>= 1``, no derivative.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        p: success probability, real scalar or array in ``(0, 1]``.
+        shape: output shape; ``p`` broadcasts to it. None (default): ``p``'s shape.
+        dtype: an integer dtype (None: int64).
+
+    Returns:
+        Tensor of ``shape`` and ``dtype``.
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not an integer dtype.
+        ShapeError: ``p`` does not broadcast to ``shape``.
+        ValueError: ``p`` outside ``(0, 1]`` (concrete ``p``).
+
+    Example:
+        >>> from fgrad import random
+        >>> random.geometric(random.key(0), 0.5, (6,))
+        Tensor([2, 3, 1, 1, 1, 2], dtype=int64)
+
+    References:
+        L. Devroye, "Non-Uniform Random Variate Generation", 1986, X.2; ``jax.random.geometric``.
+    """
+    key, device = _key_data(key, "geometric")
+    dt = _dtype(dtype, "geometric", np.int64)
+    if dt.kind not in "iu":
+        raise DTypeError(f"random.geometric: dtype must be an integer dtype, got {dt}")
+    prob = _param(p, device, "geometric", "p", traced="read")
+    shape = _broadcast_shape("geometric", shape, p=shape_of(prob))
+    cp = _concrete(prob, np.float64)
+    if cp is not None and not _all((cp > 0) & (cp <= 1)):
+        raise ValueError("random.geometric: needs 0 < p <= 1 everywhere (and no NaN)")
+    u = _open_uniform(key, shape, np.dtype(np.float64))
+    prob = fnp.astype(stop_gradient(prob), np.float64)
+    trials = fnp.floor(fnp.log(u) / fnp.log1p(-prob)) + 1.0
+    return fnp.astype(fnp.where(prob == 1.0, 1.0, trials), dt)
+
+
+def exponential(key: Any, shape: Any = (), dtype: Any = None) -> Tensor:
+    """Standard exponential samples (rate 1): ``-log1p(-u)`` for ``u`` uniform on ``[0, 1)``.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        shape: output shape (int or tuple).
+        dtype: float16, float32 or float64 (None: float64).
+
+    Returns:
+        Tensor of ``shape`` and ``dtype``, values ``>= 0``.
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not a real floating dtype.
+
+    Example:
+        >>> from fgrad import random
+        >>> print(fnp.round(random.exponential(random.key(0), (3,)), 4))
+        [0.5421 0.2437 3.3616]
+
+    References:
+        Inversion of the CDF ``1 - exp(-x)``; ``jax.random.exponential``.
+    """
+    key, shape, dt = _float_setup(key, shape, dtype, "exponential")
+    return -fnp.log1p(-random_uniform(key, 0.0, 1.0, shape=shape, dtype=dt))
+
+
+def laplace(key: Any, shape: Any = (), dtype: Any = None) -> Tensor:
+    """Standard Laplace samples (density ``exp(-|x|) / 2``): ``-sign(u) log1p(-|u|)``.
+
+    ``u`` uniform on ``(-1, 1)``, by inversion of the CDF.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        shape: output shape (int or tuple).
+        dtype: float16, float32 or float64 (None: float64).
+
+    Returns:
+        Tensor of ``shape`` and ``dtype``.
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not a real floating dtype.
+
+    Example:
+        >>> from fgrad import random
+        >>> print(fnp.round(random.laplace(random.key(0), (3,)), 4))
+        [-0.178  -0.838   2.6685]
+
+    References:
+        ``jax.random.laplace`` (the same inversion).
+    """
+    key, shape, dt = _float_setup(key, shape, dtype, "laplace")
+    lo = -1.0 + float(np.finfo(dt).epsneg)
+    u = random_uniform(key, lo, 1.0, shape=shape, dtype=dt)
+    return -fnp.sign(u) * fnp.log1p(-fnp.abs(u))
+
+
+def logistic(key: Any, shape: Any = (), dtype: Any = None) -> Tensor:
+    """Standard logistic samples: ``log(u) - log1p(-u)``, the logit of a uniform on ``(0, 1)``.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        shape: output shape (int or tuple).
+        dtype: float16, float32 or float64 (None: float64).
+
+    Returns:
+        Tensor of ``shape`` and ``dtype``.
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not a real floating dtype.
+
+    Example:
+        >>> from fgrad import random
+        >>> print(fnp.round(random.logistic(random.key(0), (3,)), 4))
+        [-0.3291 -1.2874  3.3263]
+
+    References:
+        Inversion of the CDF ``1 / (1 + exp(-x))``; ``jax.random.logistic``.
+    """
+    key, shape, dt = _float_setup(key, shape, dtype, "logistic")
+    u = _open_uniform(key, shape, dt)
+    return fnp.log(u) - fnp.log1p(-u)
+
+
+def cauchy(key: Any, shape: Any = (), dtype: Any = None) -> Tensor:
+    """Standard Cauchy samples: ``tan(pi (u - 1/2))`` for ``u`` uniform on ``(0, 1)``.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        shape: output shape (int or tuple).
+        dtype: float16, float32 or float64 (None: float64).
+
+    Returns:
+        Tensor of ``shape`` and ``dtype``.
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not a real floating dtype.
+
+    Example:
+        >>> from fgrad import random
+        >>> print(fnp.round(random.cauchy(random.key(0), (3,)), 4))
+        [-0.2619 -1.2378  9.1425]
+
+    References:
+        Inversion of the CDF ``1/2 + arctan(x) / pi``; ``jax.random.cauchy``.
+    """
+    key, shape, dt = _float_setup(key, shape, dtype, "cauchy")
+    u = _open_uniform(key, shape, dt, "eps")
+    return fnp.tan(np.pi * (u - 0.5))
+
+
+def gumbel(key: Any, shape: Any = (), dtype: Any = None) -> Tensor:
+    """Standard Gumbel samples (CDF ``exp(-exp(-x))``): ``-log(-log(u))``, ``u`` on ``(0, 1)``.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        shape: output shape (int or tuple).
+        dtype: float16, float32 or float64 (None: float64).
+
+    Returns:
+        Tensor of ``shape`` and ``dtype``.
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not a real floating dtype.
+
+    Example:
+        >>> from fgrad import random
+        >>> print(fnp.round(random.gumbel(random.key(0), (3,)), 4))
+        [ 0.1379 -0.426   3.344 ]
+
+    References:
+        E. J. Gumbel, "Statistical Theory of Extreme Values and Some Practical
+        Applications", 1954; ``jax.random.gumbel``.
+    """
+    key, shape, dt = _float_setup(key, shape, dtype, "gumbel")
+    return -fnp.log(-fnp.log(_open_uniform(key, shape, dt)))
+
+
+def t(key: Any, df: Any, shape: Any = None, dtype: Any = None) -> Tensor:
+    """Student's t samples with ``df`` degrees of freedom, differentiable in ``df``.
+
+    ``z sqrt((df / 2) / g)`` for a standard normal ``z`` and ``g = gamma(df / 2)`` (a
+    chi-square over its degrees of freedom), from the two halves of ``split(key)``; the
+    derivative in ``df`` comes through gamma's implicit one.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        df: degrees of freedom, real scalar or array, ``> 0``.
+        shape: output shape; ``df`` broadcasts to it. None (default): ``df``'s shape.
+        dtype: float16, float32 or float64 (None: float64).
+
+    Returns:
+        Tensor of ``shape`` and ``dtype``.
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not a real floating dtype.
+        ShapeError: ``df`` does not broadcast to ``shape``.
+        ValueError: ``df <= 0`` somewhere.
+
+    Example:
+        >>> from fgrad import random
+        >>> print(fnp.round(random.t(random.key(0), 5.0, (3,)), 4))
+        [0.7598 1.5008 0.1443]
+
+    References:
+        ``jax.random.t`` (the same construction).
+    """
+    key, device = _key_data(key, "t")
+    dt = _float_dtype(dtype, "t")
+    nu = _param(df, device, "t", "df", traced="read")
+    shape = _broadcast_shape("t", shape, df=shape_of(nu))
+    cd = _concrete(nu, np.float64)
+    if cd is not None and not _all(cd > 0):
+        raise ValueError("random.t: needs df > 0 everywhere (and no NaN)")
+    kn, kg = random_split(key, shape=(2,))
+    z = random_normal(kn, shape=shape, dtype=dt)
+    half = nu / 2.0 if isinstance(nu, Tensor) else _wrap(np.asarray(nu, np.float64) / 2.0)
+    g = random_gamma(kg, half, shape=shape, dtype=dt, log_space=False)
+    return z * fnp.astype(fnp.sqrt(half / g), dt)
+
+
+def generalized_normal(key: Any, p: float, shape: Any = (), dtype: Any = None) -> Tensor:
+    """Generalized normal samples, density ``p / (2 Gamma(1/p)) exp(-|x|**p)``.
+
+    ``s g**(1/p)`` for a random sign ``s`` and ``g = gamma(1/p)``; ``p = 2`` gives
+    N(0, 1/2), ``p = 1`` the Laplace distribution.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        p: the exponent, a Python float ``> 0``.
+        shape: output shape (int or tuple).
+        dtype: float16, float32 or float64 (None: float64).
+
+    Returns:
+        Tensor of ``shape`` and ``dtype``.
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not a real floating dtype; ``p`` is not a real number.
+        ValueError: ``p <= 0``.
+
+    Example:
+        >>> from fgrad import random
+        >>> print(fnp.round(random.generalized_normal(random.key(0), 3.0, (3,)), 4))
+        [ 1.2978  0.1894 -0.1584]
+
+    References:
+        P. R. Tadikamalla, "Random sampling from the exponential power distribution",
+        JASA 75, 1980; ``jax.random.generalized_normal``.
+    """
+    key, shape, dt = _float_setup(key, shape, dtype, "generalized_normal")
+    power = _args.real(p, "random.generalized_normal", "p", above=0.0)
+    ks, kg = random_split(key, shape=(2,))
+    g = random_gamma(kg, 1.0 / power, shape=shape, dtype=dt, log_space=False)
+    sign = fnp.astype(random_bernoulli(ks, 0.5, shape=shape), dt) * 2.0 - 1.0
+    return sign * g ** (1.0 / power)
+
+
+def rademacher(key: Any, shape: Any = (), dtype: Any = None) -> Tensor:
+    """Rademacher samples: -1 or +1, each with probability 1/2.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        shape: output shape (int or tuple).
+        dtype: an integer or floating dtype (None: int64).
+
+    Returns:
+        Tensor of ``shape`` and ``dtype``.
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not a signed integer or real floating dtype.
+
+    Example:
+        >>> from fgrad import random
+        >>> random.rademacher(random.key(0), (6,))
+        Tensor([ 1, -1,  1, -1, -1, -1], dtype=int64)
+
+    References:
+        ``jax.random.rademacher`` (``2 bernoulli(0.5) - 1``).
+    """
+    key, _ = _key_data(key, "rademacher")
+    shape = _shape(shape, "rademacher")
+    dt = _dtype(dtype, "rademacher", np.int64)
+    if dt.kind not in "if":
+        raise DTypeError(
+            f"random.rademacher: dtype must be a signed integer or real floating dtype, got {dt}"
+        )
+    b = fnp.astype(random_bernoulli(key, 0.5, shape=shape), dt)
+    return b * 2 - 1 if dt.kind == "i" else b * 2.0 - 1.0
+
+
+def ball(key: Any, d: int, p: float = 2, shape: Any = (), dtype: Any = None) -> Tensor:
+    """Points uniform in the unit ``L_p`` ball of ``R^d``.
+
+    ``g / (sum |g_i|**p + e)**(1/p)`` for ``d`` generalized normal coordinates ``g`` and
+    a standard exponential ``e`` (Barthe, Guedon, Mendelson and Naor 2005), as JAX.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        d: dimension, a positive Python int.
+        p: the norm's exponent, a Python float ``> 0`` (default 2, the Euclidean ball).
+        shape: batch shape of the points (int or tuple).
+        dtype: float16, float32 or float64 (None: float64).
+
+    Returns:
+        Tensor of shape ``shape + (d,)`` and ``dtype``; every row has ``L_p`` norm ``< 1``.
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not a real floating dtype; ``d`` is not an int or ``p``
+            not a real number.
+        ValueError: ``d < 1`` or ``p <= 0``.
+
+    Example:
+        >>> from fgrad import random
+        >>> x = random.ball(random.key(0), 3, shape=(4,))
+        >>> x.shape, bool(fnp.all(fnp.linalg.norm(x, axis=-1) < 1.0))
+        ((4, 3), True)
+
+    References:
+        F. Barthe, O. Guedon, S. Mendelson, A. Naor, "A probabilistic approach to the
+        geometry of the l_p^n-ball", Annals of Probability 33(2), 2005; ``jax.random.ball``.
+    """
+    key, shape, dt = _float_setup(key, shape, dtype, "ball")
+    d = _args.size(d, "random.ball", "d", minimum=1)
+    power = _args.real(p, "random.ball", "p", above=0.0)
+    kg, ke = random_split(key, shape=(2,))
+    g = generalized_normal(kg, power, (*shape, d), dt)
+    e = exponential(ke, shape, dt)
+    radius = (fnp.sum(fnp.abs(g) ** power, axis=-1) + e) ** (1.0 / power)
+    return g / radius[..., None]
+
+
+def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | None = None) -> Tensor:
+    """Haar-distributed (uniformly random) orthogonal matrices, or ``(n, m)`` ones with
+    orthonormal columns (``n >= m``) or rows (``n < m``).
+
+    The QR factorisation ``z = q r`` of a standard normal ``(max(n, m), min(n, m))`` matrix,
+    with the columns of ``q`` multiplied by ``sign(diag(r))`` so that the factorisation is
+    unique and ``q`` exactly Haar (Mezzadri 2007); transposed when ``n < m``.
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        n: rows, a positive Python int.
+        shape: batch shape (int or tuple).
+        dtype: float32 or float64 (None: float64).
+        m: columns, a positive Python int (None: ``n``, square matrices).
+
+    Returns:
+        Tensor of shape ``shape + (n, m)`` and ``dtype``.
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not float32 or float64; ``n`` or ``m`` is not an int.
+        ValueError: ``n < 1`` or ``m < 1``.
+
+    Example:
+        >>> from fgrad import random
+        >>> q = random.orthogonal(random.key(0), 3)
+        >>> bool(fnp.allclose(q.T @ q, fnp.eye(3), atol=1e-12))
+        True
+
+    References:
+        F. Mezzadri, "How to generate random matrices from the classical compact groups",
+        Notices of the AMS 54(5), 2007; ``jax.random.orthogonal``.
+    """
+    key, shape, dt = _float_setup(key, shape, dtype, "orthogonal")
+    if dt == np.float16:
+        raise DTypeError("random.orthogonal: dtype must be float32 or float64 (QR), got float16")
+    sizes = [
+        _args.size(v, "random.orthogonal", name, minimum=1)
+        for name, v in (("n", n), ("m", n if m is None else m))
+    ]
+    rows, cols = max(sizes), min(sizes)
+    z = random_normal(key, shape=(*shape, rows, cols), dtype=dt)
+    q, r = fnp.linalg.qr(z)
+    d = fnp.diagonal(r, axis1=-2, axis2=-1)
+    q = q * fnp.where(d < 0, -1.0, 1.0).astype(dt)[..., None, :]
+    return fnp.swapaxes(q, -1, -2) if sizes[0] < sizes[1] else q
+
+
+_MVN_METHODS = ("cholesky", "eigh", "svd")
+
+
+def multivariate_normal(
+    key: Any,
+    mean: Any,
+    cov: Any,
+    shape: Any = None,
+    dtype: Any = None,
+    method: str = "cholesky",
+) -> Tensor:
+    """Multivariate normal samples ``mean + A z``, ``A A^T = cov``, differentiable in both.
+
+    ``z`` is standard normal; ``A`` is the Cholesky factor (``method="cholesky"``, default:
+    ``cov`` must be positive definite), ``v sqrt(w)`` from ``eigh`` or ``u sqrt(s)`` from
+    ``svd`` (these two allow a singular, positive semi-definite ``cov``).
+
+    Args:
+        key: ``(2,)`` uint32 key.
+        mean: ``(..., n)`` real Tensor.
+        cov: ``(..., n, n)`` real symmetric positive (semi-)definite Tensor.
+        shape: batch shape of the samples; ``mean.shape[:-1]`` and ``cov.shape[:-2]``
+            broadcast to it. None (default): their broadcast shape.
+        dtype: float32 or float64 (None: float64).
+        method: ``"cholesky"``, ``"eigh"`` or ``"svd"``.
+
+    Returns:
+        Tensor of shape ``shape + (n,)`` and ``dtype``.
+
+    Raises:
+        TypeError: ``key`` is not a key.
+        DTypeError: ``dtype`` is not float32 or float64.
+        ShapeError: ``mean`` is a scalar, ``cov`` is not ``(..., n, n)`` for ``mean``'s
+            ``n``, or the batch shapes do not broadcast to ``shape``.
+        ValueError: ``method`` is not one of the three.
+        DTypeError: ``method`` is not a string.
+
+    Example:
+        >>> from fgrad import random
+        >>> cov = fnp.array([[2.0, 0.5], [0.5, 1.0]])
+        >>> x = random.multivariate_normal(random.key(0), fnp.zeros(2), cov, (20000,))
+        >>> print(fnp.round(x.T @ x / 20000, 1))  # the sample covariance
+        [[2.  0.5]
+         [0.5 1. ]]
+
+    References:
+        ``jax.random.multivariate_normal`` (the same three factorisations).
+    """
+    key, device = _key_data(key, "multivariate_normal")
+    dt = _float_dtype(dtype, "multivariate_normal")
+    if dt == np.float16:
+        raise DTypeError("random.multivariate_normal: dtype must be float32 or float64")
+    method = _args.choice(method, "random.multivariate_normal", "method", _MVN_METHODS)
+    mu = _param(mean, device, "multivariate_normal", "mean", traced="read")
+    sigma = _param(cov, device, "multivariate_normal", "cov", traced="read")
+    ms, cs = shape_of(mu), shape_of(sigma)
+    if not ms or len(cs) < 2 or cs[-2:] != (ms[-1], ms[-1]):
+        raise ShapeError(
+            f"random.multivariate_normal: mean must be (..., n) and cov (..., n, n), got "
+            f"mean {ms} and cov {cs}"
+        )
+    shape = _broadcast_shape(
+        "multivariate_normal", shape, mean_batch=ms[:-1], cov_batch=cs[:-2]
+    )
+    mu, sigma = fnp.astype(mu, dt), fnp.astype(sigma, dt)
+    if method == "cholesky":
+        factor = fnp.linalg.cholesky(sigma)
+    elif method == "eigh":
+        w, v = fnp.linalg.eigh(sigma)
+        factor = v * fnp.sqrt(fnp.maximum(w, 0.0))[..., None, :]
+    else:
+        u, s, _ = fnp.linalg.svd(sigma)
+        factor = u * fnp.sqrt(s)[..., None, :]
+    z = random_normal(key, shape=(*shape, ms[-1]), dtype=dt)
+    return mu + fnp.matmul(factor, z[..., None])[..., 0]

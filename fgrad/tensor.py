@@ -211,6 +211,33 @@ class Tensor:
             else data.__dlpack_device__()
         )
 
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Tensor:
+        """This Tensor on ``device`` (the Array API's method; :func:`device_put` for one).
+
+        Args:
+            device: ``"cpu"``, ``"cuda"``/``"cuda:N"`` (needs cupy) or a Device, such as
+                another Tensor's ``device``.
+            stream: must be None: copies run on the device's current stream.
+
+        Returns:
+            The Tensor itself when it is on ``device`` already, else a copy there.
+
+        Raises:
+            ValueError: unknown device, a ``stream``, or a traced value inside a transform
+                that would have to move to another device.
+
+        Example:
+            >>> x = fnp.ones(2)
+            >>> x.to_device(x.device) is x
+            True
+        """
+        if stream is not None:
+            raise ValueError(
+                "Tensor.to_device: stream must be None (fgrad copies on the device's current "
+                f"stream), got {_args.describe(stream)}"
+            )
+        return device_put(self, device_arg(device, "Tensor.to_device"))
+
     def is_deleted(self) -> bool:
         """Whether the Tensor was donated to a jitted function (its values are gone), as
         JAX's ``Array.is_deleted``.

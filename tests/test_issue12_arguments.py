@@ -105,7 +105,7 @@ def test_issue_12_creation_sizes_are_ints():
         fnp.ones(2.0)
     with pytest.raises(DTypeError, match=r"^full: shape .*2.5 at position 0 is a float"):
         fnp.full((2.5,), 1.0)
-    with pytest.raises(DTypeError, match="^eye: n must be an int, got 2.5"):
+    with pytest.raises(DTypeError, match="^eye: N must be an int, got 2.5"):
         fnp.eye(2.5)
     with pytest.raises(DTypeError, match="^linspace: num must be an int, got 2.5"):
         fnp.linspace(0, 1, 2.5)

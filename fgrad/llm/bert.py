@@ -24,9 +24,12 @@ them; the product is ``x @ w.T + b``)::
 Hugging Face names (``embeddings.word_embeddings.weight``,
 ``encoder.layer.{i}.attention.self.query.weight``, ..., with or without the ``bert.``
 prefix of ``BertForMaskedLM`` and friends, whose heads are ignored) map onto it in
-:func:`from_tensors`. Only ``model_type`` ``"bert"`` is read: RoBERTa, XLM-R and CamemBERT
-share the layer layout but number positions from ``padding_idx + 1`` and name their
-tensors ``roberta.*``, and DistilBERT names its layers differently; they are refused.
+:func:`from_tensors`. ``model_type`` ``"bert"`` and the RoBERTa family (``"roberta"``,
+``"xlm-roberta"``, ``"camembert"``) are read: RoBERTa has BERT's layers but numbers the
+positions of the real tokens from ``padding_idx + 1`` (a padding token sits at position
+``padding_idx``; transformers' ``create_position_ids_from_input_ids``), has one token type
+and names its tensors ``roberta.*``. DistilBERT names its layers differently and ELECTRA
+projects its embeddings: they are refused, saying so.
 
 Example:
     >>> cfg = BertConfig(vocab_size=30, d_model=16, n_layers=2, n_heads=4, d_ff=32)
@@ -61,6 +64,7 @@ from fgrad.tensor import Tensor
 
 __all__ = [
     "ACTIVATIONS",
+    "MODEL_TYPES",
     "BertConfig",
     "BertEncoder",
     "BertModel",
@@ -78,11 +82,14 @@ ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
 """The ``hidden_act`` values run: ``gelu`` is the exact erf form (BERT's); ``gelu_new``
 and ``gelu_pytorch_tanh`` are transformers' names of the tanh approximation."""
 
+MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "camembert")
+"""The ``model_type`` values read; all but ``"bert"`` number positions as RoBERTa does."""
+
+_ARCHITECTURES = {"bert": "BertModel", "roberta": "RobertaModel",
+                  "xlm-roberta": "XLMRobertaModel", "camembert": "CamembertModel"}
+
 # Model types with BERT's layer layout that this module does not read, and why.
 _RELATIVES = {
-    "roberta": "numbers positions from padding_idx + 1 and names its tensors roberta.*",
-    "xlm-roberta": "numbers positions from padding_idx + 1 and names its tensors roberta.*",
-    "camembert": "numbers positions from padding_idx + 1 and names its tensors roberta.*",
     "distilbert": "names its layers transformer.layer.{i}.attention.q_lin and has no token types",
     "electra": "projects its embeddings to another width",
 }
@@ -117,13 +124,17 @@ class BertConfig:
         type_vocab_size: rows of the token-type (segment) table.
         norm_eps: every LayerNorm's epsilon (``layer_norm_eps``; BERT's is 1e-12).
         hidden_act: the feed-forward activation, one of :data:`ACTIVATIONS`.
-        pad_token_id: the id that pads a batch (``pad_token_id``; any id works, the
-            mask hides it).
+        pad_token_id: the id that pads a batch (``pad_token_id``; for BERT any id works,
+            the mask hides it; for RoBERTa it is also ``padding_idx``, which sets the
+            positions).
+        model_type: one of :data:`MODEL_TYPES`: ``"bert"`` numbers positions ``0, 1, ...``;
+            the RoBERTa family from ``pad_token_id + 1`` over the non-padding tokens.
 
     Raises:
         ValueError: a size is not a positive int, ``d_model`` is not a multiple of
             ``n_heads``, or ``norm_eps`` is negative.
-        UnsupportedModelError: ``hidden_act`` is not one of :data:`ACTIVATIONS`.
+        UnsupportedModelError: ``hidden_act`` is not one of :data:`ACTIVATIONS`, or
+            ``model_type`` not one of :data:`MODEL_TYPES`.
     """
 
     vocab_size: int
@@ -136,6 +147,7 @@ class BertConfig:
     norm_eps: float = 1e-12
     hidden_act: str = "gelu"
     pad_token_id: int = 0
+    model_type: str = "bert"
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_positions",
@@ -154,6 +166,26 @@ class BertConfig:
                 f"BertConfig: hidden_act {self.hidden_act!r} is not supported; supported: "
                 f"{', '.join(ACTIVATIONS)}"
             )
+        if self.model_type not in MODEL_TYPES:
+            raise UnsupportedModelError(
+                f"BertConfig: model_type {self.model_type!r} is not supported; supported: "
+                f"{', '.join(MODEL_TYPES)}"
+            )
+        if self.roberta_positions and not 0 <= self.pad_token_id < self.max_positions - 1:
+            raise ValueError(
+                f"BertConfig: a {self.model_type} model numbers positions from pad_token_id + "
+                f"1 = {self.pad_token_id + 1}, beyond its {self.max_positions} positions"
+            )
+
+    @property
+    def roberta_positions(self) -> bool:
+        """Positions count the non-padding tokens from ``pad_token_id + 1`` (RoBERTa's rule)."""
+        return self.model_type != "bert"
+
+    @property
+    def max_length(self) -> int:
+        """The longest input in tokens: the position table's rows, less RoBERTa's offset."""
+        return self.max_positions - (self.pad_token_id + 1 if self.roberta_positions else 0)
 
     @property
     def d_head(self) -> int:
@@ -173,8 +205,8 @@ class BertConfig:
             True
         """
         return {
-            "model_type": "bert",
-            "architectures": ["BertModel"],
+            "model_type": self.model_type,
+            "architectures": [_ARCHITECTURES[self.model_type]],
             "vocab_size": self.vocab_size,
             "hidden_size": self.d_model,
             "num_hidden_layers": self.n_layers,
@@ -193,8 +225,9 @@ class BertConfig:
         """The config of a Hugging Face BERT ``config.json`` (a dict).
 
         Raises:
-            UnsupportedModelError: ``model_type`` is not ``"bert"`` (a relative such as
-                ``"roberta"`` is named with what differs), ``position_embedding_type`` is
+            UnsupportedModelError: ``model_type`` is not one of :data:`MODEL_TYPES` (a
+                relative such as ``"distilbert"`` is named with what differs),
+                ``position_embedding_type`` is
                 not ``"absolute"``, the model is a decoder, or ``hidden_act`` is not one of
                 :data:`ACTIVATIONS`.
             KeyError: a required key is missing (named).
@@ -205,13 +238,13 @@ class BertConfig:
             ...     "intermediate_size": 1536})
             >>> cfg.d_head, cfg.norm_eps, cfg.hidden_act
             (32, 1e-12, 'gelu')
-            >>> BertConfig.from_hf({"model_type": "roberta"})
+            >>> BertConfig.from_hf({"model_type": "distilbert"})
             Traceback (most recent call last):
             ...
-            fgrad.llm.config.UnsupportedModelError: config.json: model_type 'roberta' is not read by fgrad.llm.bert: it has BERT's layers but numbers positions from padding_idx + 1 and names its tensors roberta.*; supported: bert
+            fgrad.llm.config.UnsupportedModelError: config.json: model_type 'distilbert' is not read by fgrad.llm.bert: it has BERT's layers but names its layers transformer.layer.{i}.attention.q_lin and has no token types; supported: bert, roberta, xlm-roberta, camembert
         """
         model_type = config.get("model_type")
-        if model_type != "bert":
+        if model_type not in MODEL_TYPES:
             if model_type in _RELATIVES:
                 why = f"it has BERT's layers but {_RELATIVES[model_type]}"
             elif model_type in ("llama", "mistral", "qwen2"):
@@ -220,7 +253,7 @@ class BertConfig:
                 why = "it is not a BERT encoder"
             raise UnsupportedModelError(
                 f"config.json: model_type {model_type!r} is not read by fgrad.llm.bert: {why}; "
-                "supported: bert"
+                f"supported: {', '.join(MODEL_TYPES)}"
             )
         kind = config.get("position_embedding_type", "absolute")
         if kind != "absolute":
@@ -238,7 +271,7 @@ class BertConfig:
             if key in config and config[key] is not None:
                 return config[key]
             if default is _Required:
-                raise KeyError(f"config.json: {key!r} is missing for a bert model")
+                raise KeyError(f"config.json: {key!r} is missing for a {model_type} model")
             return default
 
         act = get("hidden_act", "gelu")
@@ -257,7 +290,8 @@ class BertConfig:
             type_vocab_size=int(get("type_vocab_size", 2)),
             norm_eps=float(get("layer_norm_eps", 1e-12)),
             hidden_act=act,
-            pad_token_id=int(get("pad_token_id", 0)),
+            pad_token_id=int(get("pad_token_id", 0 if model_type == "bert" else 1)),
+            model_type=model_type,
         )
 
 
@@ -357,13 +391,21 @@ class BertEncoder:
                 f"{tuple(tokens.shape)}; add a batch axis with tokens[None]"
             )
         batch, seq = int(tokens.shape[0]), int(tokens.shape[1])
-        if seq > c.max_positions:
+        if seq > c.max_length:
             raise ShapeError(
-                f"BertEncoder.apply: {seq} tokens exceed the model's {c.max_positions} "
+                f"BertEncoder.apply: {seq} tokens exceed the model's {c.max_length} "
                 "positions; truncate the texts (SentenceEncoder truncates to max_length)"
             )
         emb = params["embeddings"]
-        x = fnp.take(emb["word"], tokens, axis=0) + emb["position"][:seq]
+        if c.roberta_positions:
+            # transformers' create_position_ids_from_input_ids: the real tokens count up
+            # from padding_idx + 1, a padding token sits at padding_idx (its row is unused).
+            real = fnp.astype(fnp.not_equal(tokens, c.pad_token_id), np.int64)
+            positions = fnp.take(emb["position"], fnp.cumsum(real, axis=1) * real + c.pad_token_id,
+                                 axis=0)
+        else:
+            positions = emb["position"][:seq]
+        x = fnp.take(emb["word"], tokens, axis=0) + positions
         if token_type_ids is None:
             x = x + emb["token_type"][0]
         else:
@@ -527,7 +569,7 @@ class SentenceEncoder:
                 "SentenceEncoder: the tokenizer has no post-processor, so nothing would add "
                 "[CLS] and [SEP]; build it with Tokenizer.from_file(<folder>/tokenizer.json)"
             )
-        limit = model.config.max_positions
+        limit = model.config.max_length
         max_length = limit if max_length is None else int(max_length)
         if not 0 < max_length <= limit:
             raise ValueError(
@@ -652,9 +694,9 @@ def from_tensors(config: Mapping[str, Any] | BertConfig, tensors: Mapping[str, A
                  *, where: str = "checkpoint") -> BertModel:
     """The :class:`BertModel` of a ``config.json`` dict and tensors by their Hugging Face names.
 
-    Names may carry the ``bert.`` prefix (``BertForMaskedLM``, ``BertForSequenceClassification``
-    ...); their heads (``cls.*``, ``classifier.*``) and buffers (``position_ids``) are
-    ignored. Old checkpoints' ``LayerNorm.gamma`` / ``.beta`` read as ``.weight`` / ``.bias``.
+    Names may carry the ``bert.`` (or, for the RoBERTa family, ``roberta.``) prefix
+    (``BertForMaskedLM``, ``RobertaForSequenceClassification`` ...); their heads (``cls.*``,
+    ``lm_head.*``, ``classifier.*``) and buffers (``position_ids``) are ignored. Old checkpoints' ``LayerNorm.gamma`` / ``.beta`` read as ``.weight`` / ``.bias``.
 
     Args:
         config: the ``config.json`` dict (or a :class:`BertConfig`).
@@ -675,9 +717,10 @@ def from_tensors(config: Mapping[str, Any] | BertConfig, tensors: Mapping[str, A
     """
     cfg = config if isinstance(config, BertConfig) else BertConfig.from_hf(config)
     names = {}
-    prefixed = any(k.startswith(("bert.encoder.", "bert.embeddings.")) for k in tensors)
+    base = "roberta." if cfg.roberta_positions else "bert."
+    prefixed = any(k.startswith((base + "encoder.", base + "embeddings.")) for k in tensors)
     for key, value in tensors.items():
-        name = key.removeprefix("bert.") if prefixed else key
+        name = key.removeprefix(base) if prefixed else key
         if name.endswith("LayerNorm.gamma") or name.endswith("LayerNorm.beta"):
             stem, _, old = name.rpartition(".")
             name = f"{stem}.{'weight' if old == 'gamma' else 'bias'}"
@@ -686,9 +729,10 @@ def from_tensors(config: Mapping[str, Any] | BertConfig, tensors: Mapping[str, A
 
     def get(name: str, shape: tuple) -> Tensor:
         if name not in names:
-            stored = ("bert." if prefixed else "") + name
+            stored = (base if prefixed else "") + name
             raise KeyError(
-                f"{where}: tensor {stored!r} is missing for a {cfg.n_layers}-layer bert model"
+                f"{where}: tensor {stored!r} is missing for a {cfg.n_layers}-layer "
+                f"{cfg.model_type} model"
             )
         key, value = names[name]
         if tuple(value.shape) != shape:
@@ -850,7 +894,7 @@ def load_encoder(folder: str | os.PathLike, *, dtype: str = "float32",
     if not os.path.exists(path):
         raise FileNotFoundError(f"load_encoder: the folder {folder!r} has no tokenizer.json")
     if max_length is None:
-        max_length = _sentence_transformers_length(folder, model.config.max_positions)
+        max_length = _sentence_transformers_length(folder, model.config.max_length)
     return SentenceEncoder(model, Tokenizer.from_file(path), max_length=max_length)
 
 

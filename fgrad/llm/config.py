@@ -322,6 +322,7 @@ def _first(value: Any) -> Any:
 def _unsupported(arch: Any) -> str:
     return (
         f"architecture {arch!r} is not supported; fgrad.llm runs "
-        f"{', '.join(SUPPORTED_ARCHITECTURES)} (GGUF or Hugging Face) and bert (Hugging Face "
+        f"{', '.join(SUPPORTED_ARCHITECTURES)} (GGUF or Hugging Face) and bert, roberta, "
+        "xlm-roberta and camembert encoders (Hugging Face "
         "folders)"
     )

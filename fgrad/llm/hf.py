@@ -33,7 +33,7 @@ import numpy as np
 
 __all__ = ["ARCHITECTURES", "HFCheckpoint", "read"]
 
-ARCHITECTURES = ("llama", "qwen2", "bert")
+ARCHITECTURES = ("llama", "qwen2", "bert", "roberta", "xlm-roberta", "camembert")
 """The ``model_type`` values fgrad.llm reads."""
 
 _SINGLE = "model.safetensors"
@@ -166,7 +166,7 @@ def read(folder: str | os.PathLike, *, dtype: str = "float32") -> HFCheckpoint:
         ...     read(folder)
         ... except ValueError as e:
         ...     print(str(e).split(": ", 2)[2])
-        config.json's model_type is 'gpt_neox', which fgrad.llm does not read (supported: llama, qwen2, bert)
+        config.json's model_type is 'gpt_neox', which fgrad.llm does not read (supported: llama, qwen2, bert, roberta, xlm-roberta, camembert)
     """
     from fgrad import io
 

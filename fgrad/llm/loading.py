@@ -93,13 +93,14 @@ def load(path: str | os.PathLike | None = None, *, dtype: str | None = "float32"
 
     Returns:
         ``(model, tokenizer)``: a :class:`fgrad.llm.model.Model` (or a
-        :class:`fgrad.llm.bert.BertModel` for a BERT folder) and a
+        :class:`fgrad.llm.bert.BertModel` for a BERT or RoBERTa folder) and a
         :class:`fgrad.llm.tokenizer.Tokenizer`.
 
     Raises:
         FileNotFoundError: ``path`` does not exist, or a folder lacks ``config.json``.
         fgrad.llm.config.UnsupportedModelError: an architecture other than llama, qwen2
-            (or bert for folders); the message lists the supported ones.
+            (or the BERT and RoBERTa families for folders); the message lists the
+            supported ones.
         ValueError: a malformed file (from the readers), or an unknown ``dtype``.
 
     Example:
@@ -125,9 +126,9 @@ def load(path: str | os.PathLike | None = None, *, dtype: str | None = "float32"
             )
         with open(config_path, encoding="utf-8") as f:
             model_type = json.load(f).get("model_type")
-        if model_type == "bert":
-            from fgrad.llm import bert
+        from fgrad.llm import bert
 
+        if model_type in bert.MODEL_TYPES:
             model = bert.load(path, dtype=dtype or "float32")
         else:
             model = model_from_hf(path, dtype=dtype or "float32")

@@ -20,7 +20,7 @@ import numpy as np
 import fgrad.numpy as fnp
 from fgrad import _args, dtypes, random
 from fgrad.errors import ConcretizationError, DTypeError, FgradError, ShapeError
-from fgrad.nn._activations import gelu, softmax
+from fgrad.nn._activations import gelu, silu, softmax
 from fgrad.nn.layers import (
     Dropout,
     LayerNorm,
@@ -39,6 +39,9 @@ from fgrad.tensor import Tensor, as_tensor, device_arg
 __all__ = [
     "MultiHeadAttention",
     "MultiHeadAttentionParams",
+    "RotaryEmbedding",
+    "SwiGLU",
+    "SwiGLUParams",
     "TransformerBlock",
     "TransformerBlockParams",
     "causal_mask",
@@ -538,6 +541,12 @@ def _device(x: Any) -> Any:
         return None
 
 
+def _init_layers(layers: dict, key: Any, cls: type) -> Any:
+    """``cls`` of each named sub-layer's params, one key each, split in ``layers``' order."""
+    keys = dict(zip(layers, _split(key, len(layers))))
+    return cls(**{name: layer.init(keys[name]) for name, layer in layers.items()})
+
+
 @dataclass(frozen=True)
 class TransformerBlock:
     """A pre-norm transformer block: ``x + attn(norm(x))``, then ``h + mlp(norm(h))``.
@@ -630,13 +639,9 @@ class TransformerBlock:
         }
 
     def init(self, key: Any) -> TransformerBlockParams:
-        layers = self._layers()
         # Keys are split in the sub-layers' order of application (norm1, attn, ...), as
         # before the params were typed, so a seed gives the same initial values.
-        keys = dict(zip(layers, _split(key, len(layers))))
-        return TransformerBlockParams(
-            **{name: layer.init(keys[name]) for name, layer in layers.items()}
-        )
+        return _init_layers(self._layers(), key, TransformerBlockParams)
 
     def apply(
         self,
@@ -658,3 +663,175 @@ class TransformerBlock:
         h = layers["mlp_in"].apply(p.mlp_in, layers["norm2"].apply(p.norm2, x))
         h = layers["mlp_out"].apply(p.mlp_out, self.activation(h))
         return x + drop.apply((), h, key=k_drop2, train=train)
+
+
+@dataclass(frozen=True)
+class RotaryEmbedding:
+    """Rotary position embedding as a layer (no parameters): :func:`rotary_embedding` with
+    the angles of :func:`rotary_tables`.
+
+    ``apply((), x, *, positions=None)`` rotates the leading ``d_rot`` features of each
+    head of ``x`` (``(..., seq, d_head)``) by its position: ``0 .. seq - 1`` when
+    ``positions`` is None (the tables come from :func:`rotary_tables`, built at trace
+    time), otherwise the integer ``positions``, of a shape broadcastable to
+    ``x.shape[:-1]`` (``(seq,)``, or ``(batch, 1, seq)`` for ``(batch, n_heads, seq,
+    d_head)`` with per-example offsets, as a KV-cached decoder needs). The angles of given
+    positions are formed in float64 from the same frequencies and rounded once, so they
+    equal the tables' rows.
+
+    Attributes:
+        d_rot: rotated features of a head (even, at most ``d_head``).
+        base: the frequency base (``inv_freq[i] = base ** (-2 i / d_rot)``).
+        interleaved: rotate adjacent pairs instead of halves (see :func:`rotary_embedding`).
+
+    Raises:
+        DTypeError: ``d_rot`` not an int, ``base`` not a real number, ``interleaved`` not
+            a bool; in ``apply``, ``positions`` not integers or ``x`` not floating.
+        ValueError: ``d_rot`` odd or below 2, ``base`` not positive.
+        ShapeError: in ``apply``, ``d_rot`` exceeds ``x``'s last axis, or ``positions``
+            does not broadcast to ``x.shape[:-1]``.
+
+    Example:
+        >>> rope = RotaryEmbedding(2, base=10.0)
+        >>> x = fnp.array([[1.0, 0.0], [1.0, 0.0]])  # (seq, d_head)
+        >>> fnp.round(rope.apply((), x), 4)
+        Tensor([[1.    , 0.    ],
+                [0.5403, 0.8415]], dtype=float64)
+        >>> fnp.round(rope.apply((), x, positions=fnp.array([1, 1])), 4)
+        Tensor([[0.5403, 0.8415],
+                [0.5403, 0.8415]], dtype=float64)
+
+    References:
+        Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding", 2021,
+        arXiv:2104.09864, eq. 34.
+    """
+
+    d_rot: int
+    base: float = 10000.0
+    interleaved: bool = False
+
+    def __post_init__(self):
+        d_rot = _args.size(self.d_rot, "RotaryEmbedding", "d_rot", minimum=2)
+        if d_rot % 2:
+            raise ValueError(f"RotaryEmbedding: d_rot must be even (it rotates pairs), got {d_rot}")
+        _args.real(self.base, "RotaryEmbedding", "base", above=0.0)
+        _args.flag(self.interleaved, "RotaryEmbedding", "interleaved")
+
+    def init(self, key: Any) -> tuple:
+        return ()
+
+    def apply(
+        self, params: tuple, x: Any, *, positions: Any = None, key: Any = None, train: bool = False
+    ) -> Tensor:
+        name = "RotaryEmbedding.apply"
+        x = as_tensor(x, name, "x")
+        if x.ndim < 2 or np.dtype(x.dtype).kind not in "fc":
+            raise (ShapeError if x.ndim < 2 else DTypeError)(
+                f"{name}: x must be a floating (..., seq, d_head) Tensor, got "
+                f"{_args.describe(x)}"
+            )
+        dtype = np.dtype(x.dtype) if np.dtype(x.dtype).kind == "f" else np.float64
+        if positions is None:
+            cos, sin = rotary_tables(
+                x.shape[-2], self.d_rot, base=self.base, dtype=dtype, device=_device(x)
+            )
+        else:
+            positions = as_tensor(positions, name, "positions")
+            if not dtypes.is_integer(np.dtype(positions.dtype)):
+                raise DTypeError(
+                    f"{name}: positions must be an integer Tensor, got "
+                    f"{_args.describe(positions)}"
+                )
+            if not broadcasts_to(tuple(positions.shape), tuple(x.shape[:-1])):
+                raise ShapeError(
+                    f"{name}: positions of shape {tuple(positions.shape)} do not broadcast "
+                    f"to x.shape[:-1] = {tuple(x.shape[:-1])}"
+                )
+            inv_freq = self.base ** (-np.arange(0, self.d_rot, 2, dtype=np.float64) / self.d_rot)
+            angles = fnp.astype(positions, np.float64)[..., None] * inv_freq
+            cos = fnp.astype(fnp.cos(angles), dtype)
+            sin = fnp.astype(fnp.sin(angles), dtype)
+        return rotary_embedding(x, cos, sin, interleaved=self.interleaved)
+
+
+@_typed_params
+class SwiGLUParams(NamedTuple):
+    """Parameters of :class:`SwiGLU` (fields in alphabetical order, as the leaves flatten).
+
+    Attributes:
+        down: :class:`~fgrad.nn.LinearParams` of the ``(d_hidden, d_model)`` output projection.
+        gate: :class:`~fgrad.nn.LinearParams` of the ``(d_model, d_hidden)`` gate projection.
+        up: :class:`~fgrad.nn.LinearParams` of the ``(d_model, d_hidden)`` value projection.
+
+    Example:
+        >>> SwiGLU(4, 6).init(fgrad.random.key(0)).down.weight.shape
+        (6, 4)
+    """
+
+    down: LinearParams
+    gate: LinearParams
+    up: LinearParams
+
+
+@dataclass(frozen=True)
+class SwiGLU:
+    """The SwiGLU feed-forward block: ``down(silu(gate(x)) * up(x))``.
+
+    Shazeer's ``FFN_SwiGLU(x) = (Swish_1(x W) * x V) W_2``, the MLP of PaLM and llama,
+    with ``silu = Swish_1`` and no biases by default (as the paper). At equal parameter
+    count with a two-matrix MLP of width ``4 * d_model``, ``d_hidden`` is ``8 * d_model /
+    3`` (the paper's choice).
+
+    Attributes:
+        d_model: input and output width.
+        d_hidden: width of the gated hidden layer.
+        use_bias: the three projections add biases.
+        param_dtype: dtype of the parameters (default float32).
+
+    Params:
+        :class:`SwiGLUParams`: ``gate`` and ``up`` (``Linear(d_model, d_hidden)``) and
+        ``down`` (``Linear(d_hidden, d_model)``).
+
+    Input ``(..., d_model)``; output ``(..., d_model)``.
+
+    Raises:
+        DTypeError: a size is not an int, ``use_bias`` not a bool, ``param_dtype`` not a
+            floating dtype.
+        ValueError: a size below 1.
+        ShapeError: the input's last axis is not ``d_model`` (from ``matmul``).
+
+    Example:
+        >>> mlp = SwiGLU(8, 16)
+        >>> params = mlp.init(fgrad.random.key(0))
+        >>> mlp.apply(params, fnp.ones((2, 5, 8), dtype="float32")).shape
+        (2, 5, 8)
+
+    References:
+        Shazeer, "GLU Variants Improve Transformer", 2020, arXiv:2002.05202, eq. 6.
+    """
+
+    d_model: int
+    d_hidden: int
+    use_bias: bool = False
+    param_dtype: Any = np.float32
+
+    def __post_init__(self):
+        _args.size(self.d_model, "SwiGLU", "d_model", minimum=1)
+        _args.size(self.d_hidden, "SwiGLU", "d_hidden", minimum=1)
+        _args.flag(self.use_bias, "SwiGLU", "use_bias")
+        _field_dtype(self.param_dtype, "SwiGLU")
+
+    def _layers(self) -> dict:
+        d, h, b, pd = self.d_model, self.d_hidden, self.use_bias, self.param_dtype
+        return {"gate": Linear(d, h, b, pd), "up": Linear(d, h, b, pd), "down": Linear(h, d, b, pd)}
+
+    def init(self, key: Any) -> SwiGLUParams:
+        return _init_layers(self._layers(), key, SwiGLUParams)
+
+    def apply(
+        self, params: SwiGLUParams, x: Any, *, key: Any = None, train: bool = False
+    ) -> Tensor:
+        p = _checked_params(params, SwiGLUParams, "SwiGLU")
+        layers = self._layers()
+        hidden = silu(layers["gate"].apply(p.gate, x)) * layers["up"].apply(p.up, x)
+        return layers["down"].apply(p.down, hidden)

@@ -62,8 +62,12 @@ from fgrad.tensor import Tensor, as_tensor
 __all__ = [
     "MLP",
     "AvgPool2d",
+    "Conv1d",
+    "Conv1dParams",
     "Conv2d",
     "Conv2dParams",
+    "ConvTranspose2d",
+    "ConvTranspose2dParams",
     "Dropout",
     "Embedding",
     "EmbeddingParams",
@@ -77,7 +81,9 @@ __all__ = [
     "RMSNormParams",
     "Sequential",
     "avg_pool2d",
+    "conv1d",
     "conv2d",
+    "conv_transpose2d",
     "dropout",
     "layer_norm",
     "max_pool2d",
@@ -234,6 +240,40 @@ class Conv2dParams(NamedTuple):
     Example:
         >>> Conv2d(1, 2, 3).init(fgrad.random.key(0)).weight.shape
         (2, 1, 3, 3)
+    """
+
+    bias: Any
+    weight: Any
+
+
+@_typed_params
+class Conv1dParams(NamedTuple):
+    """Parameters of :class:`Conv1d` (fields in alphabetical order, as the leaves flatten).
+
+    Attributes:
+        bias: ``(out_channels,)`` Tensor, or None without a bias.
+        weight: ``(out_channels, in_channels // groups, k)`` Tensor.
+
+    Example:
+        >>> Conv1d(2, 4, 3).init(fgrad.random.key(0)).weight.shape
+        (4, 2, 3)
+    """
+
+    bias: Any
+    weight: Any
+
+
+@_typed_params
+class ConvTranspose2dParams(NamedTuple):
+    """Parameters of :class:`ConvTranspose2d` (fields in alphabetical order).
+
+    Attributes:
+        bias: ``(out_channels,)`` Tensor, or None without a bias.
+        weight: ``(in_channels, out_channels // groups, kh, kw)`` Tensor (PyTorch's layout).
+
+    Example:
+        >>> ConvTranspose2d(2, 4, 3).init(fgrad.random.key(0)).weight.shape
+        (2, 4, 3, 3)
     """
 
     bias: Any
@@ -432,13 +472,232 @@ def conv2d(
     pad = _padding(padding, "conv2d", size, w_shape[2:], stride, dilation)
     y = _conv.conv2d(x, weight, stride=stride, padding=pad, dilation=dilation, groups=groups)
     if bias is not None:
-        bias = as_tensor(bias, "conv2d", "bias")
-        if tuple(bias.shape) != (w_shape[0],):
-            raise ShapeError(
-                f"conv2d: bias must have shape (out_channels,) = ({w_shape[0]},), got "
-                f"{tuple(bias.shape)}"
+        y = y + fnp.reshape(_bias_of("conv2d", bias, w_shape[0]), (1, -1, 1, 1))
+    return y
+
+
+def _conv1d_padding(
+    padding: Any, name: str, size: int, k: int, stride: int, dilation: int
+) -> tuple[int, int]:
+    """conv1d's ``(left, right)`` padding from an int, a pair, ``"SAME"`` or ``"VALID"``."""
+    if isinstance(padding, str):
+        return _padding(padding, name, (1, size), (1, k), (1, stride), (1, dilation))[1]
+    pads = padding if isinstance(padding, (tuple, list)) and len(padding) == 2 else None
+    if pads is None:
+        if _args._int_or_none(padding) is None:
+            raise DTypeError(
+                f"{name}: padding must be 'SAME', 'VALID', an int or (left, right) ints >= 0, "
+                f"got {_args.describe(padding)}"
             )
-        y = y + fnp.reshape(bias, (1, -1, 1, 1))
+        pads = (padding, padding)
+    return tuple(_args.size(p, name, "padding") for p in pads)
+
+
+def _channels_match(name: str, x: Any, weight: Any, groups: int, in_axis: int) -> None:
+    """The input's channels are ``weight.shape[in_axis]`` (times ``groups`` for conv1d's
+    ``in // groups`` axis), checked before the reshapes that would hide the mismatch."""
+    want = weight.shape[in_axis] * (groups if in_axis == 1 else 1)
+    if x.shape[1] != want or weight.shape[0] % groups:
+        raise ShapeError(
+            f"{name}: x {tuple(x.shape)} has {x.shape[1]} channels, but the weight "
+            f"{tuple(weight.shape)} with groups={groups} expects {want} (and a first axis "
+            f"divisible by groups); x is read channels-first (batch, channels, ...)"
+        )
+
+
+def conv1d(
+    x: Any,
+    weight: Any,
+    bias: Any = None,
+    *,
+    stride: int = 1,
+    padding: Any = 0,
+    dilation: int = 1,
+    groups: int = 1,
+) -> Tensor:
+    """1-D cross-correlation of ``(batch, channels, length)`` signals, plus an optional bias.
+
+    The arguments follow PyTorch's ``torch.nn.functional.conv1d``: ``out[n, o, t] =
+    sum_{c, k} x_pad[n, g*C_g + c, t*stride + k*dilation] * weight[o, c, k]`` (no filter
+    flip). It runs as :func:`conv2d` over a height-1 image, so its derivatives are the
+    conv2d family's.
+
+    Args:
+        x: ``(batch, in_channels, length)`` floating Tensor.
+        weight: ``(out_channels, in_channels // groups, k)`` floating Tensor.
+        bias: optional ``(out_channels,)`` Tensor.
+        stride: positive int.
+        padding: int, ``(left, right)``, ``"SAME"`` (output length ``ceil(length /
+            stride)``, the odd element at the end) or ``"VALID"``; zero padding.
+        dilation: positive int.
+        groups: number of channel groups.
+
+    Returns:
+        ``(batch, out_channels, out_length)`` Tensor of the promoted dtype, ``out_length =
+        (length + left + right - dilation * (k - 1) - 1) // stride + 1``.
+
+    Raises:
+        ShapeError: ``x`` or ``weight`` is not 3-D, the channels do not match ``groups``,
+            or the filter does not fit the padded signal.
+        DTypeError: an input is not numeric, or an argument is not an int.
+        ValueError: a stride, dilation or groups below 1, a negative padding, or an
+            unknown padding string.
+
+    Example:
+        >>> x = fnp.reshape(fnp.arange(5.0), (1, 1, 5))
+        >>> conv1d(x, fnp.array([[[1.0, 0.0, -1.0]]]), padding=1)
+        Tensor([[[-1., -2., -2., -2.,  3.]]], dtype=float64)
+    """
+    x = as_tensor(x, "conv1d", "x")
+    weight = as_tensor(weight, "conv1d", "weight")
+    if x.ndim != 3 or weight.ndim != 3:
+        raise ShapeError(
+            f"conv1d: needs a 3-D x (batch, channels, length) and a 3-D weight (out_channels, "
+            f"in_channels // groups, k), got {tuple(x.shape)} and {tuple(weight.shape)}"
+        )
+    stride = _args.size(stride, "conv1d", "stride", minimum=1)
+    dilation = _args.size(dilation, "conv1d", "dilation", minimum=1)
+    groups = _args.size(groups, "conv1d", "groups", minimum=1)
+    _channels_match("conv1d", x, weight, groups, 1)
+    pad = _conv1d_padding(padding, "conv1d", x.shape[2], weight.shape[2], stride, dilation)
+    span = dilation * (weight.shape[2] - 1) + 1
+    if x.shape[2] + sum(pad) < span:
+        raise ShapeError(
+            f"conv1d: the filter of {weight.shape[2]} taps (dilation {dilation}, spanning "
+            f"{span}) does not fit the signal of length {x.shape[2]} padded by {pad}; pad more "
+            "or use a smaller kernel"
+        )
+    y = conv2d(
+        fnp.expand_dims(x, 2),
+        fnp.expand_dims(weight, 2),
+        None if bias is None else _bias_of("conv1d", bias, weight.shape[0]),
+        stride=(1, stride),
+        padding=((0, 0), pad),
+        dilation=(1, dilation),
+        groups=groups,
+    )
+    return y[:, :, 0, :]
+
+
+def _bias_of(name: str, bias: Any, channels: int) -> Tensor:
+    bias = as_tensor(bias, name, "bias")
+    if tuple(bias.shape) != (channels,):
+        raise ShapeError(
+            f"{name}: bias must have shape (out_channels,) = ({channels},), got "
+            f"{tuple(bias.shape)}"
+        )
+    return bias
+
+
+def conv_transpose2d(
+    x: Any,
+    weight: Any,
+    bias: Any = None,
+    *,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+) -> Tensor:
+    """2-D transposed convolution of NCHW images (the gradient of :func:`conv2d` in its input).
+
+    The arguments and the weight layout follow PyTorch's
+    ``torch.nn.functional.conv_transpose2d``: ``weight`` is ``(in_channels, out_channels //
+    groups, kh, kw)``, which is the OIHW filter of the convolution whose input gradient this
+    is, so ``conv_transpose2d(ct, w, stride=s, padding=p)`` is the VJP of ``x ->
+    conv2d(x, w, stride=s, padding=p)`` at cotangent ``ct`` (for ``x`` of the output size).
+    ``padding`` crops that many rows and columns from each side of the full transposed
+    output, and ``output_padding`` adds rows at the bottom and columns at the right (as in
+    PyTorch), choosing among the input sizes that a strided convolution maps to one output
+    size.
+    It runs as the ``conv2d_backprop_input`` op, so its derivatives are the conv2d family's.
+
+    Args:
+        x: ``(batch, in_channels, height, width)`` floating Tensor.
+        weight: ``(in_channels, out_channels // groups, kh, kw)`` floating Tensor.
+        bias: optional ``(out_channels,)`` Tensor.
+        stride: int or ``(sh, sw)``, positive.
+        padding: int or ``(ph, pw)``, non-negative.
+        output_padding: int or ``(oph, opw)``, each below the stride or the dilation of its
+            axis (PyTorch's rule).
+        groups: channel groups; divides ``in_channels``.
+        dilation: int or ``(dh, dw)``, positive.
+
+    Returns:
+        ``(batch, out_channels, out_height, out_width)`` Tensor of the promoted dtype, with
+        ``out_height = (height - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1`` (likewise
+        the width).
+
+    Raises:
+        ShapeError: ``x`` or ``weight`` is not 4-D, ``x``'s channels are not
+            ``weight.shape[0]``, ``groups`` does not divide them, or the output would be
+            empty.
+        DTypeError: an input is not numeric, or an argument holds something other than
+            ints.
+        ValueError: a stride, dilation or groups below 1, a negative padding, or an
+            ``output_padding`` not below both the stride and the dilation.
+
+    Example:
+        >>> x = fnp.ones((1, 1, 2, 2))
+        >>> conv_transpose2d(x, fnp.ones((1, 1, 2, 2)), stride=2)[0, 0]
+        Tensor([[1., 1., 1., 1.],
+                [1., 1., 1., 1.],
+                [1., 1., 1., 1.],
+                [1., 1., 1., 1.]], dtype=float64)
+
+    References:
+        Dumoulin and Visin, "A guide to convolution arithmetic for deep learning", 2016,
+        arXiv:1603.07285, section 4 (transposed convolution arithmetic).
+    """
+    name = "conv_transpose2d"
+    x = as_tensor(x, name, "x")
+    weight = as_tensor(weight, name, "weight")
+    if x.ndim != 4 or weight.ndim != 4:
+        raise ShapeError(
+            f"{name}: needs a 4-D x (batch, channels, height, width) and a 4-D weight "
+            f"(in_channels, out_channels // groups, kh, kw), got {tuple(x.shape)} and "
+            f"{tuple(weight.shape)}"
+        )
+    stride = _pair(stride, name, "stride")
+    dilation = _pair(dilation, name, "dilation")
+    padding = _pair(padding, name, "padding", minimum=0)
+    output_padding = _pair(output_padding, name, "output_padding", minimum=0)
+    groups = _args.size(groups, name, "groups", minimum=1)
+    _channels_match(name, x, weight, groups, 0)
+    sizes, pads, extra = [], [], []
+    for n, k, s, p, d, op in zip(
+        x.shape[2:], weight.shape[2:], stride, padding, dilation, output_padding
+    ):
+        if op >= s and op >= d:
+            raise ValueError(
+                f"{name}: output_padding {output_padding} must be below the stride {stride} "
+                f"or the dilation {dilation} on each axis"
+            )
+        out = (n - 1) * s - 2 * p + d * (k - 1) + op + 1
+        # conv2d's input gradient for an input of `out` rows, padded (p, high): `high`
+        # makes the strided convolution of that input give back n rows. When op >= s
+        # (allowed with a larger dilation), no such padding is >= 0; the last rows then
+        # lie past every window and are zeros.
+        high = p - s * (op // s)
+        if out < 1 or out + min(high, 0) < 1:
+            raise ShapeError(
+                f"{name}: the output would be empty ({out} rows) for input {tuple(x.shape)}, "
+                f"kernel {tuple(weight.shape[2:])}, stride {stride}, padding {padding}; "
+                "use less padding"
+            )
+        sizes.append(out + min(high, 0))
+        pads.append((p, max(high, 0)))
+        extra.append(max(-high, 0))
+    y = _conv.conv2d_backprop_input(
+        x, weight, input_size=tuple(sizes), stride=stride, padding=tuple(pads),
+        dilation=dilation, groups=groups,
+    )
+    if any(extra):
+        y = fnp.pad(y, ((0, 0), (0, 0), (0, extra[0]), (0, extra[1])))
+    if bias is not None:
+        out_channels = weight.shape[1] * groups
+        y = y + fnp.reshape(_bias_of(name, bias, out_channels), (1, -1, 1, 1))
     return y
 
 
@@ -900,43 +1159,197 @@ class Conv2d:
 
     def __post_init__(self):
         object.__setattr__(self, "kernel_size", _pair(self.kernel_size, "Conv2d", "kernel_size"))
-        _args.size(self.in_channels, "Conv2d", "in_channels", minimum=1)
-        _args.size(self.out_channels, "Conv2d", "out_channels", minimum=1)
-        _args.size(self.groups, "Conv2d", "groups", minimum=1)
         _pair(self.stride, "Conv2d", "stride")
         _pair(self.dilation, "Conv2d", "dilation")
         _check_padding(self.padding, "Conv2d")
-        _args.flag(self.use_bias, "Conv2d", "use_bias")
-        _field_dtype(self.param_dtype, "Conv2d")
-        _args.function(self.kernel_init, "Conv2d", "kernel_init")
-        _args.function(self.bias_init, "Conv2d", "bias_init")
-        if self.in_channels % self.groups or self.out_channels % self.groups:
-            raise ValueError(
-                f"Conv2d: groups={self.groups} must divide in_channels={self.in_channels} and "
-                f"out_channels={self.out_channels}"
-            )
+        _conv_layer_fields(self, "Conv2d")
 
     def init(self, key: Any) -> Conv2dParams:
-        wkey, bkey = _split(key, 2)
         shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
-        weight = self.kernel_init(wkey, shape, self.param_dtype)
-        bias = None
-        if self.use_bias:
-            bias = self.bias_init(bkey, (self.out_channels,), self.param_dtype)
-        return Conv2dParams(bias=bias, weight=weight)
+        return _conv_layer_params(self, key, shape, Conv2dParams)
 
     def apply(
         self, params: Conv2dParams, x: Any, *, key: Any = None, train: bool = False
     ) -> Tensor:
-        params = _checked_params(params, Conv2dParams, "Conv2d")
-        return conv2d(
-            x,
-            _required(params, "weight", "Conv2d"),
-            _required(params, "bias", "Conv2d", self.use_bias, "use_bias"),
-            stride=self.stride,
-            padding=self.padding,
-            dilation=self.dilation,
-            groups=self.groups,
+        geometry = {"stride": self.stride, "padding": self.padding, "dilation": self.dilation}
+        return _conv_layer_apply(self, params, x, Conv2dParams, conv2d, **geometry)
+
+
+def _conv_layer_fields(layer: Any, name: str) -> None:
+    """The constructor checks the convolution layers share (sizes, flags, initialisers)."""
+    _args.size(layer.in_channels, name, "in_channels", minimum=1)
+    _args.size(layer.out_channels, name, "out_channels", minimum=1)
+    _args.size(layer.groups, name, "groups", minimum=1)
+    _args.flag(layer.use_bias, name, "use_bias")
+    _field_dtype(layer.param_dtype, name)
+    _args.function(layer.kernel_init, name, "kernel_init")
+    _args.function(layer.bias_init, name, "bias_init")
+    if layer.in_channels % layer.groups or layer.out_channels % layer.groups:
+        raise ValueError(
+            f"{name}: groups={layer.groups} must divide in_channels={layer.in_channels} and "
+            f"out_channels={layer.out_channels}"
+        )
+
+
+def _conv_layer_apply(layer: Any, params: Any, x: Any, cls: type, fn: Callable, **geometry):
+    """``fn(x, weight, bias, groups=..., **geometry)`` with the layer's checked params."""
+    name = type(layer).__name__
+    params = _checked_params(params, cls, name)
+    weight = _required(params, "weight", name)
+    bias = _required(params, "bias", name, layer.use_bias, "use_bias")
+    return fn(x, weight, bias, groups=layer.groups, **geometry)
+
+
+def _conv_layer_params(layer: Any, key: Any, shape: tuple, cls: type) -> Any:
+    wkey, bkey = _split(key, 2)
+    weight = layer.kernel_init(wkey, shape, layer.param_dtype)
+    bias = None
+    if layer.use_bias:
+        bias = layer.bias_init(bkey, (layer.out_channels,), layer.param_dtype)
+    return cls(bias=bias, weight=weight)
+
+
+@dataclass(frozen=True)
+class Conv1d:
+    """1-D convolution layer over ``(batch, channels, length)`` signals (see :func:`conv1d`).
+
+    Attributes:
+        in_channels: channels of the input.
+        out_channels: channels of the output.
+        kernel_size: int, the filter's length.
+        stride: positive int.
+        padding: int, ``(left, right)``, ``"SAME"`` or ``"VALID"``.
+        dilation: positive int.
+        groups: channel groups; must divide both channel counts.
+        use_bias: add a per-channel bias.
+        param_dtype: dtype of the parameters (default float32).
+        kernel_init: initialiser of ``weight`` (default Glorot uniform over its fans).
+        bias_init: initialiser of ``bias`` (default zeros).
+
+    Params:
+        :class:`Conv1dParams`: ``weight`` ``(out_channels, in_channels // groups, k)``,
+        ``bias`` ``(out_channels,)`` (None without a bias).
+
+    Raises:
+        ValueError: ``groups`` does not divide the channel counts; a size below 1.
+        DTypeError: a size, stride, padding or dilation that is not an int, a flag that is
+            not a bool, ``param_dtype`` not a floating dtype, or an initialiser that is not
+            callable.
+
+    Example:
+        >>> conv = Conv1d(2, 4, 3, padding="SAME")
+        >>> params = conv.init(fgrad.random.key(0))
+        >>> conv.apply(params, fnp.ones((5, 2, 16), dtype="float32")).shape
+        (5, 4, 16)
+    """
+
+    in_channels: int
+    out_channels: int
+    kernel_size: int
+    stride: int = 1
+    padding: Any = 0
+    dilation: int = 1
+    groups: int = 1
+    use_bias: bool = True
+    param_dtype: Any = np.float32
+    kernel_init: Initializer = _CONV_INIT
+    bias_init: Initializer = zeros
+
+    def __post_init__(self):
+        _args.size(self.kernel_size, "Conv1d", "kernel_size", minimum=1)
+        _args.size(self.stride, "Conv1d", "stride", minimum=1)
+        _args.size(self.dilation, "Conv1d", "dilation", minimum=1)
+        _conv1d_padding(self.padding, "Conv1d", 1, 1, 1, 1)
+        _conv_layer_fields(self, "Conv1d")
+
+    def init(self, key: Any) -> Conv1dParams:
+        shape = (self.out_channels, self.in_channels // self.groups, self.kernel_size)
+        return _conv_layer_params(self, key, shape, Conv1dParams)
+
+    def apply(
+        self, params: Conv1dParams, x: Any, *, key: Any = None, train: bool = False
+    ) -> Tensor:
+        geometry = {"stride": self.stride, "padding": self.padding, "dilation": self.dilation}
+        return _conv_layer_apply(self, params, x, Conv1dParams, conv1d, **geometry)
+
+
+@dataclass(frozen=True)
+class ConvTranspose2d:
+    """2-D transposed convolution layer over NCHW images (see :func:`conv_transpose2d`).
+
+    PyTorch's ``nn.ConvTranspose2d``: it maps the output shape of a ``Conv2d`` with the
+    same ``kernel_size``, ``stride``, ``padding`` and ``dilation`` back to its input shape
+    (``output_padding`` picks among the sizes a stride makes ambiguous), e.g. to upsample
+    in a decoder.
+
+    Attributes:
+        in_channels: channels of the input.
+        out_channels: channels of the output.
+        kernel_size: int or ``(kh, kw)``.
+        stride: int or ``(sh, sw)``.
+        padding: int or ``(ph, pw)``.
+        output_padding: int or ``(oph, opw)``, below the stride or the dilation.
+        groups: channel groups; must divide both channel counts.
+        use_bias: add a per-channel bias.
+        dilation: int or ``(dh, dw)``.
+        param_dtype: dtype of the parameters (default float32).
+        kernel_init: initialiser of ``weight`` (default Glorot uniform over its fans).
+        bias_init: initialiser of ``bias`` (default zeros).
+
+    Params:
+        :class:`ConvTranspose2dParams`: ``weight`` ``(in_channels, out_channels // groups,
+        kh, kw)``, ``bias`` ``(out_channels,)`` (None without a bias).
+
+    Raises:
+        ValueError: ``groups`` does not divide the channel counts; a size below 1; an
+            ``output_padding`` not below both the stride and the dilation.
+        DTypeError: as :class:`Conv2d`.
+
+    Example:
+        >>> up = ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1)
+        >>> params = up.init(fgrad.random.key(0))
+        >>> up.apply(params, fnp.ones((2, 8, 5, 5), dtype="float32")).shape  # 5 -> 10
+        (2, 4, 10, 10)
+    """
+
+    in_channels: int
+    out_channels: int
+    kernel_size: Any
+    stride: Any = 1
+    padding: Any = 0
+    output_padding: Any = 0
+    groups: int = 1
+    use_bias: bool = True
+    dilation: Any = 1
+    param_dtype: Any = np.float32
+    kernel_init: Initializer = _CONV_INIT
+    bias_init: Initializer = zeros
+
+    def __post_init__(self):
+        name = "ConvTranspose2d"
+        object.__setattr__(self, "kernel_size", _pair(self.kernel_size, name, "kernel_size"))
+        stride = _pair(self.stride, name, "stride")
+        dilation = _pair(self.dilation, name, "dilation")
+        _pair(self.padding, name, "padding", minimum=0)
+        op = _pair(self.output_padding, name, "output_padding", minimum=0)
+        if any(o >= s and o >= d for o, s, d in zip(op, stride, dilation)):
+            raise ValueError(
+                f"{name}: output_padding {self.output_padding} must be below the stride "
+                f"{self.stride} or the dilation {self.dilation} on each axis"
+            )
+        _conv_layer_fields(self, name)
+
+    def init(self, key: Any) -> ConvTranspose2dParams:
+        shape = (self.in_channels, self.out_channels // self.groups, *self.kernel_size)
+        return _conv_layer_params(self, key, shape, ConvTranspose2dParams)
+
+    def apply(
+        self, params: ConvTranspose2dParams, x: Any, *, key: Any = None, train: bool = False
+    ) -> Tensor:
+        geometry = {"stride": self.stride, "padding": self.padding, "dilation": self.dilation}
+        return _conv_layer_apply(
+            self, params, x, ConvTranspose2dParams, conv_transpose2d,
+            output_padding=self.output_padding, **geometry,
         )
 
 

@@ -36,7 +36,10 @@ __all__ = [
 ]
 
 
-def array(object: Any, dtype: Any = None, *, device: Any = None, copy: bool = True) -> Tensor:
+def array(
+    object: Any, dtype: Any = None, *, device: Any = None, copy: bool = True, order: str = "K",
+    subok: bool = False, ndmin: int = 0, ndmax: int = 0, like: Any = None,
+) -> Tensor:
     """Make a Tensor, copying the data (numpy's ``array``).
 
     Nested lists that hold Tensors (traced ones too) are stacked with differentiable ops,
@@ -47,6 +50,11 @@ def array(object: Any, dtype: Any = None, *, device: Any = None, copy: bool = Tr
         dtype: optional dtype.
         device: ``"cpu"`` (default) or ``"cuda[:N]"``.
         copy: copy array data (default True).
+        order, subok, like: numpy's; checked, and change nothing (Tensors are row-major;
+            ``like`` must be None).
+        ndmin: the least number of dimensions: leading axes of length 1 are added.
+        ndmax: 0, or the most dimensions the nested lists may have (numpy would make
+            object arrays beyond it, which Tensors cannot hold: a ValueError here).
 
     Returns:
         A Tensor; Python floats give float64 and ints int64, as numpy.
@@ -61,10 +69,24 @@ def array(object: Any, dtype: Any = None, *, device: Any = None, copy: bool = Tr
         Tensor([1., 2.], dtype=float32)
     """
     copy = None if copy is None else _args.flag(copy, "array", "copy")
-    return _make_tensor(object, dtype, device, copy, "array", "object")
+    _numpy_layout("array", order, like, subok)
+    ndmin = _args.size(ndmin, "array", "ndmin")
+    ndmax = _args.size(ndmax, "array", "ndmax")
+    out = _make_tensor(object, dtype, device, copy, "array", "object")
+    if ndmax and out.ndim > ndmax:
+        raise ValueError(
+            f"array: object has {out.ndim} dimensions, more than ndmax={ndmax} (numpy would "
+            "make an object array, which a Tensor cannot hold)"
+        )
+    if out.ndim < ndmin:
+        out = out.reshape((1,) * (ndmin - out.ndim) + tuple(out.shape))
+    return out
 
 
-def asarray(a: Any, dtype: Any = None, *, device: Any = None, copy: bool | None = None) -> Tensor:
+def asarray(
+    a: Any, dtype: Any = None, order: str | None = None, *, device: Any = None,
+    copy: bool | None = None, like: Any = None,
+) -> Tensor:
     """Make a Tensor, copying only when needed (numpy's ``asarray``; :func:`fgrad.asarray`).
 
     Nested lists that hold Tensors (traced ones too, such as ``jit``'s traced Python
@@ -77,6 +99,7 @@ def asarray(a: Any, dtype: Any = None, *, device: Any = None, copy: bool | None 
         device: ``"cpu"`` (default) or ``"cuda[:N]"``.
         copy: ``None`` copies raw arrays (a Tensor never aliases a mutable array),
             ``False`` raises where a copy is needed.
+        order, like: numpy's; checked, and change nothing (Tensors are row-major).
 
     Raises:
         DTypeError: ``a`` is not numeric (strings, None, objects, dates), ``dtype`` is not
@@ -90,7 +113,21 @@ def asarray(a: Any, dtype: Any = None, *, device: Any = None, copy: bool | None 
         Tensor([0.5, 1. ], dtype=float64)
     """
     copy = None if copy is None else _args.flag(copy, "asarray", "copy")
+    _numpy_layout("asarray", order, like)
     return _make_tensor(a, dtype, device, copy, "asarray", "a")
+
+
+def _numpy_layout(fn: str, order: Any = "C", like: Any = None, subok: Any = False) -> None:
+    """Check numpy's ``order``, ``like`` (None only) and ``subok``, which change nothing
+    for Tensors (always row-major, one type): numpy's calls work, bad values raise."""
+    if order is not None:
+        _args.choice(order, fn, "order", ("C", "F", "A", "K"))
+    if like is not None:  # numpy's dispatch to other array libraries: results are Tensors
+        raise TypeError(
+            f"{fn}: like= is not supported (fgrad always makes Tensors), got "
+            f"{_args.describe(like)}; leave it None"
+        )
+    _args.flag(subok, fn, "subok")
 
 
 def _make_tensor(value: Any, dtype: Any, device: Any, copy: Any, fn: str, arg: str) -> Tensor:
@@ -172,12 +209,15 @@ def _filled(fn: str, shape: Any, dtype: Any, device: Any, make: str | None = Non
     return _make(make or fn, shape, dtype=dtype, device=device_arg(device, fn))
 
 
-def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
+def zeros(
+    shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None
+) -> Tensor:
     """A Tensor of zeros.
 
     Args:
         shape: int or tuple of ints (``>= 0``; not floats, not bools).
         dtype: a numeric dtype; default float64.
+        order, like: numpy's; checked, and change nothing (Tensors are row-major).
         device: ``"cpu"`` (default) or ``"cuda[:N]"``.
 
     Raises:
@@ -190,10 +230,13 @@ def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
         >>> fnp.zeros((2,), dtype="float32")
         Tensor([0., 0.], dtype=float32)
     """
+    _numpy_layout("zeros", order, like)
     return _filled("zeros", shape, dtype, device)
 
 
-def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
+def ones(
+    shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None
+) -> Tensor:
     """A Tensor of ones (float64 unless ``dtype`` is given).
 
     Raises:
@@ -206,10 +249,14 @@ def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
         >>> fnp.ones(2)
         Tensor([1., 1.], dtype=float64)
     """
+    _numpy_layout("ones", order, like)
     return _filled("ones", shape, dtype, device)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
+def full(
+    shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, device: Any = None,
+    like: Any = None,
+) -> Tensor:
     """A Tensor filled with ``fill_value`` (dtype inferred from it unless given).
 
     Args:
@@ -228,6 +275,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) 
         >>> fnp.full((2,), 3)
         Tensor([3, 3], dtype=int64)
     """
+    _numpy_layout("full", order, like)
     shape = _shape_arg(shape, "full")
     dtype = _args.dtype(dtype, "full")
     if isinstance(fill_value, Tracer):  # traced fill values too, as in JAX: a broadcast
@@ -247,7 +295,10 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) 
         ) from None
 
 
-def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, device: Any = None):
+def arange(
+    start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, device: Any = None,
+    like: Any = None,
+):
     """Evenly spaced values in ``[start, stop)`` (numpy's ``arange``).
 
     Args:
@@ -265,6 +316,7 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, de
         >>> fnp.arange(3)
         Tensor([0, 1, 2], dtype=int64)
     """
+    _numpy_layout("arange", None, like)
     hint = "for traced bounds write start + step * fnp.arange(n) with a static n"
     names = ("start",) if stop is None else ("start", "stop", "step")
     args = (start,) if stop is None else (start, stop, step)
@@ -294,7 +346,10 @@ def _real_scalar(value: Any, fn: str, arg: str) -> Any:
     raise DTypeError(f"{fn}: {arg} must be a real number, got {_args.describe(value)}")
 
 
-def linspace(start: float, stop: float, num: int = 50, *, endpoint: bool = True, dtype: Any = None, device: Any = None):
+def linspace(
+    start: float, stop: float, num: int = 50, endpoint: bool = True, retstep: bool = False,
+    dtype: Any = None, axis: int = 0, *, device: Any = None,
+):
     """``num`` evenly spaced values from ``start`` to ``stop`` (float64 by default).
 
     ``start`` and ``stop`` may be Tensors, also traced ones (under ``jit``, ``grad``), as
@@ -307,12 +362,16 @@ def linspace(start: float, stop: float, num: int = 50, *, endpoint: bool = True,
             the result then has shape ``(num, *broadcast shape)``).
         num: number of values, a Python int ``>= 0``.
         endpoint: include ``stop`` (default True).
+        retstep: also return the spacing: ``(samples, step)``, as numpy.
         dtype: result dtype; default the ends' float dtype (float64 for Python numbers).
+        axis: where the new axis of the samples goes when the ends are arrays.
         device: ``"cpu"`` or ``"cuda[:N]"`` for Python-number ends; Tensor ends keep
             their own device.
 
     Returns:
-        Tensor of shape ``(num, ...)``.
+        Tensor of shape ``(num, ...)`` (the new axis at ``axis``), and with ``retstep``
+        the step (a Python float for Python-number ends, else a Tensor; NaN for
+        ``num < 2`` with ``endpoint``).
 
     Raises:
         ConcretizationError: ``num`` is traced.
@@ -328,20 +387,34 @@ def linspace(start: float, stop: float, num: int = 50, *, endpoint: bool = True,
     """
     num = _args.size(_static(num, "linspace", "num"), "linspace", "num")
     endpoint = _args.flag(endpoint, "linspace", "endpoint")
+    retstep = _args.flag(retstep, "linspace", "retstep")
+    axis = _args.index(axis, "linspace", "axis")
     dtype = _args.dtype(dtype, "linspace")
     if isinstance(start, Tensor) or isinstance(stop, Tensor):
-        return _linspace_ops(start, stop, num, endpoint, dtype)
+        out = _linspace_ops(start, stop, num, endpoint, dtype)
+        if axis != 0:
+            from fgrad.numpy._shape import moveaxis  # a sibling module of this layer
+
+            out = moveaxis(out, 0, _args.axis(axis, "linspace", out.ndim))
+        if retstep:
+            div = (num - 1) if endpoint else num
+            step = (stop - start) / div if div > 0 else as_tensor(np.nan) * (stop - start)
+            return out, step
+        return out
     dev = device_arg(device, "linspace")
     start = as_tensor(start, "linspace", "start")._data
     stop = as_tensor(stop, "linspace", "stop")._data
     try:
-        data = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
+        data = np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype, axis=axis)
     except ValueError as err:
         raise ShapeError(f"linspace: start and stop do not broadcast: {err}") from None
     except TypeError as err:
         raise DTypeError(
             f"linspace: cannot compute with start {start!r}, stop {stop!r}: {err}"
         ) from None
+    if retstep:
+        data, step = data
+        return _asarray(data, None, dev, None, "linspace"), float(step) if np.ndim(step) == 0 else _asarray(step, None, dev, None, "linspace")
     return _asarray(data, None, dev, None, "linspace")
 
 
@@ -368,37 +441,47 @@ def _linspace_ops(start: Any, stop: Any, num: int, endpoint: bool, dtype: Any) -
     return y.astype(dt if dtype is None else np.dtype(dtype))
 
 
-def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None):
-    """The ``(n, m)`` identity-like matrix with ones on diagonal ``k`` (float64 by default).
+def eye(
+    N: int, M: int | None = None, k: int = 0, dtype: Any = None, order: str = "C", *,
+    device: Any = None, like: Any = None,
+):
+    """The ``(N, M)`` identity-like matrix with ones on diagonal ``k`` (float64 by default).
 
     Args:
-        n: number of rows, an int ``>= 0``.
-        m: number of columns (default ``n``).
+        N: number of rows, an int ``>= 0``.
+        M: number of columns (default ``N``).
         k: the diagonal: 0 the main one, positive above, negative below.
         dtype: optional numeric dtype.
+        order, like: numpy's; checked, and change nothing (Tensors are row-major).
         device: ``"cpu"`` (default) or ``"cuda[:N]"``.
 
     Raises:
-        DTypeError: ``n``, ``m`` or ``k`` is not an int, or ``dtype`` is not numeric.
-        ValueError: ``n`` or ``m`` is negative.
+        DTypeError: ``N``, ``M`` or ``k`` is not an int, or ``dtype`` is not numeric.
+        ValueError: ``N`` or ``M`` is negative.
 
     Example:
         >>> fnp.eye(2)
         Tensor([[1., 0.],
                 [0., 1.]], dtype=float64)
     """
-    n = _args.size(_static(n, "eye", "n"), "eye", "n")
-    m = _args.size(_static(m, "eye", "m"), "eye", "m", none_ok=True)
+    _numpy_layout("eye", order, like)
+    n = _args.size(_static(N, "eye", "N"), "eye", "N")
+    m = _args.size(_static(M, "eye", "M"), "eye", "M", none_ok=True)
     k = _args.index(_static(k, "eye", "k"), "eye", "k")
     dtype = _args.dtype(dtype, "eye") or np.dtype(np.float64)
     return _asarray(np.eye(n, m, k, dtype=dtype), None, device_arg(device, "eye"), None, "eye")
 
 
-def full_like(a: Any, fill_value: Any, dtype: Any = None) -> Tensor:
+def full_like(
+    a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+    shape: Any = None, *, device: Any = None,
+) -> Tensor:
     """A Tensor shaped like ``a`` filled with ``fill_value``; carries no derivative for ``a``.
 
     ``fill_value`` may be a 0-d Tensor, also a traced one (as in JAX): the result is then
     it broadcast, cast to ``dtype`` (``a.dtype`` when not given), and differentiable in it.
+    ``shape`` overrides ``a``'s shape and ``device`` its device, as numpy's and JAX's;
+    ``order`` and ``subok`` are checked and change nothing.
 
     Raises:
         DTypeError: ``a`` or ``fill_value`` is not numeric, or ``dtype`` is not a numeric
@@ -409,14 +492,26 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None) -> Tensor:
         >>> fnp.full_like(fnp.array([1.0, 2.0]), 7.0)
         Tensor([7., 7.], dtype=float64)
     """
-    return _like("full_like", a, fill_value, dtype)
+    return _like("full_like", a, fill_value, dtype, order, subok, shape, device)
 
 
-def _like(fn: str, a: Any, fill_value: Any, dtype: Any) -> Tensor:
+def _like(
+    fn: str, a: Any, fill_value: Any, dtype: Any, order: Any = "K", subok: Any = True,
+    shape: Any = None, device: Any = None,
+) -> Tensor:
     """full_like, zeros_like and ones_like, their errors naming ``fn``."""
+    _numpy_layout(fn, order, None, subok)
     dtype = _args.dtype(dtype, fn)
     if not isinstance(a, Tensor):
         a = as_tensor(a, fn, "a")
+    if shape is not None or device is not None:
+        target = tuple(a.shape) if shape is None else _shape_arg(shape, fn)
+        dev = a.device if device is None else device_arg(device, fn)
+        if isinstance(fill_value, Tensor):
+            from fgrad.numpy._shape import broadcast_to  # a sibling module of this layer
+
+            return broadcast_to(fill_value.astype(a.dtype if dtype is None else dtype), target)
+        return full(target, fill_value, a.dtype if dtype is None else dtype, device=dev)
     if not isinstance(fill_value, Tensor):
         if isinstance(fill_value, (str, bytes)) or not (
             np.isscalar(fill_value) or isinstance(fill_value, (list, tuple, np.ndarray))
@@ -444,7 +539,10 @@ def _like(fn: str, a: Any, fill_value: Any, dtype: Any) -> Tensor:
     return _full_like(a, fill_value=fill_value, dtype=dtype)
 
 
-def zeros_like(a: Any, dtype: Any = None) -> Tensor:
+def zeros_like(
+    a: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *,
+    device: Any = None,
+) -> Tensor:
     """Zeros shaped like ``a``.
 
     Raises:
@@ -454,10 +552,13 @@ def zeros_like(a: Any, dtype: Any = None) -> Tensor:
         >>> fnp.zeros_like(fnp.array([1, 2]))
         Tensor([0, 0], dtype=int64)
     """
-    return _like("zeros_like", a, 0, dtype)
+    return _like("zeros_like", a, 0, dtype, order, subok, shape, device)
 
 
-def ones_like(a: Any, dtype: Any = None) -> Tensor:
+def ones_like(
+    a: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *,
+    device: Any = None,
+) -> Tensor:
     """Ones shaped like ``a``.
 
     Raises:
@@ -467,7 +568,7 @@ def ones_like(a: Any, dtype: Any = None) -> Tensor:
         >>> fnp.ones_like(fnp.array([1.5]))
         Tensor([1.], dtype=float64)
     """
-    return _like("ones_like", a, 1, dtype)
+    return _like("ones_like", a, 1, dtype, order, subok, shape, device)
 
 
 class ScalarType:
@@ -496,7 +597,11 @@ class ScalarType:
         self.dtype = np.dtype(dtype)
         self.__name__ = self.dtype.name if self.dtype.kind != "b" else "bool_"
 
-    def __call__(self, value: Any = 0) -> Tensor:
+    def __call__(self, value: Any = 0, imag: Any = None, /) -> Tensor:
+        if imag is not None:  # numpy's complex64(real, imag)
+            if self.dtype.kind != "c":
+                raise TypeError(f"{self.__name__}: takes one value (imag is for complex types)")
+            return self(value) + 1j * self(imag)
         if isinstance(value, Tensor):
             return value.astype(self.dtype)
         return _asarray(value, self.dtype, None, None, self.__name__, "value")

@@ -42,12 +42,15 @@ _WRAPPERS = [
 __all__ = sorted([*_OPS, *_WRAPPERS])
 
 
-def astype(x: Any, dtype: Any) -> Any:
+def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
     """Cast ``x`` to ``dtype`` (differentiable between floating dtypes).
 
     Args:
         x: Tensor, array or Python scalar of any shape.
         dtype: a numpy dtype or its name.
+        copy: accepted for the Array API's signature; Tensors are immutable, so a cast to
+            the same dtype may return ``x`` itself either way.
+        device: None or ``x``'s device (moving is ``fgrad.device_put``'s job).
 
     Returns:
         Tensor of ``x.shape`` and ``dtype``. Casts to integer or bool dtypes carry no
@@ -55,12 +58,19 @@ def astype(x: Any, dtype: Any) -> Any:
 
     Raises:
         DTypeError: ``x`` is not numeric, or ``dtype`` is not a numeric dtype.
+        ValueError: ``device`` is not ``x``'s.
 
     Example:
         >>> fnp.astype(fnp.array([1.5]), "float32")
         Tensor([1.5], dtype=float32)
     """
+    _args.flag(copy, "astype", "copy")
     x = x if isinstance(x, Tensor) else as_tensor(x, "astype", "x")
+    if device is not None and device != x.device:
+        raise ValueError(
+            f"astype: device={device!r} is not x's device {x.device!r}; move it with "
+            "fgrad.device_put(x, device) first"
+        )
     return _e.astype(x, dtype=_args.dtype(dtype, "astype", none_ok=False))
 
 
@@ -78,16 +88,44 @@ def _dtype(x: Any) -> np.dtype:
     return np.dtype(dtypes.result_type(x))
 
 
-def positive(x: Any) -> Any:
+def _no_out(out: Any, fn: str) -> None:
+    """numpy's ``out=``: Tensors are immutable, so the result is returned instead."""
+    if out is not None:
+        raise TypeError(
+            f"{fn}: out= is not supported (Tensors are immutable); use the returned value, "
+            f"y = fnp.{fn}(...)"
+        )
+
+
+def _ufunc_args(fn: str, out: Any, where: Any, dtype: Any, x: Any) -> Any:
+    """numpy's ufunc keywords: ``out`` refused (Tensors are immutable), ``where`` only
+    True (numpy leaves the other elements uninitialised without ``out``), ``dtype``: the
+    input cast to it."""
+    _no_out(out, fn)
+    if where is not True:
+        raise TypeError(
+            f"{fn}: where= other than True is not supported (without out= numpy leaves the "
+            f"other elements undefined); use fnp.where(mask, fnp.{fn}(x), other)"
+        )
+    if dtype is None:
+        return x
+    return _e.astype(as_tensor(x), dtype=_args.dtype(dtype, fn, none_ok=False))
+
+
+def positive(x: Any, /, out: Any = None, *, where: Any = True, dtype: Any = None) -> Any:
     """Numerical positive, ``+x``: ``x`` itself (Tensors are immutable, so no copy).
 
     Args:
         x: Tensor, array or Python scalar.
+        out: not supported (Tensors are immutable).
+        where: only True (numpy's default).
+        dtype: cast ``x`` to this dtype first.
 
     Returns:
         ``x`` as a Tensor, with its derivative (the identity).
 
     Raises:
+        TypeError: ``out`` is given, or ``where`` is not True.
         DTypeError: ``x`` is not numeric, or is bool (numpy's ``positive`` has no bool
             loop either).
 
@@ -95,7 +133,7 @@ def positive(x: Any) -> Any:
         >>> fnp.positive(fnp.array([-1.0, 2.0]))
         Tensor([-1.,  2.], dtype=float64)
     """
-    x = as_tensor(x, "positive", "x")
+    x = _ufunc_args("positive", out, where, dtype, as_tensor(x, "positive", "x"))
     if dtypes.is_bool(x.dtype):
         raise DTypeError(
             "positive: not defined for bool input (as numpy's); use the Tensor itself, or "
@@ -104,70 +142,91 @@ def positive(x: Any) -> Any:
     return x
 
 
-def square(x: Any) -> Any:
+def square(x: Any, /, out: Any = None, *, where: Any = True, dtype: Any = None) -> Any:
     """``x * x``, elementwise.
 
     Args:
         x: Tensor, array or Python scalar of any shape.
-
-    Returns:
-        Tensor of ``x.shape`` and ``x.dtype``.
-
-    Example:
-        >>> fnp.square(fnp.array([-3.0, 0.5]))
-        Tensor([9.  , 0.25], dtype=float64)
-    """
-    x = _input(x, "square")
-    return _e.multiply(x, x)
-
-
-def reciprocal(x: Any) -> Any:
-    """``1 / x``, elementwise; integer inputs give float64 (as the Array API, unlike numpy).
-
-    Args:
-        x: Tensor, array or Python scalar of any shape.
-
-    Returns:
-        Tensor of ``x.shape`` and floating dtype; ``inf`` at 0.
-
-    Example:
-        >>> fnp.reciprocal(fnp.array([2.0, -4.0]))
-        Tensor([ 0.5 , -0.25], dtype=float64)
-    """
-    return _e.divide(1.0, _input(x, "reciprocal"))
-
-
-def exp2(x: Any) -> Any:
-    """``2 ** x``, elementwise.
-
-    Args:
-        x: Tensor, array or Python scalar of any shape.
-
-    Returns:
-        Tensor of ``x.shape`` and floating dtype.
-
-    Example:
-        >>> fnp.exp2(fnp.array([3.0, -1.0]))
-        Tensor([8. , 0.5], dtype=float64)
-    """
-    return _e.power(2.0, _input(x, "exp2"))
-
-
-def round(x: Any, decimals: int = 0) -> Any:
-    """Round to ``decimals`` decimal places, halves to even (numpy's ``round``).
-
-    Piecewise constant: the result carries no derivative (it is not traced).
-
-    Args:
-        x: Tensor, array or Python scalar of any shape.
-        decimals: number of decimal places; negative rounds to tens, hundreds, ...
+        out: not supported (Tensors are immutable).
+        where: only True (numpy's default).
+        dtype: cast ``x`` to this dtype first.
 
     Returns:
         Tensor of ``x.shape`` and ``x.dtype``.
 
     Raises:
-        DTypeError: ``x`` is not numeric, or ``decimals`` is not an int (``1.5`` is not
-            truncated to 1; bools count as 0 and 1, as numpy's).
+        TypeError: ``out`` is given, or ``where`` is not True.
+
+    Example:
+        >>> fnp.square(fnp.array([-3.0, 0.5]))
+        Tensor([9.  , 0.25], dtype=float64)
+    """
+    x = _ufunc_args("square", out, where, dtype, _input(x, "square"))
+    return _e.multiply(x, x)
+
+
+def reciprocal(x: Any, /, out: Any = None, *, where: Any = True, dtype: Any = None) -> Any:
+    """``1 / x``, elementwise; integer inputs give float64 (as the Array API, unlike numpy).
+
+    Args:
+        x: Tensor, array or Python scalar of any shape.
+        out: not supported (Tensors are immutable).
+        where: only True (numpy's default).
+        dtype: cast ``x`` to this dtype first.
+
+    Returns:
+        Tensor of ``x.shape`` and floating dtype; ``inf`` at 0.
+
+    Raises:
+        TypeError: ``out`` is given, or ``where`` is not True.
+
+    Example:
+        >>> fnp.reciprocal(fnp.array([2.0, -4.0]))
+        Tensor([ 0.5 , -0.25], dtype=float64)
+    """
+    return _e.divide(1.0, _ufunc_args("reciprocal", out, where, dtype, _input(x, "reciprocal")))
+
+
+def exp2(x: Any, /, out: Any = None, *, where: Any = True, dtype: Any = None) -> Any:
+    """``2 ** x``, elementwise.
+
+    Args:
+        x: Tensor, array or Python scalar of any shape.
+        out: not supported (Tensors are immutable).
+        where: only True (numpy's default).
+        dtype: cast ``x`` to this dtype first.
+
+    Returns:
+        Tensor of ``x.shape`` and floating dtype.
+
+    Raises:
+        TypeError: ``out`` is given, or ``where`` is not True.
+
+    Example:
+        >>> fnp.exp2(fnp.array([3.0, -1.0]))
+        Tensor([8. , 0.5], dtype=float64)
+    """
+    return _e.power(2.0, _ufunc_args("exp2", out, where, dtype, _input(x, "exp2")))
+
+
+def round(a: Any, decimals: int = 0, out: Any = None) -> Any:
+    """Round to ``decimals`` decimal places, halves to even (numpy's ``round``).
+
+    Piecewise constant: the result carries no derivative (it is not traced).
+
+    Args:
+        a: Tensor, array or Python scalar of any shape.
+        decimals: number of decimal places; negative rounds to tens, hundreds, ...
+        out: not supported (Tensors are immutable).
+
+    Returns:
+        Tensor of ``a.shape`` and ``a.dtype``.
+
+    Raises:
+        TypeError: ``out`` is given.
+        DTypeError: ``a`` is not numeric, or ``decimals`` is not an int (``1.5`` is not
+            truncated to 1; bools count as 0 and 1, as numpy's), or ``a`` is bool with
+            ``decimals != 0``.
 
     Example:
         >>> fnp.round(fnp.array([2.5, 3.14159]), 2)
@@ -175,10 +234,16 @@ def round(x: Any, decimals: int = 0) -> Any:
         >>> fnp.round(fnp.array([0.5, 1.5]))
         Tensor([0., 2.], dtype=float64)
     """
-    x = _input(x, "round")
+    _ufunc_args("round", out, True, None, None)
+    x = _input(a, "round")
     decimals = _args.index(decimals, "round", "decimals", bool_ok=True)
     if decimals == 0:
         return _e.round(x)
+    if dtypes.is_bool(_dtype(x)):  # numpy cannot cast the scaled values back to bool either
+        raise DTypeError(
+            f"round: bool input with decimals={decimals} (numpy refuses it too); cast first, "
+            "fnp.round(x.astype(float), decimals)"
+        )
     if not dtypes.is_inexact(_dtype(x)):
         if decimals > 0:
             return as_tensor(x)  # integers have no decimals to round
@@ -189,7 +254,15 @@ def round(x: Any, decimals: int = 0) -> Any:
     return _e.divide(_e.round(_e.multiply(x, scale)), scale)
 
 
-def clip(a: Any, a_min: Any = None, a_max: Any = None, *, min: Any = None, max: Any = None) -> Any:
+def clip(
+    a: Any,
+    a_min: Any = None,
+    a_max: Any = None,
+    out: Any = None,
+    *,
+    min: Any = None,
+    max: Any = None,
+) -> Any:
     """Limit the values of ``a`` to ``[min, max]``: ``minimum(maximum(a, min), max)``.
 
     Either bound may be None (no limit), a Python scalar or a Tensor that broadcasts with
@@ -201,6 +274,7 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, *, min: Any = None, max: 
         a: Tensor, array or Python scalar.
         a_min: lower bound (numpy's name); or pass ``min=``.
         a_max: upper bound (numpy's name); or pass ``max=``.
+        out: not supported (Tensors are immutable).
         min: lower bound (the Array API's name).
         max: upper bound (the Array API's name).
 
@@ -211,6 +285,7 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, *, min: Any = None, max: 
         DTypeError: ``a`` or a bound is not numeric.
         ShapeError: the bounds do not broadcast with ``a``.
         ValueError: a bound is given twice (``a_min`` and ``min``, or ``a_max`` and ``max``).
+        TypeError: ``out`` is given.
 
     Example:
         >>> fnp.clip(fnp.array([-2.0, 0.5, 3.0]), 0.0, 1.0)
@@ -218,6 +293,7 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, *, min: Any = None, max: 
         >>> fgrad.grad(lambda x: fnp.sum(fnp.clip(x, 0.0, 1.0)))(fnp.array([-2.0, 0.5, 1.0]))
         Tensor([0. , 1. , 0.5], dtype=float64)
     """
+    _ufunc_args("clip", out, True, None, None)
     bounds = (("a_min", "min", a_min, min), ("a_max", "max", a_max, max))
     for numpy_name, name, value, other in bounds:
         if value is not None and other is not None:

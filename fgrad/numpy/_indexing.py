@@ -578,25 +578,28 @@ def _as_tensor(x: Any, fn: str = "asarray", arg: str = "x") -> Any:
     return as_tensor(x, fn, arg)
 
 
-def take(x: Any, indices: Any, axis: int | None = None, mode: str | None = None) -> Any:
-    """Elements of ``x`` at integer ``indices`` along ``axis`` (numpy's ``take``).
+def take(
+    a: Any, indices: Any, axis: int | None = None, out: Any = None, mode: str | None = None
+) -> Any:
+    """Elements of ``a`` at integer ``indices`` along ``axis`` (numpy's ``take``).
 
     Args:
-        x: Tensor of any shape.
+        a: Tensor of any shape.
         indices: integer Tensor or array of any shape; repeats are allowed (their
             derivatives accumulate).
-        axis: the axis to index; None indexes the flattened ``x``.
+        axis: the axis to index; None indexes the flattened ``a``.
+        out: must be None (Tensors are immutable).
         mode: None or ``"raise"`` (out-of-range indices raise IndexError), ``"wrap"``
             (indices wrap around) or ``"clip"`` (clipped to the valid range); the last two
             need concrete indices.
 
     Returns:
-        Tensor of shape ``x.shape[:axis] + indices.shape + x.shape[axis + 1:]``.
+        Tensor of shape ``a.shape[:axis] + indices.shape + a.shape[axis + 1:]``.
 
     Raises:
         IndexError: an index is out of range (mode ``"raise"``).
         ShapeError: ``axis`` is out of range.
-        DTypeError: ``x`` is not numeric, ``indices`` not integers (as numpy's ``take``,
+        DTypeError: ``a`` is not numeric, ``indices`` not integers (as numpy's ``take``,
             which refuses to cast floats), or ``axis`` not an int.
         ValueError: an unknown ``mode``.
 
@@ -605,18 +608,23 @@ def take(x: Any, indices: Any, axis: int | None = None, mode: str | None = None)
         Tensor([[2., 2.],
                 [4., 4.]], dtype=float64)
     """
-    x = _as_tensor(x, "take")
+    if out is not None:
+        raise TypeError(
+            "take: out= is not supported: Tensors are immutable; use the returned Tensor "
+            "(functional style)"
+        )
+    a = _as_tensor(a, "take")
     if axis is None:
-        x = _reshape(x, shape=(x.size,))
+        a = _reshape(a, shape=(a.size,))
         axis = 0
-    axis = _norm_axis(axis, x.ndim, "take")
+    axis = _norm_axis(axis, a.ndim, "take")
     _args.choice(mode, "take", "mode", ("raise", "wrap", "clip"), none_ok=True)
     indices = _index_array_arg(indices, "take")
     if mode in ("wrap", "clip"):
-        n = x.shape[axis]
+        n = a.shape[axis]
         data = np.asarray(indices)
         indices = data % n if mode == "wrap" else np.clip(data, 0, n - 1)
-    return _named_getitem(x, (slice(None),) * axis + (indices,), "take")
+    return _named_getitem(a, (slice(None),) * axis + (indices,), "take")
 
 
 def _named_getitem(x: Any, index: tuple, where: str) -> Any:
@@ -649,50 +657,50 @@ def _index_array_arg(indices: Any, where: str = "take") -> Any:
     return data
 
 
-def take_along_axis(x: Any, indices: Any, axis: int | None = -1) -> Any:
-    """Pick ``x``'s elements at ``indices`` along ``axis`` (numpy's ``take_along_axis``).
+def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Any:
+    """Pick ``arr``'s elements at ``indices`` along ``axis`` (numpy's ``take_along_axis``).
 
     Args:
-        x: Tensor of ``n`` dimensions.
+        arr: Tensor of ``n`` dimensions.
         indices: integer Tensor of ``n`` dimensions (1 when ``axis`` is None), broadcasting
-            against ``x`` on the other axes; typically from ``argsort`` or ``argmax`` with
+            against ``arr`` on the other axes; typically from ``argsort`` or ``argmax`` with
             ``keepdims``.
         axis: the axis to pick along (the last by default, as numpy 2's); None works on
-            the flattened ``x``.
+            the flattened ``arr``.
 
     Returns:
-        Tensor of the broadcast shape of ``x`` and ``indices`` with ``axis`` sized as in
+        Tensor of the broadcast shape of ``arr`` and ``indices`` with ``axis`` sized as in
         ``indices``.
 
     Raises:
         ShapeError: ``indices`` has another number of dimensions, or ``axis`` is out of range.
-        DTypeError: ``x`` is not numeric, ``indices`` not integers, or ``axis`` not an int.
+        DTypeError: ``arr`` is not numeric, ``indices`` not integers, or ``axis`` not an int.
 
     Example:
-        >>> x = fnp.array([[10.0, 30.0, 20.0], [60.0, 40.0, 50.0]])
-        >>> fnp.take_along_axis(x, fnp.array([[1], [0]]), axis=1)
+        >>> arr = fnp.array([[10.0, 30.0, 20.0], [60.0, 40.0, 50.0]])
+        >>> fnp.take_along_axis(arr, fnp.array([[1], [0]]), axis=1)
         Tensor([[30.],
                 [60.]], dtype=float64)
     """
-    x = _as_tensor(x, "take_along_axis")
+    arr = _as_tensor(arr, "take_along_axis")
     indices = _index_array_arg(indices, "take_along_axis")
     if axis is None:
-        x = _reshape(x, shape=(x.size,))
+        arr = _reshape(arr, shape=(arr.size,))
         axis = 0
-    if len(indices.shape) != x.ndim:
+    if len(indices.shape) != arr.ndim:
         raise ShapeError(
             f"take_along_axis: indices of shape {tuple(indices.shape)} must have as many "
-            f"dimensions as x of shape {tuple(x.shape)}"
+            f"dimensions as arr of shape {tuple(arr.shape)}"
         )
-    axis = _norm_axis(axis, x.ndim, "take_along_axis")
+    axis = _norm_axis(axis, arr.ndim, "take_along_axis")
     idx = []
-    for d, n in enumerate(x.shape):
+    for d, n in enumerate(arr.shape):
         if d == axis:
             idx.append(indices)
         else:
-            shape = (1,) * d + (n,) + (1,) * (x.ndim - d - 1)
+            shape = (1,) * d + (n,) + (1,) * (arr.ndim - d - 1)
             idx.append(np.arange(n).reshape(shape))
-    return _named_getitem(x, tuple(idx), "take_along_axis")
+    return _named_getitem(arr, tuple(idx), "take_along_axis")
 
 
 # ------------------------------------------------------------------------ dynamic slices

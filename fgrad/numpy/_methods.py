@@ -34,6 +34,8 @@ _BINARY = {
     "__and__": "_logical_and_or_bitwise_and",
     "__or__": "_logical_or_or_bitwise_or",
     "__xor__": "_logical_xor_or_bitwise_xor",
+    "__lshift__": "left_shift",
+    "__rshift__": "right_shift",
 }
 _REFLECTED = {
     "__radd__": "add",
@@ -44,6 +46,11 @@ _REFLECTED = {
     "__rmod__": "remainder",
     "__rpow__": "power",
     "__rmatmul__": "matmul",
+    "__rand__": "_logical_and_or_bitwise_and",
+    "__ror__": "_logical_or_or_bitwise_or",
+    "__rxor__": "_logical_xor_or_bitwise_xor",
+    "__rlshift__": "left_shift",
+    "__rrshift__": "right_shift",
 }
 _UNARY = {
     "__neg__": "negative",
@@ -183,8 +190,29 @@ def _python_unary(tensor_method, ints: bool):
     return method
 
 
+def _namespace_method(ns: ModuleType):
+    """``x.__array_namespace__()``: the Array API's way to find the functions for ``x``."""
+    from fgrad.numpy._array_api import _check_api_version
+
+    def __array_namespace__(self, /, *, api_version=None):
+        """The Array API namespace of Tensors: ``fgrad.numpy``.
+
+        Args:
+            api_version: None (the newest version fgrad.numpy follows, 2025.12) or a
+                version string of the standard, such as ``"2024.12"``.
+
+        Raises:
+            ValueError: a version of the standard fgrad.numpy does not follow.
+        """
+        _check_api_version(api_version, "Tensor.__array_namespace__")
+        return ns
+
+    return __array_namespace__
+
+
 def install(ns: ModuleType) -> None:
     """Set Tensor's operators and methods to the functions of namespace ``ns``."""
+    Tensor.__array_namespace__ = _namespace_method(ns)
     tables = (
         (_BINARY, _binary, "operator"),
         (_REFLECTED, _reflected, "reflected"),

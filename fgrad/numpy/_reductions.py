@@ -24,6 +24,7 @@ import numpy as np
 from fgrad import _args, dtypes
 from fgrad.errors import DTypeError, ShapeError
 from fgrad._args import names_errors as _named
+from fgrad.numpy._elementwise import _no_out
 from fgrad.numpy._linalg_top import _arr
 from fgrad.ops import elementwise as _e
 from fgrad.ops import reduction as _r
@@ -98,18 +99,47 @@ def _count(x: Any, axes: tuple) -> int:
     return int(np.prod([shape[a] for a in axes], dtype=np.int64))
 
 
+def _where_mask(where: Any, x: Any, fn: str) -> Any:
+    """numpy's ``where=`` of a reduction as a bool Tensor that broadcasts to ``x`` (None
+    for None or True: every element)."""
+    if where is None or where is True:
+        return None
+    where = _arr(where, fn, "where")
+    if np.dtype(dtypes.result_type(where)) != np.bool_:
+        raise DTypeError(f"{fn}: where must be a bool array or Python bool, got {_args.describe(where)}")
+    try:
+        np.broadcast_shapes(shape_of(where), shape_of(x))
+    except ValueError:
+        raise ShapeError(
+            f"{fn}: where of shape {shape_of(where)} does not broadcast to x's shape {shape_of(x)}"
+        ) from None
+    return where
+
+
+def _initial(initial: Any, fn: str) -> Any:
+    return None if initial is None else _args.real(initial, fn, "initial")
+
+
 @_named("sum")
 def sum(
-    x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False, where: Any = None
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
 ) -> Any:
     """Sum of elements over ``axis``.
 
     Args:
-        x: Tensor, array or Python scalar of any shape.
+        a: Tensor, array or Python scalar of any shape.
         axis: int, tuple of ints, or None (all axes); negative axes count from the end.
-        dtype: optional dtype to cast ``x`` to before summing.
+        dtype: optional dtype to cast ``a`` to before summing.
+        out: not supported (Tensors are immutable): a TypeError says to use the result.
         keepdims: keep reduced axes with size 1.
-        where: optional bool Tensor broadcastable to ``x``: only elements where it is True
+        initial: a number added to the sum.
+        where: optional bool Tensor broadcastable to ``a``: only elements where it is True
             are summed; the others get a zero cotangent (as with ``fnp.where``), so NaN or
             inf entries of ``x`` left out do not reach the sum or its gradient.
 
@@ -121,6 +151,7 @@ def sum(
 
     Raises:
         ShapeError: an axis is out of range or repeated.
+        TypeError: ``out`` is given.
 
     Example:
         >>> fnp.sum(fnp.array([[1.0, 2.0], [3.0, 4.0]]), axis=1)
@@ -129,35 +160,37 @@ def sum(
         >>> fnp.sum(x, where=~fnp.isnan(x))
         Tensor(4., dtype=float64)
     """
+    _no_out(out, "sum")
     keepdims = _keepdims(keepdims, "sum")
-    x = _cast(x, dtype, "sum")
-    if where is not None:
-        where = _arr(where, "sum", "where")
-        wdt = dtypes.result_type(where)
-        if np.dtype(wdt) != np.bool_:
-            raise DTypeError(
-                f"sum: where must be a bool array or Python bool, got {_args.describe(where)}"
-            )
-        try:
-            np.broadcast_shapes(shape_of(where), shape_of(x))
-        except ValueError:
-            raise ShapeError(
-                f"sum: where of shape {shape_of(where)} does not broadcast to x's shape "
-                f"{shape_of(x)}"
-            ) from None
-        x = _e.where(where, x, 0)
-    return _r.sum(x, axes=norm_axes("sum", axis, ndim_of(x)), keepdims=keepdims)
+    x = _cast(a, dtype, "sum")
+    initial = _initial(initial, "sum")
+    mask = _where_mask(where, x, "sum")
+    if mask is not None:
+        x = _e.where(mask, x, 0)
+    res = _r.sum(x, axes=norm_axes("sum", axis, ndim_of(x)), keepdims=keepdims)
+    return res if initial is None else _e.add(res, initial)
 
 
 @_named("prod")
-def prod(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
+def prod(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
     """Product of elements over ``axis``; its derivative is exact with zeros in ``x``.
 
     Args:
-        x: Tensor of any shape.
+        a: Tensor of any shape.
         axis: int, tuple of ints, or None (all axes).
-        dtype: optional dtype to cast ``x`` to first.
+        dtype: optional dtype to cast ``a`` to first.
+        out: not supported (Tensors are immutable).
         keepdims: keep reduced axes with size 1.
+        initial: a number the product is multiplied by.
+        where: optional bool Tensor broadcastable to ``a``: the elements to multiply.
 
     Returns:
         Tensor of the reduced shape; bools and small ints multiply into the default int.
@@ -171,23 +204,39 @@ def prod(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False)
         >>> fgrad.grad(fnp.prod)(fnp.array([2.0, 0.0, 0.0]))
         Tensor([0., 0., 0.], dtype=float64)
     """
+    _no_out(out, "prod")
     keepdims = _keepdims(keepdims, "prod")
-    x = _cast(x, dtype, "prod")
-    return _r.prod(x, axes=norm_axes("prod", axis, ndim_of(x)), keepdims=keepdims)
+    x = _cast(a, dtype, "prod")
+    initial = _initial(initial, "prod")
+    mask = _where_mask(where, x, "prod")
+    if mask is not None:
+        x = _e.where(mask, x, 1)
+    res = _r.prod(x, axes=norm_axes("prod", axis, ndim_of(x)), keepdims=keepdims)
+    return res if initial is None else _e.multiply(res, initial)
 
 
 @_named("mean")
-def mean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
+def mean(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    *,
+    where: Any = None,
+) -> Any:
     """Arithmetic mean over ``axis``: ``sum / count``.
 
     Args:
-        x: Tensor of any shape.
+        a: Tensor of any shape.
         axis: int, tuple of ints, or None (all axes).
-        dtype: optional dtype to cast ``x`` to first.
+        dtype: optional dtype to cast ``a`` to first.
+        out: not supported (Tensors are immutable).
         keepdims: keep reduced axes with size 1.
+        where: optional bool Tensor broadcastable to ``a``: the elements to average.
 
     Returns:
-        Tensor of the reduced shape; floating dtype of ``x`` (ints and bools give float64).
+        Tensor of the reduced shape; floating dtype of ``a`` (ints and bools give float64).
         The mean of zero elements is NaN, as numpy. float16 is summed and divided in
         float32 and rounded once, as numpy does (JAX too, also for ``dtype=float16``,
         where numpy accumulates in float16); so is its derivative.
@@ -201,9 +250,18 @@ def mean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False)
         >>> fnp.mean(fnp.ones(100_000, dtype=fnp.float16))
         Tensor(1., dtype=float16)
     """
+    _no_out(out, "mean")
     keepdims = _keepdims(keepdims, "mean")
-    x, rounded = _widened(_cast(x, dtype, "mean"))
+    x, rounded = _widened(_cast(a, dtype, "mean"))
     axes = norm_axes("mean", axis, ndim_of(x))
+    mask = _where_mask(where, x, "mean")
+    if mask is not None:
+        if not dtypes.is_inexact(dtypes.result_type(x)):
+            x = _e.astype(x, dtype=dtypes.float64)
+        total = _r.sum(_e.where(mask, x, 0), axes=axes, keepdims=keepdims)
+        count = _r.sum(_s.broadcast_to(mask, shape=shape_of(x)), axes=axes, keepdims=keepdims)
+        with np.errstate(divide="ignore", invalid="ignore"):  # no elements: NaN, as numpy
+            return _rounded(_e.divide(total, _e.astype(count, dtype=total.dtype)), rounded)
     total = _r.sum(x, axes=axes, keepdims=keepdims)
     n = _count(x, axes)
     if n == 0:
@@ -211,35 +269,68 @@ def mean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False)
     return _rounded(_e.divide(total, n), rounded)
 
 
-def _extremum(name: str, op: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+def _extremum(
+    name: str, op: Any, x: Any, axis: Any, out: Any, keepdims: bool, initial: Any, where: Any
+) -> Any:
+    _no_out(out, name)
     keepdims = _keepdims(keepdims, name)
     x = _input(x, name)
+    initial = _initial(initial, name)
+    mask = _where_mask(where, x, name)
+    if mask is not None and initial is None:
+        raise ValueError(
+            f"{name}: a where mask needs initial= (the value of a slice with no element "
+            "selected), as numpy's"
+        )
     axes = norm_axes(name, axis, ndim_of(x))
     shape = shape_of(x)
     if builtins.any(shape[a] == 0 for a in axes):
-        raise ShapeError(
-            f"{name}: cannot reduce a zero-size axis of shape {shape} (axes {axes}); there is "
-            "no identity for this reduction"
-        )
-    return op(x, axes=axes, keepdims=keepdims)
+        if initial is None:
+            raise ShapeError(
+                f"{name}: cannot reduce a zero-size axis of shape {shape} (axes {axes}); "
+                "there is no identity for this reduction (pass initial=)"
+            )
+        dtype = np.dtype(dtypes.result_type(x, initial))
+        # The reduced shape, filled with initial (a sum of no elements has that shape).
+        empty = _r.sum(_e.astype(x, dtype=dtype), axes=axes, keepdims=keepdims)
+        return _e.full_like(empty, fill_value=initial, dtype=None)
+    if mask is not None:
+        x = _e.where(mask, x, initial)
+    res = op(x, axes=axes, keepdims=keepdims)
+    if initial is not None:
+        res = (_e.maximum if name in ("max", "amax") else _e.minimum)(res, initial)
+    return res
 
 
 @_named("max")
-def max(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+def max(
+    a: Any,
+    axis: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
     """Largest element over ``axis`` (numpy's ``max``/``amax``); NaN propagates.
 
     Ties split the derivative evenly among the tied elements, as JAX does.
 
     Args:
-        x: real Tensor of any shape.
+        a: real Tensor of any shape.
         axis: int, tuple of ints, or None (all axes).
+        out: not supported (Tensors are immutable).
         keepdims: keep reduced axes with size 1.
+        initial: a bound taken into the reduction (the result of an empty slice).
+        where: optional bool Tensor broadcastable to ``a``: the elements to compare (needs
+            ``initial``).
 
     Returns:
-        Tensor of the reduced shape and ``x.dtype``.
+        Tensor of the reduced shape and ``a.dtype``.
 
     Raises:
-        ShapeError: an axis is out of range or repeated, or has size 0.
+        ShapeError: an axis is out of range or repeated, or has size 0 without ``initial``.
+        ValueError: ``where`` without ``initial``.
+        TypeError: ``out`` is given.
 
     Example:
         >>> fnp.max(fnp.array([[1.0, 5.0], [3.0, 2.0]]), axis=0)
@@ -247,32 +338,45 @@ def max(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
         >>> fgrad.grad(fnp.max)(fnp.array([1.0, 3.0, 3.0]))
         Tensor([0. , 0.5, 0.5], dtype=float64)
     """
-    return _extremum("max", _r.max, x, axis, keepdims)
+    return _extremum("max", _r.max, a, axis, out, keepdims, initial, where)
 
 
 @_named("min")
-def min(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+def min(
+    a: Any,
+    axis: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
     """Smallest element over ``axis`` (numpy's ``min``/``amin``); NaN propagates.
 
     Ties split the derivative evenly among the tied elements, as JAX does.
 
     Args:
-        x: real Tensor of any shape.
+        a: real Tensor of any shape.
         axis: int, tuple of ints, or None (all axes).
+        out: not supported (Tensors are immutable).
         keepdims: keep reduced axes with size 1.
+        initial: a bound taken into the reduction (the result of an empty slice).
+        where: optional bool Tensor broadcastable to ``a``: the elements to compare (needs
+            ``initial``).
 
     Returns:
-        Tensor of the reduced shape and ``x.dtype``.
+        Tensor of the reduced shape and ``a.dtype``.
 
     Raises:
-        ShapeError: an axis is out of range or repeated, or has size 0.
+        ShapeError: an axis is out of range or repeated, or has size 0 without ``initial``.
+        ValueError: ``where`` without ``initial``.
+        TypeError: ``out`` is given.
 
     Example:
         >>> fnp.min(fnp.array([[1.0, 5.0], [3.0, 2.0]]), axis=1, keepdims=True)
         Tensor([[1.],
                 [2.]], dtype=float64)
     """
-    return _extremum("min", _r.min, x, axis, keepdims)
+    return _extremum("min", _r.min, a, axis, out, keepdims, initial, where)
 
 
 amax = max
@@ -281,22 +385,28 @@ amin = min
 
 @_named("var")
 def var(
-    x: Any,
+    a: Any,
     axis: Any = None,
     dtype: Any = None,
-    *,
+    out: Any = None,
     ddof: float = 0,
     keepdims: bool = False,
+    *,
+    where: Any = None,
+    mean: Any = None,
     correction: float | None = None,
 ) -> Any:
     """Variance over ``axis``: ``sum(|x - mean|**2) / (count - ddof)``.
 
     Args:
-        x: Tensor of any shape; complex input gives a real variance, as numpy.
+        a: Tensor of any shape; complex input gives a real variance, as numpy.
         axis: int, tuple of ints, or None (all axes).
-        dtype: optional dtype to cast ``x`` to first.
+        dtype: optional dtype to cast ``a`` to first.
+        out: not supported (Tensors are immutable).
         ddof: "delta degrees of freedom": ``ddof=1`` gives the unbiased sample variance.
         keepdims: keep reduced axes with size 1.
+        where: optional bool Tensor broadcastable to ``a``: the elements to include.
+        mean: a precomputed mean (the ``keepdims=True`` shape), numpy 2's argument.
         correction: the Array API name of ``ddof``; give one or the other.
 
     Returns:
@@ -315,12 +425,21 @@ def var(
         >>> fnp.var(fnp.array([1.0, 2.0, 3.0, 4.0]), ddof=1)
         Tensor(1.66666667, dtype=float64)
     """
-    value, rounded = _variance("var", x, axis, dtype, ddof, keepdims, correction)
+    _no_out(out, "var")
+    value, rounded = _variance("var", a, axis, dtype, ddof, keepdims, correction, where, mean)
     return _rounded(value, rounded)
 
 
 def _variance(
-    name: str, x: Any, axis: Any, dtype: Any, ddof: float, keepdims: bool, correction: Any
+    name: str,
+    x: Any,
+    axis: Any,
+    dtype: Any,
+    ddof: float,
+    keepdims: bool,
+    correction: Any,
+    where: Any = None,
+    given_mean: Any = None,
 ) -> tuple[Any, Any]:
     """``var`` before its last rounding: ``(value, dtype to round it to or None)``, so that
     ``std`` of float16 takes the square root in float32 (a variance past 65504 is inf in
@@ -336,11 +455,26 @@ def _variance(
     axes = norm_axes(name, axis, ndim_of(x))
     if not dtypes.is_inexact(dtypes.result_type(x)):
         x = _e.astype(x, dtype=dtypes.float64)
-    centred = _e.subtract(x, mean(x, axes, keepdims=True))
+    mask = _where_mask(where, x, name)
+    if given_mean is not None:  # numpy 2's mean=: the mean with keepdims=True
+        mu = _input(given_mean, name)
+        kept = tuple(1 if d in axes else n for d, n in enumerate(shape_of(x)))
+        if shape_of(mu) != kept:
+            mu = _s.reshape(mu, shape=kept)
+    else:
+        mu = mean(x, axes, keepdims=True, where=mask)
+    centred = _e.subtract(x, mu)
     if dtypes.is_complex(dtypes.result_type(x)):
         squares = _e.real(_e.multiply(centred, _e.conj(centred)))
     else:
         squares = _e.multiply(centred, centred)
+    if mask is not None:
+        squares = _e.where(mask, squares, 0)
+        count = _r.sum(_s.broadcast_to(mask, shape=shape_of(x)), axes=axes, keepdims=keepdims)
+        total = _r.sum(squares, axes=axes, keepdims=keepdims)
+        dof = _e.subtract(_e.astype(count, dtype=total.dtype), ddof)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _e.divide(total, dof), rounded
     total = _r.sum(squares, axes=axes, keepdims=keepdims)
     dof = _count(x, axes) - ddof
     if dof <= 0:  # numpy warns and returns inf (or NaN for 0/0); so does the division here
@@ -351,12 +485,15 @@ def _variance(
 
 @_named("std")
 def std(
-    x: Any,
+    a: Any,
     axis: Any = None,
     dtype: Any = None,
-    *,
+    out: Any = None,
     ddof: float = 0,
     keepdims: bool = False,
+    *,
+    where: Any = None,
+    mean: Any = None,
     correction: float | None = None,
 ) -> Any:
     """Standard deviation over ``axis``: ``sqrt(var(x, axis, ddof=ddof))``.
@@ -367,11 +504,14 @@ def std(
     that point can occur. (PyTorch returns 0 there instead.)
 
     Args:
-        x: Tensor of any shape.
+        a: Tensor of any shape.
         axis: int, tuple of ints, or None (all axes).
-        dtype: optional dtype to cast ``x`` to first.
+        dtype: optional dtype to cast ``a`` to first.
+        out: not supported (Tensors are immutable).
         ddof: delta degrees of freedom, as in :func:`var`.
         keepdims: keep reduced axes with size 1.
+        where: optional bool Tensor broadcastable to ``a``: the elements to include.
+        mean: a precomputed mean (the ``keepdims=True`` shape).
         correction: the Array API name of ``ddof``.
 
     Returns:
@@ -388,17 +528,17 @@ def std(
         >>> fnp.std(fnp.array([-1000.0, 1000.0], dtype=fnp.float16))
         Tensor(1.e+03, dtype=float16)
     """
-    value, rounded = _variance("std", x, axis, dtype, ddof, keepdims, correction)
+    _no_out(out, "std")
+    value, rounded = _variance("std", a, axis, dtype, ddof, keepdims, correction, where, mean)
     return _rounded(_e.sqrt(value), rounded)
 
 
 @_named("logsumexp")
 def logsumexp(
-    x: Any,
+    a: Any,
     axis: Any = None,
-    *,
-    keepdims: bool = False,
     b: Any = None,
+    keepdims: bool = False,
     return_sign: bool = False,
 ) -> Any:
     """``log(sum(b * exp(x)))`` over ``axis``, stable for large inputs and ``-inf`` safe.
@@ -408,11 +548,11 @@ def logsumexp(
     ``-inf`` gives ``-inf`` and a zero derivative.
 
     Args:
-        x: real Tensor of any shape.
+        a: real Tensor of any shape.
         axis: int, tuple of ints, or None (all axes).
-        keepdims: keep reduced axes with size 1.
-        b: optional weights broadcastable to ``x`` (may be negative or zero; a zero weight
+        b: optional weights broadcastable to ``a`` (may be negative or zero; a zero weight
             drops its element, even an infinite one). Differentiable.
+        keepdims: keep reduced axes with size 1.
         return_sign: also return the sign of the sum; the result is then
             ``log|sum(b * exp(x))|``. Without it, a negative sum gives NaN.
 
@@ -436,7 +576,7 @@ def logsumexp(
     """
     keepdims = _keepdims(keepdims, "logsumexp")
     return_sign = _args.flag(return_sign, "logsumexp", "return_sign")
-    x = _input(x, "logsumexp")
+    x = _input(a, "logsumexp")
     if b is not None:
         b = _arr(b, "logsumexp", "b")
         b = as_tensor(b) if isinstance(b, complex) else b
@@ -495,12 +635,13 @@ def _arg(name: str, op: Any, x: Any, axis: Any, keepdims: bool) -> Any:
 
 
 @_named("argmax")
-def argmax(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+def argmax(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
     """Index of the largest element along ``axis`` (the first among ties).
 
     Args:
-        x: real Tensor of any shape.
-        axis: an int, or None for the index into the flattened ``x``.
+        a: real Tensor of any shape.
+        axis: an int, or None for the index into the flattened ``a``.
+        out: not supported (Tensors are immutable).
         keepdims: keep the reduced axis (all axes when ``axis`` is None) with size 1.
 
     Returns:
@@ -514,16 +655,18 @@ def argmax(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
         >>> fnp.argmax(fnp.array([[1.0, 5.0], [3.0, 2.0]]), axis=0)
         Tensor([1, 0], dtype=int64)
     """
-    return _arg("argmax", _r.argmax, x, axis, keepdims)
+    _no_out(out, "argmax")
+    return _arg("argmax", _r.argmax, a, axis, keepdims)
 
 
 @_named("argmin")
-def argmin(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+def argmin(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
     """Index of the smallest element along ``axis`` (the first among ties).
 
     Args:
-        x: real Tensor of any shape.
-        axis: an int, or None for the index into the flattened ``x``.
+        a: real Tensor of any shape.
+        axis: an int, or None for the index into the flattened ``a``.
+        out: not supported (Tensors are immutable).
         keepdims: keep the reduced axis (all axes when ``axis`` is None) with size 1.
 
     Returns:
@@ -538,17 +681,22 @@ def argmin(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
         Tensor([[0],
                 [1]], dtype=int64)
     """
-    return _arg("argmin", _r.argmin, x, axis, keepdims)
+    _no_out(out, "argmin")
+    return _arg("argmin", _r.argmin, a, axis, keepdims)
 
 
 @_named("all")
-def all(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+def all(
+    a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = None
+) -> Any:
     """Whether every element over ``axis`` is true (nonzero).
 
     Args:
-        x: Tensor of any shape and dtype.
+        a: Tensor of any shape and dtype.
         axis: int, tuple of ints, or None (all axes).
+        out: not supported (Tensors are immutable).
         keepdims: keep reduced axes with size 1.
+        where: optional bool Tensor broadcastable to ``a``: the elements to test.
 
     Returns:
         bool Tensor of the reduced shape (True over zero elements). Carries no derivative.
@@ -560,19 +708,27 @@ def all(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
         >>> fnp.all(fnp.array([1.0, 0.0]))
         Tensor(False, dtype=bool)
     """
+    _no_out(out, "all")
     keepdims = _keepdims(keepdims, "all")
-    x = _input(x, "all")
+    x = _input(a, "all")
+    mask = _where_mask(where, x, "all")
+    if mask is not None:
+        x = _e.where(mask, _e.astype(x, dtype=dtypes.bool_), True)
     return _r.all(x, axes=norm_axes("all", axis, ndim_of(x)), keepdims=keepdims)
 
 
 @_named("any")
-def any(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+def any(
+    a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = None
+) -> Any:
     """Whether some element over ``axis`` is true (nonzero).
 
     Args:
-        x: Tensor of any shape and dtype.
+        a: Tensor of any shape and dtype.
         axis: int, tuple of ints, or None (all axes).
+        out: not supported (Tensors are immutable).
         keepdims: keep reduced axes with size 1.
+        where: optional bool Tensor broadcastable to ``a``: the elements to test.
 
     Returns:
         bool Tensor of the reduced shape (False over zero elements). Carries no derivative.
@@ -584,17 +740,21 @@ def any(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
         >>> fnp.any(fnp.array([[0.0, 0.0], [0.0, 2.0]]), axis=1)
         Tensor([False,  True], dtype=bool)
     """
+    _no_out(out, "any")
     keepdims = _keepdims(keepdims, "any")
-    x = _input(x, "any")
+    x = _input(a, "any")
+    mask = _where_mask(where, x, "any")
+    if mask is not None:
+        x = _e.where(mask, _e.astype(x, dtype=dtypes.bool_), False)
     return _r.any(x, axes=norm_axes("any", axis, ndim_of(x)), keepdims=keepdims)
 
 
 @_named("count_nonzero")
-def count_nonzero(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+def count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """The number of nonzero elements over ``axis``.
 
     Args:
-        x: Tensor of any shape and dtype.
+        a: Tensor of any shape and dtype.
         axis: int, tuple of ints, or None (all axes).
         keepdims: keep reduced axes with size 1.
 
@@ -609,7 +769,7 @@ def count_nonzero(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
         Tensor([1, 2], dtype=int64)
     """
     keepdims = _keepdims(keepdims, "count_nonzero")
-    x = _input(x, "count_nonzero")
+    x = _input(a, "count_nonzero")
     nonzero = _e.astype(x, dtype=dtypes.bool_)
     return _r.sum(nonzero, axes=norm_axes("count_nonzero", axis, ndim_of(x)), keepdims=keepdims)
 
@@ -623,14 +783,25 @@ def _without_nans(x: Any) -> tuple[Any, Any]:
 
 
 @_named("nansum")
-def nansum(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
+def nansum(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
     """Sum over ``axis`` treating NaNs as zero; NaN entries get a zero derivative.
 
     Args:
-        x: Tensor of any shape.
+        a: Tensor of any shape.
         axis: int, tuple of ints, or None (all axes).
-        dtype: optional dtype to cast ``x`` to first.
+        dtype: optional dtype to cast ``a`` to first.
+        out: not supported (Tensors are immutable).
         keepdims: keep reduced axes with size 1.
+        initial: a number added to the sum.
+        where: optional bool Tensor broadcastable to ``a``: the elements to sum.
 
     Returns:
         Tensor of the reduced shape, as :func:`sum`.
@@ -644,20 +815,30 @@ def nansum(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = Fals
         >>> fgrad.grad(fnp.nansum)(fnp.array([1.0, fnp.nan]))
         Tensor([1., 0.], dtype=float64)
     """
-    keepdims = _keepdims(keepdims, "nansum")
-    x, _ = _without_nans(_cast(x, dtype, "nansum"))
-    return _r.sum(x, axes=norm_axes("nansum", axis, ndim_of(x)), keepdims=keepdims)
+    _no_out(out, "nansum")
+    x, _ = _without_nans(_cast(a, dtype, "nansum"))
+    return sum(x, axis, None, None, keepdims, initial, where)
 
 
 @_named("nanmean")
-def nanmean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
+def nanmean(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    *,
+    where: Any = None,
+) -> Any:
     """Mean over ``axis`` of the entries that are not NaN; NaN entries get a zero derivative.
 
     Args:
-        x: Tensor of any shape.
+        a: Tensor of any shape.
         axis: int, tuple of ints, or None (all axes).
-        dtype: optional dtype to cast ``x`` to first.
+        dtype: optional dtype to cast ``a`` to first.
+        out: not supported (Tensors are immutable).
         keepdims: keep reduced axes with size 1.
+        where: optional bool Tensor broadcastable to ``a``: the elements to average.
 
     Returns:
         Tensor of the reduced shape, as :func:`mean` (float16 computed in float32); NaN
@@ -670,8 +851,12 @@ def nanmean(x: Any, axis: Any = None, dtype: Any = None, *, keepdims: bool = Fal
         >>> fnp.nanmean(fnp.array([[1.0, fnp.nan], [2.0, 4.0]]), axis=1)
         Tensor([1., 3.], dtype=float64)
     """
+    _no_out(out, "nanmean")
     keepdims = _keepdims(keepdims, "nanmean")
-    x, rounded = _widened(_cast(x, dtype, "nanmean"))  # float16: counts past 2048 are not exact
+    x, rounded = _widened(_cast(a, dtype, "nanmean"))  # float16: counts past 2048 are not exact
+    mask = _where_mask(where, x, "nanmean")
+    if mask is not None:  # excluded elements count as NaNs
+        x = _e.where(mask, x if dtypes.is_inexact(dtypes.result_type(x)) else _e.astype(x, dtype=dtypes.float64), np.nan)
     clean, nan = _without_nans(x)
     if nan is None:
         return _rounded(mean(x, axis, keepdims=keepdims), rounded)
@@ -691,13 +876,14 @@ def _scan(name: str, op: Any, x: Any, axis: Any, dtype: Any) -> Any:
 
 
 @_named("cumsum")
-def cumsum(x: Any, axis: Any = None, dtype: Any = None) -> Any:
+def cumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
     """Cumulative sum along ``axis``: ``out[i] = x[0] + ... + x[i]``.
 
     Args:
-        x: Tensor of any shape.
-        axis: an int, or None to scan the flattened ``x`` (the numpy default).
-        dtype: optional dtype to cast ``x`` to first.
+        a: Tensor of any shape.
+        axis: an int, or None to scan the flattened ``a`` (the numpy default).
+        dtype: optional dtype to cast ``a`` to first.
+        out: not supported (Tensors are immutable).
 
     Returns:
         Tensor of ``x.shape`` (flattened when ``axis`` is None); bools and small ints sum
@@ -714,19 +900,21 @@ def cumsum(x: Any, axis: Any = None, dtype: Any = None) -> Any:
         >>> fnp.cumsum(fnp.array([[1, 2], [3, 4]]))
         Tensor([ 1,  3,  6, 10], dtype=int64)
     """
-    return _scan("cumsum", _r.cumsum, x, axis, dtype)
+    _no_out(out, "cumsum")
+    return _scan("cumsum", _r.cumsum, a, axis, dtype)
 
 
 @_named("cumprod")
-def cumprod(x: Any, axis: Any = None, dtype: Any = None) -> Any:
+def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
     """Cumulative product along ``axis``: ``out[i] = x[0] * ... * x[i]``.
 
     Its derivative is exact with zeros in ``x``, at every order.
 
     Args:
-        x: Tensor of any shape.
-        axis: an int, or None to scan the flattened ``x`` (the numpy default).
-        dtype: optional dtype to cast ``x`` to first.
+        a: Tensor of any shape.
+        axis: an int, or None to scan the flattened ``a`` (the numpy default).
+        dtype: optional dtype to cast ``a`` to first.
+        out: not supported (Tensors are immutable).
 
     Returns:
         Tensor of ``x.shape`` (flattened when ``axis`` is None); bools and small ints
@@ -740,4 +928,5 @@ def cumprod(x: Any, axis: Any = None, dtype: Any = None) -> Any:
         >>> fnp.cumprod(fnp.array([1.0, 2.0, 3.0, 4.0]))
         Tensor([ 1.,  2.,  6., 24.], dtype=float64)
     """
-    return _scan("cumprod", _r.cumprod, x, axis, dtype)
+    _no_out(out, "cumprod")
+    return _scan("cumprod", _r.cumprod, a, axis, dtype)

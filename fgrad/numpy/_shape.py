@@ -65,10 +65,45 @@ def _sequence(arrays: Any, fn: str, arg: str = "arrays") -> tuple:
     return tuple(_tensor(x, fn, arg) for x in arrays)
 
 
-def reshape(x: Any, shape: Any, /, *more: int) -> Any:
-    """Give ``x`` a new shape; one dimension may be ``-1`` (inferred).
+def _no_out(fn: str, out: Any) -> None:
+    if out is not None:
+        raise TypeError(
+            f"{fn}: out= is not supported: Tensors are immutable; use the returned Tensor "
+            "(functional style)"
+        )
 
-    As a method, the sizes may also be given one by one: ``x.reshape(3, 2)``.
+
+def _subok(fn: str, subok: Any) -> None:
+    _args.flag(subok, fn, "subok")  # Tensors have no subclasses to keep
+
+
+def _order(fn: str, order: Any, options: tuple = ("C", "F", "A", "K")) -> str:
+    """numpy's memory ``order``; Tensors are row-major, so "A" and "K" mean "C"."""
+    order = _args.choice(order, fn, "order", options)
+    return "F" if order == "F" else "C"
+
+
+def _cast_joined(fn: str, xs: tuple, dtype: Any, casting: Any) -> tuple:
+    """``xs`` cast to ``dtype`` as numpy's joining functions do, under ``casting`` rules."""
+    casting = _args.choice(casting, fn, "casting", ("no", "equiv", "safe", "same_kind", "unsafe"))
+    dtype = _args.dtype(dtype, fn)
+    if dtype is None:
+        return xs
+    for x in xs:
+        if not np.can_cast(x.dtype, dtype, casting=casting):
+            raise DTypeError(
+                f"{fn}: cannot cast {x.dtype} to {dtype} under casting={casting!r}; pass "
+                "casting='unsafe' or cast the inputs first"
+            )
+    return tuple(x.astype(dtype) for x in xs)
+
+
+def reshape(a: Any, /, shape: Any = None, *more: Any, order: str = "C", copy: Any = None) -> Any:
+    """Give ``a`` a new shape; one dimension may be ``-1`` (inferred).
+
+    As a method, the sizes may also be given one by one: ``x.reshape(3, 2)``. ``order="F"``
+    reads and writes the elements in column-major order, as numpy; ``copy`` is accepted
+    (Tensors are immutable: a reshape never aliases a mutable array).
 
     Raises:
         DTypeError: ``shape`` holds something other than ints (floats, even ``2.0``, are
@@ -81,46 +116,59 @@ def reshape(x: Any, shape: Any, /, *more: int) -> Any:
         >>> fnp.arange(6).reshape(2, 3).shape
         (2, 3)
     """
-    x = _tensor(x, "reshape")
+    a = _tensor(a, "reshape")
+    if more and isinstance(more[-1], str):  # numpy's reshape(a, shape, order)
+        order, more = more[-1], more[:-1]
+    if shape is None:
+        raise TypeError("reshape: missing the new shape")
+    if copy is not None:
+        _args.flag(copy, "reshape", "copy")
     if more:
         shape = (shape, *more)
+    if _order("reshape", order, ("C", "F", "A")) == "F":
+        a = transpose(a)
+        shape = _args.shape(shape, "reshape", minus_one=True)
+        return transpose(reshape(a, tuple(reversed(shape))))
     shape = _args.shape(shape, "reshape", minus_one=True)
     if -1 in shape:
-        size = int(np.prod(shape_of(x), dtype=np.int64))
+        size = int(np.prod(shape_of(a), dtype=np.int64))
         rest = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
         if shape.count(-1) > 1 or rest == 0 or size % rest:
-            raise ShapeError(f"reshape: cannot reshape shape {shape_of(x)} into {shape}")
+            raise ShapeError(f"reshape: cannot reshape shape {shape_of(a)} into {shape}")
         shape = tuple(size // rest if d == -1 else d for d in shape)
-    return _s.reshape(x, shape=shape)
+    return _s.reshape(a, shape=shape)
 
 
-def broadcast_to(x: Any, shape: Any) -> Any:
-    """Broadcast ``x`` to ``shape`` (numpy's rules).
+def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
+    """Broadcast ``array`` to ``shape`` (numpy's rules).
 
     Raises:
         DTypeError: ``shape`` holds something other than ints.
-        ShapeError: ``x`` does not broadcast to ``shape``, or a size is negative.
+        ShapeError: ``array`` does not broadcast to ``shape``, or a size is negative.
 
     Example:
         >>> fnp.broadcast_to(fnp.array(1.0), (2,))
         Tensor([1., 1.], dtype=float64)
     """
-    x = x if isinstance(x, Tensor) else _tensor(x, "broadcast_to")
-    return _s.broadcast_to(x, shape=_args.shape(shape, "broadcast_to"))
+    _subok("broadcast_to", subok)
+    array = array if isinstance(array, Tensor) else _tensor(array, "broadcast_to")
+    return _s.broadcast_to(array, shape=_args.shape(shape, "broadcast_to"))
 
 
-def permute_dims(x: Any, axes: Any) -> Any:
-    """Permute the axes of ``x`` (Array API name of ``transpose``).
+def permute_dims(a: Any, axes: Any = None) -> Any:
+    """Permute the axes of ``a`` (Array API name of ``transpose``; None reverses them).
 
     Raises:
         DTypeError: ``axes`` holds something other than ints.
-        ShapeError: ``axes`` is not a permutation of ``x``'s axes.
+        ShapeError: ``axes`` is not a permutation of ``a``'s axes.
 
     Example:
         >>> fnp.permute_dims(fnp.ones((2, 3, 4)), (2, 0, 1)).shape
         (4, 2, 3)
     """
-    return _permute(_tensor(x, "permute_dims"), axes, "permute_dims")
+    a = _tensor(a, "permute_dims")
+    axes = tuple(reversed(range(a.ndim))) if axes is None else axes
+    return _permute(a, axes, "permute_dims")
 
 
 def _permute(x: Any, axes: Any, fn: str) -> Any:
@@ -136,13 +184,13 @@ def _permute(x: Any, axes: Any, fn: str) -> Any:
     return _s.permute_dims(x, axes=order)
 
 
-def transpose(x: Any, axes: Any = None, *more: int) -> Any:
-    """Reverse (or permute by ``axes``) the axes of ``x``.
+def transpose(a: Any, axes: Any = None, *more: int) -> Any:
+    """Reverse (or permute by ``axes``) the axes of ``a``.
 
-    As a method, the axes may also be given one by one: ``x.transpose(1, 0)``.
+    As a method, the axes may also be given one by one: ``a.transpose(1, 0)``.
 
     Raises:
-        ShapeError: ``axes`` is not a permutation of ``x``'s axes.
+        ShapeError: ``axes`` is not a permutation of ``a``'s axes.
 
     Example:
         >>> fnp.transpose(fnp.ones((2, 3))).shape
@@ -150,11 +198,11 @@ def transpose(x: Any, axes: Any = None, *more: int) -> Any:
         >>> fnp.ones((2, 3, 4)).transpose(2, 0, 1).shape
         (4, 2, 3)
     """
-    x = _tensor(x, "transpose")
+    a = _tensor(a, "transpose")
     if more:
         axes = (axes, *more)
-    n = len(shape_of(x))
-    return _permute(x, tuple(reversed(range(n))) if axes is None else axes, "transpose")
+    n = len(shape_of(a))
+    return _permute(a, tuple(reversed(range(n))) if axes is None else axes, "transpose")
 
 
 def _T(x: Any) -> Any:
@@ -190,8 +238,8 @@ def matrix_transpose(x: Any) -> Any:
 _mT = matrix_transpose
 
 
-def moveaxis(x: Any, source: Any, destination: Any) -> Any:
-    """Move axes ``source`` of ``x`` to positions ``destination``; others keep their order.
+def moveaxis(a: Any, source: Any, destination: Any) -> Any:
+    """Move axes ``source`` of ``a`` to positions ``destination``; others keep their order.
 
     Raises:
         ShapeError: an axis is out of range or repeated, or the two lengths differ.
@@ -200,22 +248,22 @@ def moveaxis(x: Any, source: Any, destination: Any) -> Any:
         >>> fnp.moveaxis(fnp.ones((2, 3, 4)), 0, -1).shape
         (3, 4, 2)
     """
-    x = _tensor(x, "moveaxis")
-    n = len(shape_of(x))
+    a = _tensor(a, "moveaxis")
+    n = len(shape_of(a))
     src = _args.axes(source, "moveaxis", n, "source")
     dst = _args.axes(destination, "moveaxis", n, "destination")
     if len(src) != len(dst):
         raise ShapeError(
             f"moveaxis: source {source} and destination {destination} must have the same length"
         )
-    order = [a for a in range(n) if a not in src]
+    order = [d for d in range(n) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
-    return _s.permute_dims(x, axes=tuple(order))
+    return _s.permute_dims(a, axes=tuple(order))
 
 
-def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
-    """Exchange two axes of ``x``.
+def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
+    """Exchange two axes of ``a``.
 
     Raises:
         DTypeError: an axis is not an int.
@@ -225,16 +273,16 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
         >>> fnp.swapaxes(fnp.ones((2, 3, 4)), 0, 2).shape
         (4, 3, 2)
     """
-    x = _tensor(x, "swapaxes")
-    n = len(shape_of(x))
-    a = _args.axis(axis1, "swapaxes", n, "axis1")
-    b = _args.axis(axis2, "swapaxes", n, "axis2")
+    a = _tensor(a, "swapaxes")
+    n = len(shape_of(a))
+    i = _args.axis(axis1, "swapaxes", n, "axis1")
+    j = _args.axis(axis2, "swapaxes", n, "axis2")
     order = list(range(n))
-    order[a], order[b] = order[b], order[a]
-    return _s.permute_dims(x, axes=tuple(order))
+    order[i], order[j] = order[j], order[i]
+    return _s.permute_dims(a, axes=tuple(order))
 
 
-def expand_dims(x: Any, axis: Any) -> Any:
+def expand_dims(a: Any, axis: Any) -> Any:
     """Insert axes of length 1 at positions ``axis`` (int or tuple) of the result.
 
     Raises:
@@ -245,8 +293,8 @@ def expand_dims(x: Any, axis: Any) -> Any:
         >>> fnp.expand_dims(fnp.ones((2, 3)), (0, -1)).shape
         (1, 2, 3, 1)
     """
-    x = _tensor(x, "expand_dims")
-    shape = shape_of(x)
+    a = _tensor(a, "expand_dims")
+    shape = shape_of(a)
     if _args._int_or_none(axis) is not None:
         n_new = 1
     elif isinstance(axis, (tuple, list)):
@@ -258,11 +306,11 @@ def expand_dims(x: Any, axis: Any) -> Any:
     axes = norm_axes("expand_dims", axis, len(shape) + n_new)
     it = iter(shape)
     return _s.reshape(
-        x, shape=tuple(1 if d in axes else next(it) for d in range(len(shape) + n_new))
+        a, shape=tuple(1 if d in axes else next(it) for d in range(len(shape) + n_new))
     )
 
 
-def squeeze(x: Any, axis: Any = None) -> Any:
+def squeeze(a: Any, axis: Any = None) -> Any:
     """Remove axes of length 1 (all of them, or those in ``axis``).
 
     Raises:
@@ -272,30 +320,32 @@ def squeeze(x: Any, axis: Any = None) -> Any:
         >>> fnp.squeeze(fnp.ones((1, 2, 1))).shape
         (2,)
     """
-    x = _tensor(x, "squeeze")
-    shape = shape_of(x)
+    a = _tensor(a, "squeeze")
+    shape = shape_of(a)
     if axis is None:
         axes = tuple(d for d, n in enumerate(shape) if n == 1)
     else:
         axes = norm_axes("squeeze", axis, len(shape))
-        bad = [a for a in axes if shape[a] != 1]
+        bad = [d for d in axes if shape[d] != 1]
         if bad:
             raise ShapeError(
                 f"squeeze: cannot remove axis {bad[0]} of shape {shape}: its length is "
                 f"{shape[bad[0]]}, not 1"
             )
-    return _s.reshape(x, shape=tuple(n for d, n in enumerate(shape) if d not in axes))
+    return _s.reshape(a, shape=tuple(n for d, n in enumerate(shape) if d not in axes))
 
 
-def ravel(x: Any) -> Any:
-    """``x`` flattened to one dimension (row-major order).
+def ravel(a: Any, order: str = "C") -> Any:
+    """``a`` flattened to one dimension, in row-major order (column-major with ``order="F"``).
 
     Example:
         >>> fnp.ravel(fnp.ones((2, 3))).shape
         (6,)
     """
-    x = _tensor(x, "ravel")
-    return _s.reshape(x, shape=(int(np.prod(shape_of(x), dtype=np.int64)),))
+    a = _tensor(a, "ravel")
+    if _order("ravel", order) == "F":
+        a = transpose(a)
+    return _s.reshape(a, shape=(int(np.prod(shape_of(a), dtype=np.int64)),))
 
 
 def flatten(x: Any) -> Any:
@@ -308,7 +358,7 @@ def flatten(x: Any) -> Any:
     return ravel(_tensor(x, "flatten"))
 
 
-def broadcast_arrays(*xs: Any) -> tuple:
+def broadcast_arrays(*args: Any, subok: bool = False) -> tuple:
     """Broadcast Tensors against each other (numpy's rules).
 
     Raises:
@@ -321,15 +371,19 @@ def broadcast_arrays(*xs: Any) -> tuple:
     """
     from fgrad.ops._rules import broadcast_shapes
 
-    xs = tuple(_tensor(x, "broadcast_arrays", "xs") for x in xs)
-    shape = broadcast_shapes("broadcast_arrays", *xs)
-    return tuple(x if x.shape == shape else _s.broadcast_to(x, shape=shape) for x in xs)
+    _subok("broadcast_arrays", subok)
+    args = tuple(_tensor(x, "broadcast_arrays", "args") for x in args)
+    shape = broadcast_shapes("broadcast_arrays", *args)
+    return tuple(x if x.shape == shape else _s.broadcast_to(x, shape=shape) for x in args)
 
 
 # ------------------------------------------------------------------------ joining, splitting
 
 
-def concatenate(arrays: Any, axis: int | None = 0) -> Any:
+def concatenate(
+    arrays: Any, /, axis: int | None = 0, out: Any = None, *, dtype: Any = None,
+    casting: str = "same_kind",
+) -> Any:
     """Join a sequence of Tensors along an existing axis.
 
     Args:
@@ -350,11 +404,12 @@ def concatenate(arrays: Any, axis: int | None = 0) -> Any:
         Tensor([[1., 1.],
                 [0., 0.]], dtype=float64)
     """
-    return _concatenate(arrays, axis, "concatenate")
+    _no_out("concatenate", out)
+    return _concatenate(arrays, axis, "concatenate", dtype, casting)
 
 
-def _concatenate(arrays: Any, axis: Any, fn: str) -> Any:
-    xs = _sequence(arrays, fn)
+def _concatenate(arrays: Any, axis: Any, fn: str, dtype: Any = None, casting: Any = "same_kind"):
+    xs = _cast_joined(fn, _sequence(arrays, fn), dtype, casting)
     if not xs:
         raise ShapeError(f"{fn}: needs at least one array")
     if axis is None:
@@ -369,17 +424,23 @@ def _concatenate(arrays: Any, axis: Any, fn: str) -> Any:
     return _s.concatenate(*xs, axis=_args.axis(axis, fn, ndim))
 
 
-def concat(arrays: Any, /, *, axis: int | None = 0) -> Any:
+def concat(
+    arrays: Any, /, axis: int | None = 0, out: Any = None, *, dtype: Any = None,
+    casting: str = "same_kind",
+) -> Any:
     """Join Tensors along an existing axis (the Array API's name for :func:`concatenate`).
 
     Example:
         >>> fnp.concat([fnp.ones(2), fnp.zeros(1)])
         Tensor([1., 1., 0.], dtype=float64)
     """
-    return _concatenate(arrays, axis, "concat")
+    _no_out("concat", out)
+    return _concatenate(arrays, axis, "concat", dtype, casting)
 
 
-def stack(arrays: Any, axis: int = 0) -> Any:
+def stack(
+    arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any = None, casting: str = "same_kind"
+) -> Any:
     """Join Tensors of one shape along a new axis ``axis`` of the result.
 
     Raises:
@@ -391,7 +452,8 @@ def stack(arrays: Any, axis: int = 0) -> Any:
         Tensor([[1., 0.],
                 [1., 0.]], dtype=float64)
     """
-    xs = _sequence(arrays, "stack")
+    _no_out("stack", out)
+    xs = _cast_joined("stack", _sequence(arrays, "stack"), dtype, casting)
     if not xs:
         raise ShapeError("stack: needs at least one array")
     shapes = {tuple(x.shape) for x in xs}
@@ -402,27 +464,27 @@ def stack(arrays: Any, axis: int = 0) -> Any:
     return _s.concatenate(*(expand_dims(x, axis) for x in xs), axis=axis)
 
 
-def hstack(arrays: Any) -> Any:
+def hstack(tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Any:
     """Join Tensors column-wise: along axis 1, or axis 0 for 1-D inputs.
 
     Example:
         >>> fnp.hstack([fnp.ones(2), fnp.zeros(1)])
         Tensor([1., 1., 0.], dtype=float64)
     """
-    xs = _at_least(1, _sequence(arrays, "hstack"))
+    xs = _at_least(1, _sequence(tup, "hstack"))
     if not xs:
         raise ShapeError("hstack: needs at least one array")
-    return _concatenate(xs, 0 if len(xs[0].shape) == 1 else 1, "hstack")
+    return _concatenate(xs, 0 if len(xs[0].shape) == 1 else 1, "hstack", dtype, casting)
 
 
-def vstack(arrays: Any) -> Any:
+def vstack(tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Any:
     """Join Tensors row-wise, after making 1-D inputs ``(1, n)``.
 
     Example:
         >>> fnp.vstack([fnp.ones(2), fnp.zeros(2)]).shape
         (2, 2)
     """
-    return _concatenate(_at_least(2, _sequence(arrays, "vstack")), 0, "vstack")
+    return _concatenate(_at_least(2, _sequence(tup, "vstack")), 0, "vstack", dtype, casting)
 
 
 def _split_axis(x: Any, axis: int, name: str) -> tuple:
@@ -456,11 +518,11 @@ def _split_bounds(x: Any, indices_or_sections: Any, axis: Any, name: str) -> tup
     return axis, shape, None, positions
 
 
-def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list:
-    """Split ``x`` along ``axis`` into equal sections or at the given positions.
+def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
+    """Split ``ary`` along ``axis`` into equal sections or at the given positions.
 
     Args:
-        x: Tensor of at least one dimension.
+        ary: Tensor of at least one dimension.
         indices_or_sections: an int ``k`` (``k`` equal pieces; the length of ``axis`` must
             divide by ``k``) or a sequence of split positions (negative ones count from the
             end; all are clipped to the axis, as in numpy).
@@ -478,8 +540,8 @@ def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list:
         >>> [p.shape for p in fnp.split(fnp.ones((4, 2)), 2)]
         [(2, 2), (2, 2)]
     """
-    x = _tensor(x, "split")
-    return _split(x, *_split_bounds(x, indices_or_sections, axis, "split"), "split")
+    ary = _tensor(ary, "split")
+    return _split(ary, *_split_bounds(ary, indices_or_sections, axis, "split"), "split")
 
 
 def _split(x: Any, axis: int, shape: tuple, k: int | None, positions: tuple | None, name: str):
@@ -496,7 +558,7 @@ def _split(x: Any, axis: int, shape: tuple, k: int | None, positions: tuple | No
     return list(_s.split(x, axis=axis, bounds=bounds))
 
 
-def array_split(x: Any, indices_or_sections: Any, axis: int = 0) -> list:
+def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
     """Like :func:`split`, but ``k`` sections need not be equal: the first ``n % k`` get one
     element more.
 
@@ -504,13 +566,13 @@ def array_split(x: Any, indices_or_sections: Any, axis: int = 0) -> list:
         >>> [p.shape for p in fnp.array_split(fnp.ones(5), 3)]
         [(2,), (2,), (1,)]
     """
-    x = _tensor(x, "array_split")
-    axis, shape, k, positions = _split_bounds(x, indices_or_sections, axis, "array_split")
+    ary = _tensor(ary, "array_split")
+    axis, shape, k, positions = _split_bounds(ary, indices_or_sections, axis, "array_split")
     if k is None:
-        return _split(x, axis, shape, None, positions, "array_split")
+        return _split(ary, axis, shape, None, positions, "array_split")
     n = shape[axis]
     sizes = [n // k + 1] * (n % k) + [n // k] * (k - n % k)
-    return list(_s.split(x, axis=axis, bounds=tuple(np.cumsum(sizes[:-1]).tolist())))
+    return list(_s.split(ary, axis=axis, bounds=tuple(np.cumsum(sizes[:-1]).tolist())))
 
 
 def unstack(x: Any, /, *, axis: int = 0) -> tuple:
@@ -529,32 +591,32 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple:
 # ------------------------------------------------------------------------ rearranging
 
 
-def flip(x: Any, axis: Any = None) -> Any:
+def flip(m: Any, axis: Any = None) -> Any:
     """Reverse the order of elements along ``axis`` (int, tuple, or None for all axes).
 
     Example:
         >>> fnp.flip(fnp.array([1.0, 2.0, 3.0]))
         Tensor([3., 2., 1.], dtype=float64)
     """
-    x = _tensor(x, "flip")
-    axes = norm_axes("flip", axis, len(shape_of(x)))
-    return _s.flip(x, axes=axes) if axes else x
+    m = _tensor(m, "flip")
+    axes = norm_axes("flip", axis, len(shape_of(m)))
+    return _s.flip(m, axes=axes) if axes else m
 
 
-def fliplr(x: Any) -> Any:
+def fliplr(m: Any) -> Any:
     """Reverse the order along axis 1.
 
     Example:
         >>> fnp.fliplr(fnp.array([[1.0, 2.0]]))
         Tensor([[2., 1.]], dtype=float64)
     """
-    x = _tensor(x, "fliplr")
-    if x.ndim < 2:
-        raise ShapeError(f"fliplr: needs at least 2 dimensions, got shape {shape_of(x)}")
-    return flip(x, 1)
+    m = _tensor(m, "fliplr")
+    if m.ndim < 2:
+        raise ShapeError(f"fliplr: needs at least 2 dimensions, got shape {shape_of(m)}")
+    return flip(m, 1)
 
 
-def flipud(x: Any) -> Any:
+def flipud(m: Any) -> Any:
     """Reverse the order along axis 0.
 
     Example:
@@ -562,17 +624,17 @@ def flipud(x: Any) -> Any:
         Tensor([[2.],
                 [1.]], dtype=float64)
     """
-    x = _tensor(x, "flipud")
-    if x.ndim < 1:
+    m = _tensor(m, "flipud")
+    if m.ndim < 1:
         raise ShapeError("flipud: needs at least 1 dimension, got a 0-d Tensor")
-    return flip(x, 0)
+    return flip(m, 0)
 
 
-def roll(x: Any, shift: Any, axis: Any = None) -> Any:
-    """Shift elements cyclically along ``axis``; with ``axis=None`` along the flattened ``x``.
+def roll(a: Any, shift: Any, axis: Any = None) -> Any:
+    """Shift elements cyclically along ``axis``; with ``axis=None`` along the flattened ``a``.
 
     Args:
-        x: Tensor of any shape.
+        a: Tensor of any shape.
         shift: int, or a tuple of ints with one per axis (or broadcast against ``axis``).
         axis: int, tuple of ints, or None.
 
@@ -585,16 +647,16 @@ def roll(x: Any, shift: Any, axis: Any = None) -> Any:
         Tensor([[3., 4.],
                 [1., 2.]], dtype=float64)
     """
-    x = _tensor(x, "roll")
-    shape = shape_of(x)
+    a = _tensor(a, "roll")
+    shape = shape_of(a)
     shifts = _int_tuple(shift, "roll", "shift")
     if axis is None:
-        flat = ravel(x)
+        flat = ravel(a)
         total = sum(shifts)
         return (
             _s.reshape(_s.roll(flat, shifts=(total,), axes=(0,)), shape=shape)
             if flat.shape[0]
-            else x
+            else a
         )
     axes = _args.axes(axis, "roll", len(shape), unique=False)
     if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
@@ -607,12 +669,12 @@ def roll(x: Any, shift: Any, axis: Any = None) -> Any:
     elif len(axes) == 1:
         axes = axes * len(shifts)
     total: dict[int, int] = {}
-    for s, a in zip(shifts, axes):
-        total[a] = total.get(a, 0) + s  # numpy sums shifts given for the same axis
-    keep = sorted(a for a in total if shape[a] and total[a] % shape[a])
+    for s, d in zip(shifts, axes):
+        total[d] = total.get(d, 0) + s  # numpy sums shifts given for the same axis
+    keep = sorted(d for d in total if shape[d] and total[d] % shape[d])
     if not keep:
-        return x
-    return _s.roll(x, shifts=tuple(total[a] % shape[a] for a in keep), axes=tuple(keep))
+        return a
+    return _s.roll(a, shifts=tuple(total[d] % shape[d] for d in keep), axes=tuple(keep))
 
 
 def _int_tuple(value: Any, fn: str, arg: str) -> tuple[int, ...]:
@@ -664,11 +726,14 @@ def _pad_positions(n: int, before: int, after: int, mode: str) -> np.ndarray:
     return np.where(m < n, m, 2 * n - 2 - m)
 
 
-def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
-    """Pad ``x`` on each axis (numpy's ``pad``).
+def pad(
+    array: Any, pad_width: Any, mode: str = "constant", *, constant_values: Any = 0,
+    reflect_type: str = "even", **kwargs: Any,
+) -> Any:
+    """Pad ``array`` on each axis (numpy's ``pad``).
 
     Args:
-        x: Tensor of ``n`` dimensions.
+        array: Tensor of ``n`` dimensions.
         pad_width: ``((before, after),) * n``, one ``(before, after)`` for all axes, or one
             int for all sides.
         mode: ``"constant"`` (``constant_values``), ``"edge"`` (repeat the border),
@@ -676,9 +741,12 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
             ``"wrap"`` (periodic).
         constant_values: a Python scalar or a 0-d Tensor (also a traced one) for
             ``"constant"`` mode.
+        reflect_type: ``"even"`` (numpy's default) for ``"reflect"`` and ``"symmetric"``.
+        kwargs: numpy's ``stat_length`` and ``end_values`` belong to modes fgrad does
+            not have, and are refused.
 
     Returns:
-        Tensor of ``x.dtype``, axis ``d`` longer by ``sum(pad_width[d])``.
+        Tensor of ``array.dtype``, axis ``d`` longer by ``sum(pad_width[d])``.
 
     Raises:
         DTypeError: ``pad_width`` holds something other than ints.
@@ -689,8 +757,15 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
         >>> fnp.pad(fnp.array([1.0, 2.0, 3.0]), 2, mode="reflect")
         Tensor([3., 2., 1., 2., 3., 2., 1.], dtype=float64)
     """
-    x = _tensor(x, "pad")
-    shape = shape_of(x)
+    if kwargs:
+        raise TypeError(
+            f"pad: {sorted(kwargs)} not supported (fgrad's modes are 'constant', 'edge', "
+            "'reflect', 'symmetric' and 'wrap')"
+        )
+    if _args.choice(reflect_type, "pad", "reflect_type", ("even", "odd")) == "odd":
+        raise ValueError("pad: reflect_type='odd' is not supported; use 'even'")
+    array = _tensor(array, "pad")
+    shape = shape_of(array)
     widths = _pad_widths(pad_width, len(shape))
     if not isinstance(mode, str):
         raise DTypeError(
@@ -706,17 +781,17 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
                 "for per-side constants pad with 0 and add a padded mask times the values"
             )
         if not any(b or a for b, a in widths):
-            return x
+            return array
         if array_value:  # maybe traced: select it on the border
             from fgrad.numpy._elementwise import where  # a sibling module of this layer
 
             border = np.pad(np.zeros(shape, dtype=bool), widths, constant_values=True)
-            padded = _s.pad(x, pad_width=widths, constant=0)
-            return where(asarray(border), constant_values.astype(x.dtype), padded)
+            padded = _s.pad(array, pad_width=widths, constant=0)
+            return where(asarray(border), constant_values.astype(array.dtype), padded)
         value = (
             constant_values.item() if isinstance(constant_values, np.generic) else constant_values
         )
-        return _s.pad(x, pad_width=widths, constant=value)
+        return _s.pad(array, pad_width=widths, constant=value)
     if mode not in ("edge", "reflect", "symmetric", "wrap"):
         raise ValueError(
             f"pad: mode {mode!r} is not supported; use 'constant', 'edge', 'reflect', "
@@ -731,12 +806,12 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
             raise ShapeError(
                 f"pad: cannot pad the empty axis {d} of shape {shape} in mode {mode!r}"
             )
-        x = take(x, _pad_positions(shape[d], b, a, mode), axis=d)
-    return x
+        array = take(array, _pad_positions(shape[d], b, a, mode), axis=d)
+    return array
 
 
-def tile(x: Any, reps: Any) -> Any:
-    """Repeat the whole of ``x`` ``reps[d]`` times along each axis (numpy's ``tile``).
+def tile(A: Any, reps: Any) -> Any:
+    """Repeat the whole of ``A`` ``reps[d]`` times along each axis (numpy's ``tile``).
 
     Raises:
         DTypeError: ``reps`` holds something other than ints.
@@ -747,25 +822,25 @@ def tile(x: Any, reps: Any) -> Any:
         Tensor([[1., 2., 1., 2.],
                 [1., 2., 1., 2.]], dtype=float64)
     """
-    x = _tensor(x, "tile")
+    A = _tensor(A, "tile")
     reps = _args.shape(reps, "tile", "reps")
-    shape = shape_of(x)
+    shape = shape_of(A)
     n = max(len(shape), len(reps))
     shape = (1,) * (n - len(shape)) + shape
     reps = (1,) * (n - len(reps)) + reps
     inter = tuple(v for pair in zip((1,) * n, shape) for v in pair)
     big = tuple(v for pair in zip(reps, shape) for v in pair)
-    y = _s.broadcast_to(_s.reshape(x, shape=inter), shape=big)
+    y = _s.broadcast_to(_s.reshape(A, shape=inter), shape=big)
     return _s.reshape(y, shape=tuple(r * d for r, d in zip(reps, shape)))
 
 
-def repeat(x: Any, repeats: Any, axis: int | None = None) -> Any:
-    """Repeat each element of ``x`` ``repeats`` times along ``axis`` (None: flattened).
+def repeat(a: Any, repeats: Any, axis: int | None = None) -> Any:
+    """Repeat each element of ``a`` ``repeats`` times along ``axis`` (None: flattened).
 
     Args:
-        x: Tensor of any shape.
+        a: Tensor of any shape.
         repeats: an int, or concrete non-negative ints with one per element along ``axis``.
-        axis: the axis to repeat along; None flattens ``x`` first.
+        axis: the axis to repeat along; None flattens ``a`` first.
 
     Raises:
         DTypeError: ``repeats`` holds something other than ints (2.5 is not truncated), or
@@ -778,18 +853,18 @@ def repeat(x: Any, repeats: Any, axis: int | None = None) -> Any:
         >>> fnp.repeat(fnp.array([1.0, 2.0]), [1, 3])
         Tensor([1., 2., 2., 2.], dtype=float64)
     """
-    x = _tensor(x, "repeat")
+    a = _tensor(a, "repeat")
     if axis is None:
-        x = ravel(x)
+        a = ravel(a)
         axis = 0
-    shape = shape_of(x)
+    shape = shape_of(a)
     axis = _args.axis(axis, "repeat", len(shape))
     counts = _counts(repeats)
     if counts.ndim == 0 or counts.size == 1:
         r = int(counts.reshape(()) if counts.ndim else counts)
         if r < 0:
             raise ShapeError(f"repeat: repeats must be non-negative, got {r}")
-        y = _s.reshape(x, shape=shape[: axis + 1] + (1,) + shape[axis + 1 :])
+        y = _s.reshape(a, shape=shape[: axis + 1] + (1,) + shape[axis + 1 :])
         y = _s.broadcast_to(y, shape=shape[: axis + 1] + (r,) + shape[axis + 1 :])
         return _s.reshape(y, shape=shape[:axis] + (shape[axis] * r,) + shape[axis + 1 :])
     if counts.shape != (shape[axis],) or (counts < 0).any():
@@ -799,7 +874,7 @@ def repeat(x: Any, repeats: Any, axis: int | None = None) -> Any:
         )
     from fgrad.numpy._indexing import take
 
-    return take(x, np.repeat(np.arange(shape[axis]), counts), axis=axis)
+    return take(a, np.repeat(np.arange(shape[axis]), counts), axis=axis)
 
 
 def _counts(repeats: Any) -> np.ndarray:

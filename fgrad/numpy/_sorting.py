@@ -73,10 +73,10 @@ def _real(a: Any, name: str, arg: str) -> Any:
 def sort(
     a: Any,
     axis: int | None = -1,
-    *,
     kind: str | None = None,
     order: Any = None,
-    stable: bool = True,
+    *,
+    stable: bool | None = True,
     descending: bool = False,
 ) -> Any:
     """``a`` sorted along ``axis`` (``jax.numpy.sort``'s signature).
@@ -92,7 +92,7 @@ def sort(
         axis: int, the axis to sort along; None sorts the flattened ``a``.
         kind: ignored (numpy's algorithm choice).
         order: must be None (structured arrays are not supported).
-        stable: ignored; the sort is always stable.
+        stable: a bool or None (numpy's default), ignored; the sort is always stable.
         descending: sort from largest to smallest (ties keep their original order).
 
     Returns:
@@ -114,17 +114,18 @@ def sort(
         Tensor([0., 1., 0.], dtype=float64)
     """
     a, axis = _prepare("sort", a, axis, kind, order)
-    _args.flag(stable, "sort", "stable")
+    if stable is not None:
+        _args.flag(stable, "sort", "stable")
     return _so.sort(a, axis=axis, descending=_args.flag(descending, "sort", "descending"))
 
 
 def argsort(
     a: Any,
     axis: int | None = -1,
-    *,
     kind: str | None = None,
     order: Any = None,
-    stable: bool = True,
+    *,
+    stable: bool | None = True,
     descending: bool = False,
 ) -> Any:
     """Indices that sort ``a`` along ``axis``, stably (``jax.numpy.argsort``'s signature).
@@ -138,7 +139,7 @@ def argsort(
         axis: int, the axis to sort along; None sorts the flattened ``a``.
         kind: ignored (numpy's algorithm choice).
         order: must be None.
-        stable: ignored; the sort is always stable.
+        stable: a bool or None (numpy's default), ignored; the sort is always stable.
         descending: from largest to smallest.
 
     Returns:
@@ -157,7 +158,8 @@ def argsort(
         Tensor([0, 2, 1, 3], dtype=int64)
     """
     a, axis = _prepare("argsort", a, axis, kind, order)
-    _args.flag(stable, "argsort", "stable")
+    if stable is not None:
+        _args.flag(stable, "argsort", "stable")
     return _so.argsort(a, axis=axis, descending=_args.flag(descending, "argsort", "descending"))
 
 
@@ -260,9 +262,12 @@ def quantile(
     a: Any,
     q: Any,
     axis: Any = None,
-    *,
+    out: Any = None,
+    overwrite_input: bool = False,
     method: str = "linear",
     keepdims: bool = False,
+    *,
+    weights: Any = None,
 ) -> Any:
     """The ``q``-th quantiles of ``a`` over ``axis`` (numpy's ``quantile``).
 
@@ -278,6 +283,8 @@ def quantile(
         method: ``"linear"`` (numpy's default), ``"lower"``, ``"higher"``, ``"nearest"`` or
             ``"midpoint"``, numpy's meanings.
         keepdims: keep the reduced axes with size 1.
+        out: must be None (Tensors are immutable).
+        overwrite_input: a bool, ignored (numpy's permission to sort ``a`` in place).
 
     Returns:
         Tensor of shape ``q.shape + reduced shape``, floating dtype of ``a`` (ints give
@@ -295,7 +302,23 @@ def quantile(
         >>> fnp.quantile(a, fnp.array([0.0, 1.0]))
         Tensor([0., 5.], dtype=float64)
     """
+    _numpy_extras("quantile", out, overwrite_input, weights)
     return _quantile(a, q, axis, method, keepdims, "quantile", 1)
+
+
+def _numpy_extras(name: str, out: Any, overwrite_input: Any, weights: Any) -> None:
+    """numpy's ``out`` (refused: Tensors are immutable), ``overwrite_input`` (a hint,
+    checked) and ``weights`` (numpy's weighted quantiles: not supported)."""
+    if out is not None:
+        raise TypeError(
+            f"{name}: out= is not supported: Tensors are immutable; use the returned Tensor "
+            "(functional style)"
+        )
+    _args.flag(overwrite_input, name, "overwrite_input")
+    if weights is not None:
+        raise ValueError(
+            f"{name}: weights= (numpy's weighted inverted_cdf quantiles) is not supported"
+        )
 
 
 def _quantile(a: Any, q: Any, axis: Any, method: Any, keepdims: Any, name: str, scale: int):
@@ -367,9 +390,12 @@ def percentile(
     a: Any,
     q: Any,
     axis: Any = None,
-    *,
+    out: Any = None,
+    overwrite_input: bool = False,
     method: str = "linear",
     keepdims: bool = False,
+    *,
+    weights: Any = None,
 ) -> Any:
     """The ``q``-th percentiles of ``a`` over ``axis``: :func:`quantile` at ``q / 100``.
 
@@ -379,6 +405,8 @@ def percentile(
         axis: int, tuple of ints, or None (all axes).
         method: as in :func:`quantile`.
         keepdims: keep the reduced axes with size 1.
+        out: must be None (Tensors are immutable).
+        overwrite_input: a bool, ignored (numpy's permission to sort ``a`` in place).
 
     Returns:
         Tensor of shape ``q.shape + reduced shape``, floating dtype of ``a``.
@@ -392,10 +420,14 @@ def percentile(
         >>> fnp.percentile(fnp.array([1.0, 2.0, 3.0, 4.0]), 50)
         Tensor(2.5, dtype=float64)
     """
+    _numpy_extras("percentile", out, overwrite_input, weights)
     return _quantile(a, q, axis, method, keepdims, "percentile", 100)
 
 
-def median(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+def median(
+    a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+    keepdims: bool = False,
+) -> Any:
     """The median of ``a`` over ``axis`` (numpy's ``median``).
 
     The middle element of the sorted slice, or the mean of the two middle ones for an even
@@ -406,6 +438,8 @@ def median(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
         a: real Tensor.
         axis: int, tuple of ints, or None (all axes).
         keepdims: keep the reduced axes with size 1.
+        out: must be None (Tensors are immutable).
+        overwrite_input: a bool, ignored (numpy's permission to sort ``a`` in place).
 
     Returns:
         Tensor of the reduced shape, floating dtype of ``a`` (ints give float64).
@@ -421,6 +455,7 @@ def median(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
         >>> fgrad.grad(fnp.median)(fnp.array([4.0, 1.0, 3.0, 2.0]))
         Tensor([0. , 0. , 0.5, 0.5], dtype=float64)
     """
+    _numpy_extras("median", out, overwrite_input, None)
     return _quantile(a, 0.5, axis, "linear", keepdims, "median", 1)
 
 
@@ -561,6 +596,7 @@ def unique(
     axis: int | None = None,
     *,
     equal_nan: bool = True,
+    sorted: bool = True,
     size: int | None = None,
     fill_value: Any = None,
 ) -> Any:
@@ -580,6 +616,7 @@ def unique(
         axis: None (flatten) or an int: unique slices along that axis (needs concrete
             ``ar``).
         equal_nan: collapse NaNs into one value (numpy's default).
+        sorted: a bool; the values always come sorted (numpy allows any order with False).
         size: optional static int, the number of values returned.
         fill_value: padding value when ``size`` exceeds the number of unique values.
 
@@ -611,6 +648,7 @@ def unique(
             ("return_inverse", return_inverse),
             ("return_counts", return_counts),
             ("equal_nan", equal_nan),
+            ("sorted", sorted),
         )
     }
     equal_nan = flags["equal_nan"]
@@ -663,12 +701,7 @@ def _unique_sized(ar: Any, size: int, fill_value: Any, equal_nan: bool) -> tuple
         raise ShapeError("unique: size= needs a non-empty input")
     perm = _so.argsort(flat, axis=0, descending=False)
     s = take(flat, perm)
-    differs = _e.not_equal(s[1:], s[:-1])
-    if equal_nan and dtypes.is_inexact(flat.dtype):
-        differs = _e.logical_and(
-            differs, _e.logical_not(_e.logical_and(_e.isnan(s[1:]), _e.isnan(s[:-1])))
-        )
-    first = concatenate([asarray(np.ones(1, bool), device=ar.device), differs])
+    first = _run_starts(s, equal_nan)
     starts = _nonzero_sized(first, size + 1, n, "unique")[0]
     count = _r.sum(_e.astype(first, dtype=dtypes.int64), axes=(0,), keepdims=False)
     valid = _e.less(asarray(np.arange(size), device=ar.device), count)
@@ -682,3 +715,16 @@ def _unique_sized(ar: Any, size: int, fill_value: Any, equal_nan: bool) -> tuple
     rank = _e.subtract(_r.cumsum(_e.astype(first, dtype=dtypes.int64), axis=0, reverse=False), 1)
     inverse = take(rank, _so.argsort(perm, axis=0, descending=False))
     return values, index, reshape(inverse, tuple(ar.shape)), counts
+
+
+def _run_starts(s: Any, equal_nan: bool) -> Any:
+    """Boolean Tensor marking the first element of each run of equal values in the sorted
+    1-D ``s`` (NaNs make one run with ``equal_nan``, else each NaN its own)."""
+    if s.shape[0] == 0:
+        return _e.not_equal(s, s)  # empty, boolean
+    differs = _e.not_equal(s[1:], s[:-1])
+    if equal_nan and dtypes.is_inexact(s.dtype):
+        differs = _e.logical_and(
+            differs, _e.logical_not(_e.logical_and(_e.isnan(s[1:]), _e.isnan(s[:-1])))
+        )
+    return concatenate([asarray(np.ones(1, bool), device=s.device), differs])

@@ -35,9 +35,20 @@ from fgrad.ops.shape import broadcast_to as _broadcast_to
 from fgrad.ops.shape import permute_dims as _permute_dims
 from fgrad.ops.shape import reshape as _reshape
 from fgrad.tensor import Tensor, asarray
-
+from fgrad.numpy._linalg_more import (  # noqa: F401  (numpy.linalg's names, composed)
+    EigResult,
+    cond,
+    cross,
+    eig,
+    eigvals,
+    matrix_rank,
+    multi_dot,
+    tensorinv,
+    tensorsolve,
+)
 
 __all__ = [
+    "EigResult",
     "EighResult",
     "LinAlgError",
     "LstsqResult",
@@ -45,16 +56,22 @@ __all__ = [
     "SVDResult",
     "SlogdetResult",
     "cholesky",
+    "cond",
+    "cross",
     "det",
     "diagonal",
+    "eig",
     "eigh",
+    "eigvals",
     "eigvalsh",
     "inv",
     "lstsq",
     "matmul",
     "matrix_norm",
     "matrix_power",
+    "matrix_rank",
     "matrix_transpose",
+    "multi_dot",
     "norm",
     "outer",
     "pinv",
@@ -64,6 +81,8 @@ __all__ = [
     "svd",
     "svdvals",
     "tensordot",
+    "tensorinv",
+    "tensorsolve",
     "trace",
     "vecdot",
     "vector_norm",

@@ -803,8 +803,16 @@ def _astype_kernel(xp, x, *, dtype):
     return xp.astype(x, dtype, copy=False)
 
 
+def _astype_transpose(ct, out, x, *, dtype):
+    # A real input's cotangent from a complex one is its real part (the transpose of the
+    # embedding of the reals), taken explicitly: numpy's cast would warn that it drops it.
+    if dtypes.is_complex(dtypes.result_type(ct)) and not dtypes.is_complex(x.dtype):
+        ct = real(ct)
+    return astype(ct, dtype=x.dtype)
+
+
 astype = linear_op(
-    "astype", _astype_kernel, lambda ct, out, x, *, dtype: astype(ct, dtype=x.dtype),
+    "astype", _astype_kernel, _astype_transpose,
     aval=lambda x, *, dtype: x._replace(dtype=np.dtype(dtype)),
     check=Check(params=({"dtype": np.dtype(np.float64)},), dtype=np.float32),
     vjp_reads=("inputs", "out"),
@@ -1051,4 +1059,277 @@ full_like = nondiff_op(
         "Tensor([7., 7.], dtype=float64)",
         user="fgrad.numpy.full_like",
     ),
+)
+
+# ---------------------------------------------------------------- numpy's further ufuncs
+# Kernels outside the Array API standard (fabs, fmax, fmod, ldexp, gcd, ...) set
+# ``strict=False``: array_api_strict has no such function.
+
+
+def _numpy_dtype(name: str, fn: str, kinds: str, what: str):
+    """Shape rule of a numpy ufunc restricted to inputs of dtype ``kinds`` (numpy's kind
+    letters): broadcasting, and the dtype numpy's own loop gives for the promoted inputs
+    (``gcd`` of bools is int8, ``bitwise_count`` is uint8)."""
+
+    def rule(*xs):
+        shape = broadcast_shapes(name, *xs)
+        described = [ShapeDtype(shape_of(x), np.dtype(dtypes.result_type(x))) for x in xs]
+        if np.dtype(dtypes.result_type(*xs)).kind not in kinds:
+            raise DTypeError(
+                f"{name}: needs {what} inputs, got {', '.join(map(str, described))}"
+            )
+        samples = [x if type(x) in (bool, int) else np.zeros((), d.dtype) for x, d in zip(xs, described)]
+        return ShapeDtype(shape, np.dtype(getattr(np, fn)(*samples).dtype))
+
+    return rule
+
+
+def _nonneg_int_args(rng, shapes):
+    return [rng.integers(0, 8, s) for s in shapes]
+
+
+fabs = unary_op(
+    "fabs", "fabs", lambda t, out, x: multiply(t, sign(x)),
+    aval=unary(floating, name="fabs", real_only=True),
+    check=Check(make_args=_away_from_zero(), strict=False), numpy=True,
+    doc=unary_doc(
+        "Absolute value of real ``x`` as a float (numpy's ``fabs``).",
+        ">>> fnp.fabs(fnp.array([-1.5, 2]))\nTensor([1.5, 2. ], dtype=float64)",
+        extra="Complex input is refused (``fnp.abs`` takes it). The derivative at 0 is 0, "
+        "as ``abs``'s.",
+    ),
+)
+
+_DEG = math.pi / 180.0
+
+deg2rad = unary_op(
+    "deg2rad", "deg2rad", lambda t, out, x: multiply(t, _DEG),
+    aval=unary(floating, name="deg2rad", real_only=True), vjp_reads=(),
+    check=Check(strict=False), numpy=True,
+    doc=unary_doc(
+        "Degrees to radians, ``x * pi / 180`` (``fnp.radians`` is the same op).",
+        ">>> fnp.deg2rad(fnp.array([180.0, 90.0]))\nTensor([3.14159265, 1.57079633], dtype=float64)",
+    ),
+)
+
+rad2deg = unary_op(
+    "rad2deg", "rad2deg", lambda t, out, x: multiply(t, 1.0 / _DEG),
+    aval=unary(floating, name="rad2deg", real_only=True), vjp_reads=(),
+    check=Check(strict=False), numpy=True,
+    doc=unary_doc(
+        "Radians to degrees, ``x * 180 / pi`` (``fnp.degrees`` is the same op).",
+        ">>> fnp.rad2deg(fnp.array([3.141592653589793, 1.0]))\n"
+        "Tensor([180.        ,  57.29577951], dtype=float64)",
+    ),
+)
+
+
+def _same_sign(x, y):
+    """1 where ``x`` and ``y`` have the same sign bit, else -1 (``-0.0`` counts as negative)."""
+    return where(equal(signbit(x), signbit(y)), 1.0, -1.0)
+
+
+copysign = binary_op(
+    "copysign", "copysign", (lambda t, out, x, y: multiply(t, _same_sign(x, y)), None),
+    aval=binary("copysign", floating, real_only=True),
+    check=Check(shapes=_BINARY_SHAPES, make_args=_away_from_zero()), numpy=True,
+    doc=binary_doc(
+        "The magnitude of ``x`` with the sign of ``y``.",
+        ">>> fnp.copysign(fnp.array([1.0, -2.0]), fnp.array([-1.0, 3.0]))\n"
+        "Tensor([-1.,  2.], dtype=float64)",
+        extra="Differentiable in ``x`` (``+-1``, by the two sign bits, so ``+-1`` at "
+        "``x = 0`` too, as JAX's ``where(signbit(y), -abs(x), abs(x))``); ``y`` gets none.",
+    ),
+)
+
+
+def _fmax_takes_x(x, y):
+    # JAX's fmax: x where x > y or y is NaN, else y (so ties and NaN x go to y).
+    return logical_or(greater(x, y), isnan(y))
+
+
+def _fmin_takes_x(x, y):
+    return logical_or(less(x, y), isnan(y))
+
+
+_FTIES = (
+    "NaN is ignored: the other input is returned (NaN only if both are). The derivative "
+    "goes to ``x`` where the result is ``x`` strictly (or ``y`` is NaN) and to ``y`` "
+    "otherwise, ties included, as JAX's (``maximum`` splits ties evenly instead)."
+)
+
+fmax = binary_op(
+    "fmax", "fmax",
+    (
+        lambda t, out, x, y: where(_fmax_takes_x(x, y), t, 0),
+        lambda t, out, x, y: where(_fmax_takes_x(x, y), 0, t),
+    ),
+    aval=binary("fmax", real_only=True),
+    check=Check(shapes=_BINARY_SHAPES, make_args=_tie_args, strict=False), numpy=True,
+    doc=binary_doc(
+        "Elementwise maximum ignoring NaN.",
+        ">>> fnp.fmax(fnp.array([1.0, fnp.nan, 5.0]), fnp.array([3.0, 2.0, fnp.nan]))\n"
+        "Tensor([3., 2., 5.], dtype=float64)",
+        extra=_FTIES,
+    ),
+)
+
+fmin = binary_op(
+    "fmin", "fmin",
+    (
+        lambda t, out, x, y: where(_fmin_takes_x(x, y), t, 0),
+        lambda t, out, x, y: where(_fmin_takes_x(x, y), 0, t),
+    ),
+    aval=binary("fmin", real_only=True),
+    check=Check(shapes=_BINARY_SHAPES, make_args=_tie_args, strict=False), numpy=True,
+    doc=binary_doc(
+        "Elementwise minimum ignoring NaN.",
+        ">>> fnp.fmin(fnp.array([1.0, fnp.nan, 5.0]), fnp.array([3.0, 2.0, fnp.nan]))\n"
+        "Tensor([1., 2., 5.], dtype=float64)",
+        extra=_FTIES.replace("maximum", "minimum"),
+    ),
+)
+
+fmod = binary_op(
+    "fmod", "fmod",
+    # fmod(x, y) = x - y * trunc(x / y), and trunc(x / y) is locally constant (JAX's rule).
+    (lambda t, out, x, y: t, lambda t, out, x, y: negative(multiply(t, trunc(divide(x, y))))),
+    aval=binary("fmod", real_only=True),
+    check=Check(shapes=_BINARY_SHAPES, make_args=_remainder_args, strict=False), numpy=True,
+    doc=binary_doc(
+        "Remainder of truncated division, with the sign of ``x`` (C's ``fmod``).",
+        ">>> fnp.fmod(fnp.array([5.0, -5.0]), 3.0)\nTensor([ 2., -2.], dtype=float64)",
+        extra="Differentiable almost everywhere: 1 in ``x`` and ``-trunc(x / y)`` in ``y`` "
+        "(as JAX), ignoring the jumps where ``x / y`` is an integer. Integer ``y = 0`` gives "
+        "0, as numpy.",
+    ),
+)
+
+
+def _ldexp_aval(x, e):
+    shape = broadcast_shapes("ldexp", x, e)
+    dx, de = (np.dtype(dtypes.result_type(v)) for v in (x, e))
+    if dx.kind not in "biuf" or de.kind not in "biu":
+        raise DTypeError(
+            f"ldexp: needs a real x and an integer exponent, got {ShapeDtype(shape_of(x), dx)} "
+            f"and {ShapeDtype(shape_of(e), de)}; round the exponent first "
+            "(fnp.round(e).astype(int))"
+        )
+    sample = x if type(x) is float else np.zeros((), dx)
+    return ShapeDtype(shape, np.dtype(np.ldexp(sample, np.zeros((), de)).dtype))
+
+
+ldexp = binary_op(
+    "ldexp", "ldexp", (lambda t, out, x, e: ldexp(t, e), None),
+    aval=_ldexp_aval,
+    check=Check(
+        shapes=_BINARY_SHAPES, strict=False,
+        make_args=lambda rng, shapes: [rng.uniform(-2, 2, shapes[0]), rng.integers(-3, 4, shapes[1])],
+    ),
+    numpy=True,
+    doc=binary_doc(
+        "``x * 2**e`` for an integer exponent ``e``, exactly (numpy's ``ldexp``).",
+        ">>> fnp.ldexp(fnp.array([1.5, -3.0]), fnp.array([2, -1]))\n"
+        "Tensor([ 6. , -1.5], dtype=float64)",
+        extra="Linear in ``x`` (derivative ``2**e``); the integer ``e`` has none.",
+    ),
+)
+
+frexp_exponent = nondiff_op(
+    "frexp_exponent", lambda xp, x: xp.frexp(x)[1],
+    aval=unary(lambda dtype: np.dtype(np.int32), name="frexp_exponent", real_only=True),
+    check=Check(strict=False),
+    doc=contract(
+        "The int32 exponent ``e`` of ``x = m * 2**e`` with ``0.5 <= |m| < 1`` (0 at 0, inf, "
+        "NaN).",
+        ">>> from fgrad.ops.elementwise import frexp_exponent\n"
+        ">>> frexp_exponent(fnp.array([8.0, 0.3]))\nTensor([ 4, -1], dtype=int32)",
+        user="fgrad.numpy.frexp",
+    ),
+)
+
+signbit = nondiff_op(
+    "signbit", "signbit", aval=unary(to_bool, name="signbit", real_only=True), numpy=True,
+    doc=nondiff_doc(
+        "True where the sign bit of ``x`` is set (negative numbers, ``-0.0``, ``-inf``).",
+        ">>> fnp.signbit(fnp.array([-0.0, 0.0, -2.0]))\nTensor([ True, False,  True], dtype=bool)",
+        returns="bool Tensor of ``x.shape``.",
+    ),
+)
+
+rint = nondiff_op(
+    # The Array API's round is numpy's rint: halves to even.
+    "rint", "round", aval=unary(_round_dtype), numpy=True,
+    doc=nondiff_doc(
+        "``x`` rounded to the nearest integer, halves to even.",
+        ">>> fnp.rint(fnp.array([0.5, 1.5, -2.7]))\nTensor([ 0.,  2., -3.], dtype=float64)",
+        returns="Tensor of ``x.shape`` and dtype (integers stay integers).",
+    ),
+)
+
+spacing = nondiff_op(
+    "spacing", "spacing", aval=unary(floating, name="spacing", real_only=True),
+    check=Check(strict=False), numpy=True,
+    doc=nondiff_doc(
+        "The distance from ``x`` to the next representable number away from zero (ulp).",
+        ">>> fnp.spacing(fnp.array([1.0, -1.0]))\n"
+        "Tensor([ 2.22044605e-16, -2.22044605e-16], dtype=float64)",
+        returns="Tensor of ``x.shape``, floating dtype of ``x``.",
+    ),
+)
+
+nextafter = nondiff_op(
+    "nextafter", "nextafter", arity=2, aval=binary("nextafter", floating, real_only=True),
+    numpy=True,
+    doc=nondiff_doc(
+        "The next representable number after ``x`` towards ``y``.",
+        ">>> fnp.nextafter(fnp.array([1.0]), 2.0) - 1.0\n"
+        "Tensor([2.22044605e-16], dtype=float64)",
+        returns="Tensor of the broadcast shape and floating promoted dtype.", nargs=2,
+    ),
+)
+
+
+def _integer_op(name, kernel, summary, example, *, arity=2, kinds="biu", numpy=True,
+                make_args=_int_args, strict=False):
+    """A nondiff op of numpy's integer ufuncs, dtype rule from numpy's loop."""
+    shapes = _BINARY_SHAPES if arity == 2 else Check.shapes
+    what = "integer or bool" if "b" in kinds else "integer"
+    return nondiff_op(
+        name, kernel, arity=arity, numpy=numpy,
+        aval=_numpy_dtype(name, name, kinds, what),
+        check=Check(shapes=shapes, make_args=make_args, strict=strict),
+        doc=nondiff_doc(
+            summary, example, nargs=arity,
+            returns="Tensor of the broadcast shape; numpy's integer dtype for the inputs.",
+        ),
+    )
+
+
+gcd = _integer_op(
+    "gcd", "gcd", "Greatest common divisor of ``|x|`` and ``|y|`` (``gcd(0, 0) = 0``).",
+    ">>> fnp.gcd(fnp.array([12, -18]), 8)\nTensor([4, 2], dtype=int64)", kinds="iu",
+)
+lcm = _integer_op(
+    "lcm", "lcm", "Least common multiple of ``|x|`` and ``|y|`` (0 if either is 0).",
+    ">>> fnp.lcm(fnp.array([4, -6]), 6)\nTensor([12,  6], dtype=int64)", kinds="iu",
+)
+bitwise_count = _integer_op(
+    "bitwise_count", "bitwise_count",
+    "The number of 1 bits in ``|x|`` (population count), as uint8.",
+    ">>> fnp.bitwise_count(fnp.array([7, -1, 1024]))\nTensor([3, 1, 1], dtype=uint8)",
+    arity=1,
+)
+left_shift = _integer_op(
+    "left_shift", lambda xp, x, y: _xp_fn(xp, "bitwise_left_shift", "left_shift")(x, y),
+    "``x << y``: the bits of ``x`` shifted left by ``y >= 0`` (also ``bitwise_left_shift``).",
+    ">>> fnp.left_shift(fnp.array([1, 3]), 2)\nTensor([ 4, 12], dtype=int64)",
+    make_args=_nonneg_int_args, strict=True,
+)
+right_shift = _integer_op(
+    "right_shift", lambda xp, x, y: _xp_fn(xp, "bitwise_right_shift", "right_shift")(x, y),
+    "``x >> y``: the bits of ``x`` shifted right by ``y >= 0``, arithmetic for signed "
+    "``x`` (also ``bitwise_right_shift``).",
+    ">>> fnp.right_shift(fnp.array([16, -16]), 2)\nTensor([ 4, -4], dtype=int64)",
+    make_args=_nonneg_int_args, strict=True,
 )

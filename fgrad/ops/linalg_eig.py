@@ -84,20 +84,16 @@ def _eigvals_vjp(ct, out, x):
 
 
 def _spectrum(rng, shapes):
-    """``V diag(w) V^-1`` with well-conditioned V and distinct eigenvalues, half of them a
-    complex-conjugate pair (rotation blocks), so the order numpy returns is stable."""
+    """``V diag(w) V^-1`` with well-conditioned complex V and distinct eigenvalues, so the
+    order numpy returns stays put under the finite differences' steps. Complex, so that
+    eigvals is holomorphic there and the registry's bilinear checks (which compare complex
+    values, not real parts) apply; tests/ops/test_linalg_eig.py checks real input."""
     out = []
     for s in shapes:
         n = s[-1]
-        q, _ = np.linalg.qr(rng.standard_normal(s))
-        v = q + 0.3 * np.eye(n)
-        d = np.zeros(s)
-        for i in range(n):
-            d[..., i, i] = 1.0 + i
-        if n >= 3:  # a rotation block: eigenvalues 1.5 +- 0.8i
-            d[..., 0, 0] = d[..., 1, 1] = 1.5
-            d[..., 0, 1], d[..., 1, 0] = 0.8, -0.8
-        out.append(v @ d @ np.linalg.inv(v))
+        v = rng.standard_normal(s) + 1j * rng.standard_normal(s) + 2 * np.eye(n)
+        w = (1.0 + np.arange(n)) * (1 + 0.5j)
+        out.append((v * w[..., None, :]) @ np.linalg.inv(v))
     return out
 
 

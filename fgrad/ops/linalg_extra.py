@@ -1,5 +1,6 @@
-"""Matrix-function ops for ``fgrad.scipy.linalg``: the matrix exponential and the principal
-matrix square root, each over the last two axes and broadcast over leading ones.
+"""Matrix ops for ``fgrad.scipy.linalg``: the matrix exponential, the principal matrix
+square root and the LU decomposition with partial pivoting, each over the last two axes
+and broadcast over leading ones.
 
 Both are real-input ops computed in float64 (float32 input is rounded once at the end).
 Their derivatives are Frechet derivatives, written with fgrad ops so that they are
@@ -10,7 +11,11 @@ differentiable again:
   ``expm_frechet``); the adjoint under ``sum(ct * t)`` is ``L(A^T, ct)``;
 * ``sqrtm``: ``E = L(A, T)`` solves the Sylvester equation ``X E + E X = T`` with
   ``X = sqrtm(A)`` (Higham 2008, 6.1), solved here as the ``n^2 x n^2`` Kronecker system;
-  the adjoint solves the same equation with ``X^T``.
+  the adjoint solves the same equation with ``X^T``;
+* ``lu``: with ``A[perm] = L U`` and ``F = L^-1 dA[perm] U^-1``,
+  ``dL = L tril(F, -1)`` and ``dU = triu(F) U`` (de Hoog, Anderssen and Lukas 2011;
+  the forward-mode form JAX's ``lu`` uses); the adjoint is
+  ``A_bar[perm] = L^-T (tril(L^T L_bar, -1) + triu(U_bar U^T)) U^-T``.
 """
 
 from __future__ import annotations
@@ -23,13 +28,13 @@ from fgrad import dtypes
 from fgrad.core.op import Check, defop
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.ops._rules import ndim_of, shape_of
-from fgrad.ops.elementwise import add, multiply
+from fgrad.ops.elementwise import add, astype, equal, multiply, subtract
 from fgrad.ops.indexing import getitem
-from fgrad.ops.linalg import _stack_batch, solve
+from fgrad.ops.linalg import _stack_batch, matmul, solve, tril
 from fgrad.ops.shape import concatenate, permute_dims, reshape
 from fgrad.tensor import ShapeDtype
 
-__all__ = ["expm", "sqrtm"]
+__all__ = ["expm", "lu", "lu_pivots_to_permutation", "sqrtm"]
 
 
 def _describe(x) -> str:
@@ -279,5 +284,199 @@ sqrtm = defop(
         systems", Appl. Math. Comput. 2, 1976, in the scaled product form of N. J.
         Higham, *Functions of Matrices*, SIAM 2008, eq. 6.29; the derivative by
         Higham 2008, section 6.1.
+    """,
+)
+
+
+# ---------------------------------------------------------------------- lu
+
+
+def _lu_aval(x):
+    s = _square_real_aval("lu")(x)
+    index = ShapeDtype(s.shape[:-1], np.dtype(np.int32))
+    return s, index, index
+
+
+def _lu_kernel(xp, a):
+    """Doolittle elimination with partial pivoting (Golub and Van Loan, *Matrix
+    Computations*, 4th ed., algorithm 3.4.1), one column at a time over the whole stack:
+    returns the packed factors (``L`` below the diagonal, unit diagonal implied; ``U`` on
+    and above it), LAPACK's pivots (row ``k`` was swapped with row ``piv[k]``, 0-based) and
+    the permutation ``perm`` with ``a[perm] = L U``. A zero pivot column is left as it is
+    (the matrix is singular: ``U`` gets a zero on its diagonal, as LAPACK's getrf)."""
+    a, name = _wide(xp, a)
+    shape = a.shape
+    n = shape[-1]
+    m = xp.reshape(xp.asarray(a, copy=True), (-1, n, n))
+    count = m.shape[0]
+    rows = xp.arange(count)
+    perm = xp.broadcast_to(xp.arange(n), (count, n)).copy()
+    piv = xp.zeros((count, n), dtype=xp.int32)
+    for k in range(n):
+        p = k + xp.argmax(xp.abs(m[:, k:, k]), axis=-1)
+        piv[:, k] = p
+        row_k, row_p = m[rows, k].copy(), m[rows, p].copy()
+        m[rows, k], m[rows, p] = row_p, row_k
+        perm_k, perm_p = perm[rows, k].copy(), perm[rows, p].copy()
+        perm[rows, k], perm[rows, p] = perm_p, perm_k
+        pivot = m[:, k, k]
+        ok = pivot != 0
+        factor = xp.where(ok[:, None], m[:, k + 1:, k] / xp.where(ok, pivot, 1.0)[:, None], 0.0)
+        m[:, k + 1:, k] = factor
+        m[:, k + 1:, k + 1:] -= factor[:, :, None] * m[:, k, None, k + 1:]
+    lead = shape[:-2]
+    return (
+        _narrow(xp, xp.reshape(m, shape), name),
+        xp.reshape(piv, lead + (n,)),
+        xp.reshape(xp.astype(perm, xp.int32), lead + (n,)),
+    )
+
+
+def _lu_parts(packed):
+    """``(L, U)`` from the packed factors (fgrad ops)."""
+    n = shape_of(packed)[-1]
+    eye = _eye(n, packed)
+    return add(tril(packed, k=-1), eye), _mT(tril(_mT(packed), k=0))
+
+
+def _permutation_matrix(perm, like):
+    """``E`` with ``E @ x = x[perm]`` for each stack entry (one-hot rows, a constant)."""
+    n = shape_of(perm)[-1]
+    onehot = equal(reshape(perm, shape=shape_of(perm) + (1,)), np.arange(n, dtype=np.int32))
+    return astype(onehot, dtype=np.dtype(dtypes.result_type(like)))
+
+
+def _right_solve(x, u):
+    """``x u^-1`` (two transposes around a solve)."""
+    return _mT(solve(_mT(u), _mT(x)))
+
+
+def _lu_jvp(t, out, a):
+    packed, _, perm = out
+    low, up = _lu_parts(packed)
+    f = _right_solve(solve(low, matmul(_permutation_matrix(perm, a), t)), up)
+    strict = tril(f, k=-1)
+    upper = subtract(f, strict)
+    return add(matmul(low, strict), matmul(upper, up)), None, None
+
+
+def _lu_vjp(ct, out, a):
+    packed, _, perm = out
+    low, up = _lu_parts(packed)
+    c = ct[0]
+    lower_part = tril(matmul(_mT(low), c), k=-1)
+    cu = matmul(c, _mT(up))
+    inner = add(lower_part, subtract(cu, tril(cu, k=-1)))
+    grad_permuted = _right_solve(solve(_mT(low), inner), _mT(up))
+    return matmul(_mT(_permutation_matrix(perm, a)), grad_permuted)
+
+
+lu = defop(
+    "lu",
+    kernel=_lu_kernel,
+    aval=_lu_aval,
+    multiple_results=True,
+    jvp=(_lu_jvp,),
+    vjp=(_lu_vjp,),
+    batch=_stack_batch,
+    # row swaps by integer-array assignment: the Array API has no in-place update
+    check=Check(shapes=(((3, 3),), ((2, 4, 4),)), make_args=_random_matrices, strict=False),
+    doc="""The LU decomposition with partial pivoting of each square matrix, packed.
+
+    ``a[perm] = L U`` with ``L`` unit lower triangular and ``U`` upper triangular, as
+    LAPACK's ``getrf`` (and ``jax.lax.linalg.lu``). Differentiable in ``a`` through the
+    packed factors (the pivots are piecewise constant); at a singular matrix ``U`` has a
+    zero on its diagonal and the derivative is not finite.
+
+    Args:
+        a: ``(..., n, n)`` real Tensor (integers and bools give float64).
+
+    Returns:
+        ``(lu, pivots, perm)``: ``lu`` of ``a.shape`` (``L`` strictly below the diagonal,
+        ``U`` on and above it); ``pivots`` ``(..., n)`` int32, LAPACK's row swaps
+        (0-based, as scipy's ``lu_factor``); ``perm`` ``(..., n)`` int32.
+
+    Raises:
+        ShapeError: ``a`` is not a (stack of) square matrices.
+        DTypeError: complex input.
+
+    Example:
+        >>> from fgrad.ops.linalg_extra import lu
+        >>> packed, pivots, perm = lu(fnp.array([[1.0, 2.0], [3.0, 4.0]]))
+        >>> packed, pivots, perm
+        (Tensor([[3.        , 4.        ],
+                [0.33333333, 0.66666667]], dtype=float64), Tensor([1, 1], dtype=int32), Tensor([1, 0], dtype=int32))
+
+    References:
+        Golub and Van Loan, *Matrix Computations*, 4th ed., 2013, algorithm 3.4.1; the
+        derivative of F. R. de Hoog, R. S. Anderssen and M. A. Lukas, "Differentiation of
+        matrix functionals using triangular factorization", Math. Comp. 80, 2011.
+    """,
+)
+
+
+def _pivots_aval(piv):
+    s = shape_of(piv)
+    dtype = np.dtype(dtypes.result_type(piv))
+    if len(s) < 1 or dtype.kind not in "iu":
+        raise DTypeError(
+            f"lu_pivots_to_permutation: expected integer pivots of shape (..., n), got "
+            f"{_describe(piv)}"
+        )
+    return ShapeDtype(s, np.dtype(np.int32))
+
+
+def _pivots_kernel(xp, piv):
+    """The permutation the row swaps ``k <-> piv[k]``, applied in order, make."""
+    shape = piv.shape
+    n = shape[-1]
+    p = xp.reshape(piv, (-1, n))
+    count = p.shape[0]
+    rows = xp.arange(count)
+    perm = xp.broadcast_to(xp.arange(n, dtype=xp.int32), (count, n)).copy()
+    for k in range(n):
+        target = p[:, k]
+        at_k, at_t = perm[rows, k].copy(), perm[rows, target].copy()
+        perm[rows, k], perm[rows, target] = at_t, at_k
+    return xp.reshape(perm, shape)
+
+
+def _pivot_samples(rng, shapes):
+    out = []
+    for s in shapes:
+        n = s[-1]
+        out.append(np.stack([rng.integers(k, n, s[:-1]) for k in range(n)], axis=-1).astype(np.int32))
+    return out
+
+
+lu_pivots_to_permutation = defop(
+    "lu_pivots_to_permutation",
+    kernel=_pivots_kernel,
+    aval=_pivots_aval,
+    nondiff=True,
+    batch=_stack_batch,
+    check=Check(shapes=(((3,),), ((2, 4),)), make_args=_pivot_samples, strict=False),
+    doc="""The row permutation that LAPACK-style pivots describe.
+
+    Row ``k`` swapped with row ``pivots[k]``, for ``k = 0, 1, ...`` in turn, takes
+    ``arange(n)`` to ``perm`` (``jax.lax.linalg.lu_pivots_to_permutation``); ``a[perm]``
+    is then ``L U``. Not differentiable (integer output).
+
+    Args:
+        pivots: ``(..., n)`` integer Tensor, ``k <= pivots[k] < n``.
+
+    Returns:
+        ``(..., n)`` int32 Tensor.
+
+    Raises:
+        DTypeError: ``pivots`` is not an integer Tensor of at least one dimension.
+
+    Example:
+        >>> from fgrad.ops.linalg_extra import lu_pivots_to_permutation
+        >>> lu_pivots_to_permutation(fnp.array([2, 2, 2], dtype="int32"))
+        Tensor([2, 0, 1], dtype=int32)
+
+    References:
+        LAPACK's ``getrf`` pivot convention (``ipiv``, here 0-based as scipy's).
     """,
 )

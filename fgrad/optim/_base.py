@@ -79,6 +79,12 @@ def hyper(value: Any) -> Any:
     return value if traced_scalar(value) else float(value)
 
 
+def require_params(name: str, why: str, params: Any) -> None:
+    """Raise the error every transformation that reads ``params`` gives without them."""
+    if params is None:
+        raise ValueError(f"{name}.update needs params: {why}; call update(grads, state, params)")
+
+
 # --------------------------------------------------------------------------- step counts
 
 

@@ -13,6 +13,7 @@ from fgrad.optim._base import (
     check_lr,
     check_range,
     get_count,
+    require_params,
     traced_scalar,
 )
 from fgrad.optim._transforms import (
@@ -59,6 +60,7 @@ def _named(
     split: Callable[[Any, Tensor], tuple],
     join: Callable[[tuple], Any],
     needs_params: str | None = None,
+    state_type: type | None = None,
 ) -> GradientTransformation:
     """``inner`` (a :func:`chain` of blocks) behind the named optimiser's flat state.
 
@@ -66,19 +68,18 @@ def _named(
     A named optimiser keeps the one NamedTuple it always had instead (one ``count``, the
     buffers by name), so that code reading ``state.mu`` and checkpoints saved as the
     state's leaves keep working: ``split(state, count)`` rebuilds the blocks' states from
-    it, ``join(block_states)`` folds them back. The state is checked here, so that errors
-    name the optimiser the user called.
+    it, ``join(block_states)`` folds them back. The state is checked here (against
+    ``state_type``, by default the named optimiser's own), so that errors name the
+    optimiser the user called.
     """
 
     def init(params: Any) -> Any:
         return join(inner.init(params))
 
     def update(grads: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
-        if needs_params and params is None:
-            raise ValueError(
-                f"{name}.update needs params: {needs_params}; call update(grads, state, params)"
-            )
-        want = _STATE_TYPES.get(name)
+        if needs_params:
+            require_params(name, needs_params, params)
+        want = state_type or _STATE_TYPES.get(name)
         if want is not None and hasattr(state, "_fields") and not isinstance(state, want):
             raise TypeError(
                 f"{name}.update: state is a {type(state).__name__}, the state of another "

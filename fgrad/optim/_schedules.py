@@ -7,6 +7,7 @@ under ``jit``; for a Python int step the same ops run eagerly and give a Python 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import fgrad.numpy as fnp
@@ -197,6 +198,281 @@ def warmup_cosine_decay_schedule(
         cosine = 0.5 * (1.0 + fnp.cos(math.pi * t / period))
         decayed = end_value + (peak_value - end_value) * cosine
         value = fnp.where(step < warmup_steps, warmup(step), decayed)
+        return _schedule_value(value, python)
+
+    return schedule
+
+
+def _check_begin(name: str, transition_begin: Any) -> int:
+    return _check_steps(name, "transition_begin", transition_begin, 0)
+
+
+def exponential_decay(
+    init_value: float,
+    transition_steps: int,
+    decay_rate: float,
+    transition_begin: int = 0,
+    staircase: bool = False,
+    end_value: float | None = None,
+) -> Schedule:
+    """Exponential decay: ``init_value * decay_rate ** ((step - begin) / transition_steps)``.
+
+    As optax's ``exponential_decay``: ``init_value`` until ``transition_begin``, then with
+    ``p = (step - transition_begin) / transition_steps`` (rounded down when ``staircase``,
+    so the value drops once every ``transition_steps``)::
+
+        value(step) = init_value * decay_rate ** p
+
+    clipped at ``end_value`` when given (from below when ``decay_rate < 1``, from above
+    when it grows). Optax warns and returns a constant schedule for ``transition_steps <=
+    0`` or ``decay_rate == 0``; this raises instead.
+
+    Args:
+        init_value: the value up to ``transition_begin``.
+        transition_steps: int ``>= 1``, the steps over which the value is multiplied by
+            ``decay_rate``.
+        decay_rate: ``> 0``; below 1 decays, above 1 grows.
+        transition_begin: int ``>= 0``, the step the decay starts at.
+        staircase: decay in discrete jumps every ``transition_steps``.
+        end_value: optional bound the value never passes.
+
+    Returns:
+        A function ``step -> value`` (steps count from 0): a Python float for a Python int
+        step; for an integer Tensor step (an optimiser's ``count``, traced under ``jit``) a
+        float64 Tensor of the step's shape, computed with the same fgrad ops.
+
+    Raises:
+        ValueError: ``transition_steps < 1``, ``transition_begin < 0`` or ``decay_rate <= 0``.
+
+    Example:
+        >>> s = exponential_decay(1.0, transition_steps=10, decay_rate=0.5)
+        >>> s(0), s(5), s(10), s(20)
+        (1.0, 0.7071067811865476, 0.5, 0.25)
+        >>> s = exponential_decay(1.0, 10, 0.5, transition_begin=5, staircase=True, end_value=0.3)
+        >>> [s(t) for t in (0, 5, 14, 15, 25, 100)]
+        [1.0, 1.0, 1.0, 0.5, 0.3, 0.3]
+
+    References:
+        The learning-rate decay of Krizhevsky, Sutskever & Hinton, "ImageNet Classification
+        with Deep Convolutional Neural Networks", NeurIPS 2012, Sec. 5 (``staircase``);
+        TensorFlow's ``tf.compat.v1.train.exponential_decay`` (the parametrisation).
+    """
+    name = "exponential_decay"
+    transition_steps = _check_steps(name, "transition_steps", transition_steps, 1)
+    transition_begin = _check_begin(name, transition_begin)
+    init_value, decay_rate = hyper(init_value), hyper(decay_rate)
+    if not traced_scalar(decay_rate) and not decay_rate > 0.0:
+        raise ValueError(f"{name}: decay_rate must be > 0, got {decay_rate}")
+    end_value = None if end_value is None else hyper(end_value)
+    bound = fnp.maximum if traced_scalar(decay_rate) or decay_rate < 1.0 else fnp.minimum
+    staircase = bool(staircase)
+
+    def schedule(step: Any) -> Any:
+        step, python = _step_tensor(step)
+        since = step - transition_begin
+        p = since / transition_steps
+        if staircase:
+            p = fnp.floor(p)
+        value = fnp.where(since <= 0, init_value, init_value * fnp.power(decay_rate, p))
+        if end_value is not None:
+            value = bound(value, end_value)
+        return _schedule_value(value, python)
+
+    return schedule
+
+
+def polynomial_schedule(
+    init_value: float,
+    end_value: float,
+    power: float,
+    transition_steps: int,
+    transition_begin: int = 0,
+) -> Schedule:
+    """Polynomial decay from ``init_value`` to ``end_value`` over ``transition_steps``.
+
+    As optax's ``polynomial_schedule``: with ``t = clip(step - transition_begin, 0,
+    transition_steps)``::
+
+        value(step) = (init_value - end_value) * (1 - t / transition_steps) ** power + end_value
+
+    so the value is ``init_value`` up to ``transition_begin`` and ``end_value`` from
+    ``transition_begin + transition_steps`` on.
+
+    Args:
+        init_value: the value up to ``transition_begin``.
+        end_value: the value at and after ``transition_begin + transition_steps``.
+        power: the exponent (1 is linear).
+        transition_steps: int ``>= 1``.
+        transition_begin: int ``>= 0``.
+
+    Returns:
+        A function ``step -> value`` (steps count from 0): a Python float for a Python int
+        step; for an integer Tensor step a float64 Tensor, computed with the same fgrad ops.
+
+    Raises:
+        ValueError: ``transition_steps < 1`` or ``transition_begin < 0``.
+
+    Example:
+        >>> s = polynomial_schedule(1.0, 0.0, power=2, transition_steps=10)
+        >>> s(0), s(5), s(10), s(50)
+        (1.0, 0.25, 0.0, 0.0)
+
+    References:
+        TensorFlow's ``tf.compat.v1.train.polynomial_decay`` (without ``cycle``); the
+        ``power = 1`` case is the linear decay of BERT's fine-tuning schedule, Devlin et
+        al. 2019, arXiv:1810.04805, App. A.2.
+    """
+    name = "polynomial_schedule"
+    transition_steps = _check_steps(name, "transition_steps", transition_steps, 1)
+    transition_begin = _check_begin(name, transition_begin)
+    init_value, end_value, power = hyper(init_value), hyper(end_value), hyper(power)
+
+    def schedule(step: Any) -> Any:
+        step, python = _step_tensor(step)
+        t = fnp.minimum(fnp.maximum(step - transition_begin, 0), transition_steps)
+        frac = 1.0 - t / transition_steps
+        return _schedule_value((init_value - end_value) * frac**power + end_value, python)
+
+    return schedule
+
+
+def linear_schedule(
+    init_value: float, end_value: float, transition_steps: int, transition_begin: int = 0
+) -> Schedule:
+    """Linear interpolation from ``init_value`` to ``end_value`` over ``transition_steps``.
+
+    :func:`polynomial_schedule` with ``power = 1`` (optax's ``linear_schedule``)::
+
+        value(step) = init_value + (end_value - init_value) * t / transition_steps
+
+    with ``t = clip(step - transition_begin, 0, transition_steps)``.
+
+    Args:
+        init_value: the value up to ``transition_begin``.
+        end_value: the value at and after ``transition_begin + transition_steps``.
+        transition_steps: int ``>= 1``.
+        transition_begin: int ``>= 0``.
+
+    Returns:
+        A function ``step -> value``, as :func:`polynomial_schedule`.
+
+    Raises:
+        ValueError: ``transition_steps < 1`` or ``transition_begin < 0``.
+
+    Example:
+        >>> s = linear_schedule(1.0, 0.5, transition_steps=4, transition_begin=2)
+        >>> [s(t) for t in range(8)]
+        [1.0, 1.0, 1.0, 0.875, 0.75, 0.625, 0.5, 0.5]
+    """
+    return polynomial_schedule(init_value, end_value, 1, transition_steps, transition_begin)
+
+
+def piecewise_constant_schedule(
+    init_value: float, boundaries_and_scales: dict[int, float] | None = None
+) -> Schedule:
+    """A constant schedule multiplied by ``scale`` from each boundary step on.
+
+    As optax's ``piecewise_constant_schedule``: for the boundaries ``b_i`` in increasing
+    order with scales ``s_i``::
+
+        value(step) = init_value * product of s_i over all b_i <= step
+
+    Args:
+        init_value: the value before the first boundary.
+        boundaries_and_scales: optional dict ``{boundary step (int >= 0): scale (>= 0)}``.
+
+    Returns:
+        A function ``step -> value``: a Python float for a Python int step; for an integer
+        Tensor step a float64 Tensor, computed with fgrad ops.
+
+    Raises:
+        ValueError: a negative scale or boundary.
+        TypeError: ``boundaries_and_scales`` is not a dict.
+
+    Example:
+        >>> s = piecewise_constant_schedule(1.0, {10: 0.1, 20: 0.5})
+        >>> [s(t) for t in (0, 9, 10, 19, 20, 100)]
+        [1.0, 1.0, 0.1, 0.1, 0.05, 0.05]
+
+    References:
+        The step schedule of He et al., "Deep Residual Learning for Image Recognition",
+        CVPR 2016, Sec. 3.4 (the rate divided by 10 at fixed iterations).
+    """
+    name = "piecewise_constant_schedule"
+    init_value = hyper(init_value)
+    if boundaries_and_scales is None:
+        boundaries_and_scales = {}
+    if not isinstance(boundaries_and_scales, dict):
+        raise TypeError(
+            f"{name}: boundaries_and_scales must be a dict {{step: scale}}, got "
+            f"{type(boundaries_and_scales).__name__}"
+        )
+    pieces = []
+    for boundary, s in sorted(boundaries_and_scales.items()):
+        boundary = _check_steps(name, "a boundary", boundary, 0)
+        s = hyper(s)
+        if not traced_scalar(s) and not s >= 0.0:
+            raise ValueError(f"{name}: scales must be >= 0, got {s} at boundary {boundary}")
+        pieces.append((boundary, s))
+
+    def schedule(step: Any) -> Any:
+        step, python = _step_tensor(step)
+        value = fnp.full(step.shape, init_value, dtype="float64", device=step.device)
+        for boundary, s in pieces:
+            value = fnp.where(step >= boundary, value * s, value)
+        return _schedule_value(value, python)
+
+    return schedule
+
+
+def join_schedules(schedules: Sequence[Schedule], boundaries: Sequence[int]) -> Schedule:
+    """Run ``schedules[0]``, then from ``boundaries[0]`` on ``schedules[1]``, and so on.
+
+    As optax's ``join_schedules``: each schedule after the first restarts its step at its
+    boundary, so from ``boundaries[i - 1]`` on the value is
+    ``schedules[i](step - boundaries[i - 1])``.
+
+    Args:
+        schedules: ``n >= 1`` schedules (functions ``step -> value``).
+        boundaries: ``n - 1`` increasing int steps ``>= 0``.
+
+    Returns:
+        A function ``step -> value``: a Python float for a Python int step; for an integer
+        Tensor step a float64 Tensor. The schedules are called with Tensor steps, so they
+        should be written with fgrad ops (the built-in ones are).
+
+    Raises:
+        ValueError: ``len(boundaries) != len(schedules) - 1``, or boundaries not increasing.
+        TypeError: a schedule is not callable.
+
+    Example:
+        >>> warmup = linear_schedule(0.0, 1.0, transition_steps=4)
+        >>> decay = exponential_decay(1.0, transition_steps=2, decay_rate=0.5)
+        >>> s = join_schedules([warmup, decay], boundaries=[4])
+        >>> [s(t) for t in range(9)]
+        [0.0, 0.25, 0.5, 0.75, 1.0, 0.7071067811865476, 0.5, 0.3535533905932738, 0.25]
+    """
+    name = "join_schedules"
+    schedules = list(schedules)
+    boundaries = [_check_steps(name, "a boundary", b, 0) for b in boundaries]
+    if not schedules or len(boundaries) != len(schedules) - 1:
+        raise ValueError(
+            f"{name}: needs len(boundaries) == len(schedules) - 1 >= 0, got {len(schedules)} "
+            f"schedules and {len(boundaries)} boundaries"
+        )
+    if any(b >= c for b, c in zip(boundaries, boundaries[1:])):
+        raise ValueError(f"{name}: boundaries must be increasing, got {boundaries}")
+    for i, s in enumerate(schedules):
+        if not callable(s):
+            raise TypeError(
+                f"{name}: schedules[{i}] is {type(s).__name__}, not a function step -> value"
+            )
+
+    def schedule(step: Any) -> Any:
+        step, python = _step_tensor(step)
+        value = schedules[0](step)
+        for boundary, later in zip(boundaries, schedules[1:]):
+            value = fnp.where(step < boundary, value, later(step - boundary))
         return _schedule_value(value, python)
 
     return schedule

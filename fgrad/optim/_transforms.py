@@ -27,6 +27,7 @@ from fgrad.optim._base import (
     narrow,
     per_dtype,
     real_dtype,
+    require_params,
     traced_scalar,
     widen,
     zeros_like_tree,
@@ -156,7 +157,43 @@ def scale_by_learning_rate(
 # --------------------------------------------------------------------------- moments
 
 
-def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> GradientTransformation:
+def _adam_moments(name: str, b1: float, b2: float, nesterov: bool):
+    """The moment updates Adam, NAdam and RAdam share: ``update(updates, state) -> (t,
+    m_hat, v_hat, state)``, ``t`` the new count, hats the bias-corrected moments (NAdam's
+    Nesterov ``m_hat`` with ``nesterov``), in the accumulator dtypes."""
+
+    def update(updates: Any, state: ScaleByAdamState):
+        count = increment(get_count(name, state, updates))  # t
+        mu = tree.map(lambda m, u: b1 * m + (1.0 - b1) * widen(u), state.mu, updates)
+        nu = tree.map(lambda v, u: b2 * v + (1.0 - b2) * abs_sq(widen(u)), state.nu, updates)
+        # Bias corrections 1 - beta^t in float64 from the integer t (fgrad ops, so they can
+        # be traced), each rounded once to the moment's dtype, as a Python float would be.
+        c1 = per_dtype(1.0 - fnp.power(b1, count))
+        c2 = per_dtype(1.0 - fnp.power(b2, count))
+        if nesterov:
+            c1_next = per_dtype(1.0 - fnp.power(b1, count + 1))
+            m_hat = tree.map(
+                lambda m, u: b1 * (m / c1_next(m)) + (1.0 - b1) * (widen(u) / c1(m)), mu, updates
+            )
+        else:
+            m_hat = tree.map(lambda m: m / c1(m), mu)
+        v_hat = tree.map(lambda v: v / c2(v), nu)
+        return count, m_hat, v_hat, ScaleByAdamState(count, mu, nu)
+
+    return update
+
+
+def _init_adam(params: Any) -> ScaleByAdamState:
+    return ScaleByAdamState(
+        init_count(params),
+        zeros_like_tree(params, accumulator_dtype),
+        zeros_like_tree(params, _square_dtype),
+    )
+
+
+def scale_by_adam(
+    b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, *, nesterov: bool = False
+) -> GradientTransformation:
     r"""Adam's direction: the bias-corrected first moment over the root of the second.
 
     With ``t = 1, 2, ...`` counting updates and both moments starting at zero
@@ -166,6 +203,11 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Grad
         v_t = b2 * v_{t-1} + (1 - b2) * |u_t|**2
         updates = (m_t / (1 - b1**t)) / (sqrt(v_t / (1 - b2**t)) + eps)
 
+    With ``nesterov=True`` the first moment is NAdam's look-ahead (Dozat 2016, Algorithm 2
+    with a constant momentum ``b1``, as optax's ``scale_by_adam(nesterov=True)``)::
+
+        m_hat = b1 * m_t / (1 - b1**(t + 1)) + (1 - b1) * u_t / (1 - b1**t)
+
     ``|u|**2 = u * conj(u)`` is real, so a complex parameter gets a real second moment and
     each of its components is scaled by the magnitude of its gradient (as optax does).
 
@@ -173,6 +215,7 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Grad
         b1: decay of the first moment, in ``[0, 1)``.
         b2: decay of the second moment, in ``[0, 1)``.
         eps: ``>= 0``, added outside the square root.
+        nesterov: use NAdam's Nesterov first moment (see :func:`fgrad.optim.nadam`).
 
     Returns:
         A :class:`GradientTransformation` with state :class:`ScaleByAdamState`: ``mu`` in
@@ -191,34 +234,92 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Grad
 
     References:
         Kingma & Ba, "Adam: A Method for Stochastic Optimization", ICLR 2015,
-        arXiv:1412.6980, Algorithm 1.
+        arXiv:1412.6980, Algorithm 1. Dozat, "Incorporating Nesterov Momentum into Adam",
+        ICLR 2016 workshop, Algorithm 2 (``nesterov``).
     """
     b1 = check_range("scale_by_adam", "b1", b1, 0.0, 1.0)
     b2 = check_range("scale_by_adam", "b2", b2, 0.0, 1.0)
     eps = check_range("scale_by_adam", "eps", eps, 0.0, None)
-
-    def init(params: Any) -> ScaleByAdamState:
-        return ScaleByAdamState(
-            init_count(params),
-            zeros_like_tree(params, accumulator_dtype),
-            zeros_like_tree(params, _square_dtype),
-        )
+    moments = _adam_moments("scale_by_adam", b1, b2, bool(nesterov))
 
     def update(updates: Any, state: ScaleByAdamState, params: Any = None):
-        count = increment(get_count("scale_by_adam", state, updates))  # t
-        mu = tree.map(lambda m, u: b1 * m + (1.0 - b1) * widen(u), state.mu, updates)
-        nu = tree.map(lambda v, u: b2 * v + (1.0 - b2) * abs_sq(widen(u)), state.nu, updates)
-        # Bias corrections 1 - beta^t in float64 from the integer t (fgrad ops, so they can
-        # be traced), each rounded once to the moment's dtype, as a Python float would be.
-        c1 = per_dtype(1.0 - fnp.power(b1, count))
-        c2 = per_dtype(1.0 - fnp.power(b2, count))
+        _, m_hat, v_hat, state = moments(updates, state)
 
         def direction(m: Tensor, v: Tensor, u: Tensor) -> Tensor:
-            return narrow((m / c1(m)) / (fnp.sqrt(v / c2(v)) + eps), u)
+            return narrow(m / (fnp.sqrt(v) + eps), u)
 
-        return tree.map(direction, mu, nu, updates), ScaleByAdamState(count, mu, nu)
+        return tree.map(direction, m_hat, v_hat, updates), state
 
-    return GradientTransformation(init, update)
+    return GradientTransformation(_init_adam, update)
+
+
+def scale_by_radam(
+    b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, threshold: float = 5.0,
+    *, nesterov: bool = False,
+) -> GradientTransformation:
+    r"""RAdam's direction: Adam's, rectified by the variance of its adaptive learning rate.
+
+    With ``t = 1, 2, ...``, the moments and their bias corrections of
+    :func:`scale_by_adam`, and ``rho_inf = 2 / (1 - b2) - 1`` (Liu et al. 2019,
+    Algorithm 2)::
+
+        rho_t = rho_inf - 2 t b2**t / (1 - b2**t)
+        r_t = sqrt((rho_t - 4) (rho_t - 2) rho_inf / ((rho_inf - 4) (rho_inf - 2) rho_t))
+        updates = r_t * m_hat / (sqrt(v_hat) + eps)    if rho_t >= threshold
+                  m_hat                                 otherwise (momentum SGD)
+
+    The paper switches at ``rho_t > 4``; ``threshold = 5`` is optax's default (the first
+    rectified steps of the paper's rule have ``r_t`` near 0 and a noisy ``v_hat``).
+
+    Args:
+        b1: decay of the first moment, in ``[0, 1)``.
+        b2: decay of the second moment, in ``[0, 1)``.
+        eps: ``>= 0``, added outside the square root.
+        threshold: ``>= 4``; the rectified step is taken once ``rho_t >= threshold``
+            (``r_t`` is real only for ``rho_t >= 4``).
+        nesterov: NAdam's first moment (see :func:`scale_by_adam`).
+
+    Returns:
+        A :class:`GradientTransformation` with state :class:`ScaleByAdamState` (dtypes as
+        in :func:`scale_by_adam`); updates keep the structure, shapes and dtypes of ``u``.
+
+    Raises:
+        ValueError: a hyper-parameter out of its range.
+
+    Example:
+        >>> t = scale_by_radam()
+        >>> updates, state = t.update(fnp.array([0.5, -4.0]), t.init(fnp.zeros(2)))
+        >>> updates  # rho_1 = 1 < 5: the bias-corrected momentum, m_hat = u
+        Tensor([ 0.5, -4. ], dtype=float64)
+
+    References:
+        Liu et al., "On the Variance of the Adaptive Learning Rate and Beyond", ICLR 2020,
+        arXiv:1908.03265, Algorithm 2.
+    """
+    b1 = check_range("scale_by_radam", "b1", b1, 0.0, 1.0)
+    b2 = check_range("scale_by_radam", "b2", b2, 0.0, 1.0)
+    eps = check_range("scale_by_radam", "eps", eps, 0.0, None)
+    threshold = check_range("scale_by_radam", "threshold", threshold, 4.0, None)
+    moments = _adam_moments("scale_by_radam", b1, b2, bool(nesterov))
+    rho_inf = 2.0 / (1.0 - b2) - 1.0
+    # rho_t < rho_inf, so with rho_inf <= 4 the rectified branch is never taken: any
+    # non-zero denominator keeps its unused value finite.
+    denominator = (rho_inf - 4.0) * (rho_inf - 2.0) or 1.0
+
+    def update(updates: Any, state: ScaleByAdamState, params: Any = None):
+        count, m_hat, v_hat, state = moments(updates, state)
+        b2_t = fnp.power(b2, count)
+        rho = rho_inf - 2.0 * fnp.astype(count, "float64") * b2_t / (1.0 - b2_t)
+        rectify = rho >= threshold
+        r_sq = (rho - 4.0) * (rho - 2.0) * rho_inf / (denominator * rho)
+        r = per_dtype(fnp.sqrt(fnp.maximum(r_sq, 0.0)))  # r_sq < 0 only where unused
+
+        def direction(m: Tensor, v: Tensor, u: Tensor) -> Tensor:
+            return narrow(fnp.where(rectify, r(m) * m / (fnp.sqrt(v) + eps), m), u)
+
+        return tree.map(direction, m_hat, v_hat, updates), state
+
+    return GradientTransformation(_init_adam, update)
 
 
 def scale_by_rms(decay: float = 0.9, eps: float = 1e-8) -> GradientTransformation:
@@ -355,11 +456,7 @@ def add_decayed_weights(weight_decay: float = 0.0, mask: Any = None) -> Gradient
         return EmptyState()
 
     def update(updates: Any, state: EmptyState, params: Any = None):
-        if params is None:
-            raise ValueError(
-                "add_decayed_weights.update needs params: the decay is proportional to them; "
-                "call update(updates, state, params)"
-            )
+        require_params("add_decayed_weights", "the decay is proportional to them", params)
 
         def step(u: Tensor, p: Tensor, decay: Any = True) -> Tensor:
             # ``decay`` is a Python bool from ``mask``: static, decided at trace time.

@@ -1,15 +1,18 @@
 """``fgrad.scipy``: scipy's names over fgrad's ops, differentiable and transformable.
 
-Three submodules, each loaded on first use (``fgrad.scipy.special``, or
+Four submodules, each loaded on first use (``fgrad.scipy.special``, or
 ``from fgrad.scipy import stats``), as ``jax.scipy`` is organised:
 
 * :mod:`fgrad.scipy.special`: gamma-family functions, error functions and their
   inverses, the normal CDF in logarithms, the incomplete gamma function, Hurwitz zeta,
   scaled Bessel functions, ``xlogy``, ``logsumexp``, ``softmax`` and more;
 * :mod:`fgrad.scipy.linalg`: triangular and Cholesky solves, LU, the matrix exponential
-  (with its Frechet derivative), the matrix square root, ``block_diag``;
+  (with its Frechet derivative), the matrix square root, ``lu``/``lu_factor``/``lu_solve``,
+  ``block_diag``;
 * :mod:`fgrad.scipy.stats`: log-densities, densities, CDFs and quantiles of the common
-  distributions, differentiable in their parameters.
+  distributions, differentiable in their parameters;
+* :mod:`fgrad.scipy.optimize`: ``minimize`` (BFGS and L-BFGS over a pytree, under
+  ``jit`` and ``vmap``, differentiable in its ``args``).
 
 scipy itself is not needed: every kernel runs through the array namespace (numpy or
 cupy). The accuracy against scipy is recorded in ``docs/scipy.md``.
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["linalg", "special", "stats"]
+__all__ = ["linalg", "optimize", "special", "stats"]
 
 _LAZY = frozenset(__all__)
 

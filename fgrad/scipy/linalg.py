@@ -3,8 +3,10 @@
 Every function acts on the last two axes and broadcasts over leading (batch) axes, as
 ``jax.scipy.linalg`` does. Triangular and Cholesky solves are compositions of fgrad's
 ``solve``, ``cholesky`` and ``tril``/``triu`` ops (so their derivatives are those ops');
-``expm`` and ``sqrtm`` are ops of their own (``fgrad/ops/linalg_extra.py``) whose
-derivatives are Frechet derivatives. ``overwrite_*`` and ``check_finite`` are accepted
+``expm``, ``sqrtm`` and ``lu`` are ops of their own (``fgrad/ops/linalg_extra.py``):
+the first two with Frechet derivatives, ``lu`` with the derivative of the LU factors
+(``lu_solve`` is triangular solves on them, so it differentiates in both the factors
+and the right-hand side). ``overwrite_*`` and ``check_finite`` are accepted
 for scipy's signatures and ignored (Tensors are immutable; nothing is checked for
 finiteness, as under ``jit`` nothing could be).
 """
@@ -22,10 +24,14 @@ from fgrad.numpy._linalg_top import _arr
 from fgrad.ops import linalg as _la
 from fgrad.ops import linalg_extra as _lx
 from fgrad.ops.elementwise import add, astype, multiply, subtract
+from fgrad.ops.linalg import matmul as _matmul
 from fgrad.ops.shape import concatenate, pad, reshape
 from fgrad.tensor import as_tensor
 
-__all__ = ["block_diag", "cho_factor", "cho_solve", "expm", "solve_triangular", "sqrtm"]
+__all__ = [
+    "block_diag", "cho_factor", "cho_solve", "expm", "lu", "lu_factor", "lu_solve",
+    "solve_triangular", "sqrtm",
+]
 
 
 def _matrix(a: Any, fn: str, arg: str) -> Any:
@@ -272,3 +278,163 @@ def sqrtm(A: Any) -> Any:
 
 expm.__doc__ = _lx.expm.doc.replace("        a: ``(", "        A: ``(")
 sqrtm.__doc__ = _lx.sqrtm.doc.replace("        a: ``(", "        A: ``(")
+
+
+def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True, p_indices: bool = False):
+    """The LU decomposition with partial pivoting, ``a = P L U``, as ``scipy.linalg.lu``.
+
+    Square matrices only (scipy also factors rectangular ones), batched over leading
+    axes. Differentiable in ``a`` through ``L`` and ``U`` (the permutation is piecewise
+    constant and gets no derivative).
+
+    Args:
+        a: ``(..., n, n)`` real Tensor.
+        permute_l: return ``(P L, U)`` instead of ``(P, L, U)``.
+        overwrite_a: ignored (scipy's signature).
+        check_finite: ignored (scipy's signature).
+        p_indices: return the permutation as int32 row indices ``p`` with
+            ``a = L[p] U`` instead of the matrix ``P``.
+
+    Returns:
+        ``(p, l, u)``, or ``(pl, u)`` with ``permute_l``: ``p`` ``(..., n, n)`` of
+        ``a``'s floating dtype (``(..., n)`` int32 with ``p_indices``); ``l`` unit lower
+        and ``u`` upper triangular, each ``(..., n, n)``.
+
+    Raises:
+        ShapeError: ``a`` is not square (rectangular input: not supported; factor a
+            square block or use ``fnp.linalg.qr``).
+        DTypeError: complex or non-numeric input.
+
+    Example:
+        >>> from fgrad.scipy.linalg import lu
+        >>> p, l, u = lu(fnp.array([[1.0, 2.0], [3.0, 4.0]]))
+        >>> p, l, u
+        (Tensor([[0., 1.],
+                [1., 0.]], dtype=float64), Tensor([[1.        , 0.        ],
+                [0.33333333, 1.        ]], dtype=float64), Tensor([[3.        , 4.        ],
+                [0.        , 0.66666667]], dtype=float64))
+
+    References:
+        Golub and Van Loan, *Matrix Computations*, 4th ed., algorithm 3.4.1; the
+        derivative of de Hoog, Anderssen and Lukas, Math. Comp. 80, 2011 (see
+        ``fgrad.ops.linalg_extra.lu``).
+    """
+    fn = "lu"
+    permute_l = _args.flag(permute_l, fn, "permute_l")
+    p_indices = _args.flag(p_indices, fn, "p_indices")
+    _args.flag(overwrite_a, fn, "overwrite_a")
+    _args.flag(check_finite, fn, "check_finite")
+    a = _matrix(a, fn, "a")
+    packed, _, perm = _lx.lu(a)
+    low, up = _lx._lu_parts(packed)
+    # a[perm] = L U, so a = E^T L U with E the one-hot rows of perm: P = E^T
+    p_matrix = _la._mT(_lx._permutation_matrix(perm, packed))
+    if permute_l:
+        return _matmul(p_matrix, low), up
+    if p_indices:
+        from fgrad.numpy import argsort
+
+        return astype(argsort(perm, axis=-1), dtype=np.dtype(np.int32)), low, up
+    return p_matrix, low, up
+
+
+def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True):
+    """The packed LU factors and LAPACK pivots of each square matrix, for :func:`lu_solve`.
+
+    As ``scipy.linalg.lu_factor``: ``lu`` holds ``L`` strictly below the diagonal (its
+    unit diagonal implied) and ``U`` on and above it; row ``k`` was swapped with row
+    ``piv[k]`` (0-based). A singular matrix factors without error (``U`` has a zero on
+    its diagonal; solving with it gives inf/NaN), as scipy's warns.
+
+    Args:
+        a: ``(..., n, n)`` real Tensor.
+        overwrite_a: ignored (scipy's signature).
+        check_finite: ignored (scipy's signature).
+
+    Returns:
+        ``(lu, piv)``: a Tensor of ``a.shape`` (differentiable) and ``(..., n)`` int32.
+
+    Raises:
+        ShapeError: ``a`` is not square.
+        DTypeError: complex or non-numeric input.
+
+    Example:
+        >>> from fgrad.scipy.linalg import lu_factor
+        >>> lu_factor(fnp.array([[1.0, 2.0], [3.0, 4.0]]))
+        (Tensor([[3.        , 4.        ],
+                [0.33333333, 0.66666667]], dtype=float64), Tensor([1, 1], dtype=int32))
+
+    References:
+        LAPACK's ``getrf`` (partial pivoting, Golub and Van Loan algorithm 3.4.1).
+    """
+    fn = "lu_factor"
+    _args.flag(overwrite_a, fn, "overwrite_a")
+    _args.flag(check_finite, fn, "check_finite")
+    packed, piv, _ = _lx.lu(_matrix(a, fn, "a"))
+    return packed, piv
+
+
+def lu_solve(lu_and_piv: Any, b: Any, trans: Any = 0, overwrite_b: bool = False, check_finite: bool = True) -> Any:
+    """Solve ``a x = b`` (or ``a^T x = b``) given ``lu_factor(a)``.
+
+    Forward and back substitution on the factors: for ``trans=0``,
+    ``x = U^-1 L^-1 b[perm]``; for ``trans=1`` or 2, ``x = E^T L^-T U^-T b``. Built of
+    fgrad's solves, so differentiable in ``lu`` and in ``b`` (the derivative in ``b`` is
+    the solve of the transposed system). Batched over leading axes.
+
+    Args:
+        lu_and_piv: the pair ``(lu, piv)`` that :func:`lu_factor` returns.
+        b: ``(..., n)`` or ``(..., n, k)`` real Tensor.
+        trans: 0 or ``"N"`` solves ``a x = b``; 1, ``"T"``, 2 or ``"C"`` solve
+            ``a^T x = b`` (the same for real matrices).
+        overwrite_b: ignored (scipy's signature).
+        check_finite: ignored (scipy's signature).
+
+    Returns:
+        Tensor of ``b``'s shape.
+
+    Raises:
+        ShapeError: ``lu`` is not square or ``b`` does not match it.
+        DTypeError: ``lu_and_piv`` is not an ``(lu, piv)`` pair, complex input, or
+            non-integer pivots.
+        ValueError: an unknown ``trans``.
+
+    Example:
+        >>> from fgrad.scipy.linalg import lu_factor, lu_solve
+        >>> a = fnp.array([[1.0, 2.0], [3.0, 4.0]])
+        >>> lu_solve(lu_factor(a), fnp.array([5.0, 11.0]))
+        Tensor([1., 2.], dtype=float64)
+        >>> lu_solve(lu_factor(a), fnp.array([7.0, 10.0]), trans=1)
+        Tensor([1., 2.], dtype=float64)
+
+    References:
+        Golub and Van Loan, *Matrix Computations*, 4th ed., 3.1 and 3.4 (LAPACK's
+        ``getrs``).
+    """
+    fn = "lu_solve"
+    if not isinstance(lu_and_piv, (tuple, list)) or len(lu_and_piv) != 2:
+        raise DTypeError(
+            f"{fn}: lu_and_piv must be the pair (lu, piv) that lu_factor returns, got "
+            f"{_args.describe(lu_and_piv)}"
+        )
+    if isinstance(trans, (bool, np.bool_)) or not isinstance(trans, (int, str, np.integer)) or trans not in _TRANS:
+        raise ValueError(f"{fn}: trans must be 0, 1, 2, 'N', 'T' or 'C', got {_args.describe(trans)}")
+    _args.flag(overwrite_b, fn, "overwrite_b")
+    _args.flag(check_finite, fn, "check_finite")
+    packed, piv = lu_and_piv
+    packed = _matrix(packed, fn, "lu")
+    piv = as_tensor(_arr(piv, fn, "piv"), fn, "piv")
+    if piv.dtype.kind not in "iu" or tuple(piv.shape) != tuple(packed.shape[:-1]):
+        raise DTypeError(
+            f"{fn}: piv must be integer pivots of shape {tuple(packed.shape[:-1])} (lu_factor's), "
+            f"got {_args.describe(piv)}"
+        )
+    b, vector = _rhs(b, packed, fn)
+    perm = _lx.lu_pivots_to_permutation(piv)
+    e = _lx._permutation_matrix(perm, packed)
+    low, up = _lx._lu_parts(packed)
+    if _TRANS[trans]:
+        x = _matmul(_la._mT(e), _la.solve(_la._mT(low), _la.solve(_la._mT(up), b)))
+    else:
+        x = _la.solve(up, _la.solve(low, _matmul(e, b)))
+    return reshape(x, shape=tuple(x.shape[:-1])) if vector else x

@@ -3,7 +3,7 @@
 Each function takes scipy's arguments (names, order and defaults) and returns a Tensor;
 ``out=``, ``where=`` and the other ufunc keywords do not exist (Tensors are immutable).
 The functions with kernels of their own are registry ops (``fgrad/ops/special.py``: the
-gamma family, ``erfinv``/``ndtri``/``log_ndtr``, the incomplete gamma function, Hurwitz
+gamma family, ``erfinv``/``ndtri``/``log_ndtr``, the incomplete gamma and beta functions, Hurwitz
 zeta, ``i0e``/``i1e``, ``logit``, ``entr``, ``xlogy``/``xlog1py``); the others reuse
 fgrad's ops: ``erf``/``erfc`` (Cody's kernels), ``expit`` (``sigmoid``), ``ndtr``
 (``erfc``), ``logsumexp``, ``softmax`` and ``log_softmax`` (the fused nn ops), and
@@ -12,7 +12,7 @@ their own floating dtype; integers and bools give float64. Accuracy against scip
 function and dtype, is in ``docs/scipy.md``.
 
 Derivatives that have no closed form raise ``NoDerivativeError`` (a ValueError) naming
-the argument: ``gammainc``/``gammaincc`` in ``a``, ``zeta`` in ``x``, ``polygamma`` in
+the argument: ``gammainc``/``gammaincc`` in ``a``, ``betainc`` in ``a`` and ``b``, ``zeta`` in ``x``, ``polygamma`` in
 ``n``.
 """
 
@@ -36,6 +36,7 @@ from fgrad.ops.special import NoDerivativeError
 
 __all__ = [
     "NoDerivativeError",
+    "betainc",
     "betaln",
     "digamma",
     "entr",
@@ -107,6 +108,10 @@ def betaln(a: Any, b: Any) -> Any:
     return _s.betaln(_real(a, "betaln", "a"), _real(b, "betaln", "b"))
 
 
+def betainc(a: Any, b: Any, x: Any) -> Any:
+    return _s.betainc(_real(a, "betainc", "a"), _real(b, "betainc", "b"), _real(x, "betainc", "x"))
+
+
 def gammainc(a: Any, x: Any) -> Any:
     return _s.gammainc(_real(a, "gammainc", "a"), _real(x, "gammainc", "x"))
 
@@ -153,7 +158,7 @@ def xlog1py(x: Any, y: Any) -> Any:
 
 for _f, _op in [
     (gammaln, _s.gammaln), (digamma, _s.digamma), (polygamma, _s.polygamma),
-    (betaln, _s.betaln), (gammainc, _s.gammainc), (gammaincc, _s.gammaincc),
+    (betaln, _s.betaln), (betainc, _s.betainc), (gammainc, _s.gammainc), (gammaincc, _s.gammaincc),
     (erfinv, _s.erfinv), (ndtri, _s.ndtri), (log_ndtr, _s.log_ndtr), (logit, _s.logit),
     (entr, _s.entr), (i0e, _s.i0e), (i1e, _s.i1e), (xlogy, _s.xlogy), (xlog1py, _s.xlog1py),
 ]:

@@ -32,13 +32,17 @@ from fgrad.transforms.batching import vmap
 from fgrad.core import debug as _debug  # noqa: F401  (makes config.debug_nans work)
 from fgrad import numpy  # noqa: E402  (installs Tensor's operators)
 from fgrad import lax  # noqa: E402  (also registers the control-flow ops)
+from fgrad import debug  # noqa: E402  (also registers the host-callback ops)
+from fgrad.ops.callback import pure_callback  # noqa: E402
 
 __version__ = "0.1.0"
 
 # Loaded on first use (``fgrad.nn.Linear`` or ``from fgrad import nn``), so that
 # ``import fgrad`` costs little more than numpy: the layers alone take longer to import
 # than the whole core.
-_LAZY = frozenset({"distributed", "io", "nn", "optim", "random", "scipy", "test_util"})
+_LAZY = frozenset(
+    {"distributed", "flatten_util", "io", "nn", "optim", "random", "scipy", "test_util"}
+)
 
 
 def __getattr__(name: str):
@@ -52,7 +56,7 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _LAZY)
+    return sorted(__all__)
 
 __all__ = [
     "ConcretizationError",
@@ -73,8 +77,10 @@ __all__ = [
     "custom_jvp",
     "custom_vjp",
     "config",
+    "debug",
     "device_put",
     "eval_shape",
+    "flatten_util",
     "grad",
     "hessian",
     "hvp",
@@ -89,6 +95,7 @@ __all__ = [
     "numpy",
     "nn",
     "optim",
+    "pure_callback",
     "random",
     "scipy",
     "stop_gradient",

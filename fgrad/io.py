@@ -67,6 +67,11 @@ from fgrad.tensor import asarray
 
 __all__ = ["load", "save"]
 
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)
+
 _FORMAT_KEY = "fgrad.format"
 _TREE_KEY = "fgrad.tree"
 _CRC_KEY = "fgrad.crc32"

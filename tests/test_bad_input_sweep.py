@@ -638,6 +638,18 @@ BASE: dict[str, Callable[[], tuple[tuple, dict]]] = {
     "tree:register": lambda: ((_fresh_class(), lambda p: ((p.x, p.y), None),
                                lambda aux, ch: None), {}),
     "tree:register_dataclass": lambda: ((_fresh_dataclass(),), {}),
+    "tree:flatten_with_path": lambda: (({"a": V(), "b": [1, 2]},), {}),
+    "tree:leaves_with_path": lambda: (({"a": V(), "b": [1, 2]},), {}),
+    "tree:map_with_path": lambda: ((lambda p, x: x, {"a": 1, "b": [2, 3]}), {}),
+    "tree:keystr": lambda: (((ftree.DictKey("a"), ftree.SequenceKey(0)),), {}),
+    "tree:transpose": lambda: ((ftree.structure([0, 0]), ftree.structure((0, 0)),
+                                [(1, 2), (3, 4)]), {}),
+    "tree:reduce": lambda: ((lambda a, b: a + b, [1, 2, 3]), {}),
+    "tree:all": lambda: (([1, True],), {}),
+    "tree:DictKey": lambda: (("a",), {}),
+    "tree:SequenceKey": lambda: ((0,), {}),
+    "tree:GetAttrKey": lambda: (("w",), {}),
+    "tree:FlattenedIndexKey": lambda: ((1,), {}),
 }
 
 # Parameter kinds for callables numpy has no counterpart of (and fgrad-only parameters),
@@ -738,6 +750,13 @@ KINDS = {
     "tree:register.cls": "callable",
     "tree:register_dataclass.cls": "callable",
     "tree:register_dataclass.meta_fields": "any",
+    "tree:DictKey.key": "any",  # any hashable dict key
+    "tree:SequenceKey.idx": "size",
+    "tree:FlattenedIndexKey.key": "size",
+    "tree:GetAttrKey.name": "any",  # any str names a field
+    "tree:keystr.simple": "bool",
+    "tree:keystr.separator": "any",  # any str separates
+    "tree:reduce.initializer": "any",
     "numpy:dynamic_slice.start_indices": "any",
     "numpy:dynamic_slice.slice_sizes": "shape",
     "numpy:dynamic_update_slice.start_indices": "any",

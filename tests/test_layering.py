@@ -21,6 +21,8 @@ RANKS = {
     "fgrad.transforms": 7,
     "fgrad.numpy": 8,
     "fgrad.lax": 8,
+    "fgrad.debug": 8,
+    "fgrad.flatten_util": 8,
     "fgrad.random": 9,
     "fgrad.scipy": 9,
     "fgrad.nn": 10,

@@ -175,3 +175,117 @@ def test_transforms_accept_registered_containers():
     assert type(g) is Params
     np.testing.assert_allclose(np.asarray(g.w), [2.0, 4.0])
     np.testing.assert_allclose(float(g.b), 3.0)
+
+
+# ------------------------------------------------------------------------ key paths
+
+# What jax.tree_util.keystr gives for each leaf of the same tree in JAX 0.10.2 (the same
+# containers registered there: Params and Layer with register_dataclass, Box with
+# register_pytree_node), in flatten order, plain and with simple=True, separator="/".
+_JAX_PATHS = [
+    ("['a'].x", "a/x", 3),
+    ("['a'].y['k']", "a/y/k", 4),
+    ("['box'][<flat index 0>]", "box/0", 8),
+    ("['box'][<flat index 1>]", "box/1", 9),
+    ("['l'].weight", "l/weight", 7),
+    ("['p'].w", "p/w", 5),
+    ("['p'].b[0]", "p/b/0", 6),
+    ("['z'][0]", "z/0", 1),
+    ("['z'][1][0]", "z/1/0", 2),
+]
+
+
+def _mixed_tree():
+    return {
+        "z": [1, (2, None)],
+        "a": Point(3, {"k": 4}),
+        "p": Params(w=5, b=[6]),
+        "l": Layer(7, "enc"),
+        "box": Box([8, 9], 0),
+    }
+
+
+def test_paths_are_what_jax_gives():
+    pairs, treedef = tree.flatten_with_path(_mixed_tree())
+    got = [(tree.keystr(p), tree.keystr(p, simple=True, separator="/"), x) for p, x in pairs]
+    assert got == _JAX_PATHS
+    assert treedef == tree.structure(_mixed_tree())
+    assert tree.leaves_with_path(_mixed_tree()) == pairs
+    first = pairs[0][0]
+    assert first == (tree.DictKey("a"), tree.GetAttrKey("x"))
+    assert (first[0].key, first[1].name) == ("a", "x")
+    assert pairs[2][0][1] == tree.FlattenedIndexKey(0)
+    assert pairs[-1][0][1:] == (tree.SequenceKey(1), tree.SequenceKey(0))
+
+
+def _follow(t, path):
+    for k in path:
+        if isinstance(k, tree.DictKey):
+            t = t[k.key]
+        elif isinstance(k, tree.SequenceKey):
+            t = t[k.idx]
+        elif isinstance(k, tree.GetAttrKey):
+            t = getattr(t, k.name)
+        else:
+            t = t.items[k.key]  # Box is the only node registered without keys here
+    return t
+
+
+@given(trees)
+def test_each_path_indexes_its_leaf(t):
+    pairs, _ = tree.flatten_with_path(t)
+    assert [x for _, x in pairs] == tree.leaves(t)
+    for path, leaf in pairs:
+        assert _follow(t, path) == leaf
+
+
+def test_a_leaf_tree_has_the_empty_path_and_is_leaf_stops():
+    assert tree.flatten_with_path(5.0)[0] == [((), 5.0)]
+    pairs, _ = tree.flatten_with_path({"a": (1, 2)}, is_leaf=lambda x: isinstance(x, tuple))
+    assert pairs == [((tree.DictKey("a"),), (1, 2))]
+
+
+def test_leaf_paths_render_the_keys():
+    assert tree.leaf_paths(tree.structure(_mixed_tree()))[2] == ("['box']", "[0]")
+    assert tree.leaf_paths(tree.structure(_mixed_tree()))[5] == ("['p']", ".w")
+
+
+def test_map_with_path():
+    out = tree.map_with_path(lambda p, x, y: f"{tree.keystr(p)}:{x + y}", {"b": [1], "a": 2},
+                             {"b": [10], "a": 20})
+    assert out == {"a": "['a']:22", "b": ["['b'][0]:11"]}
+    with pytest.raises(ValueError, match="structures differ"):
+        tree.map_with_path(lambda p, x, y: x, [1], [1, 2])
+
+
+def test_keystr_rejects_non_paths():
+    with pytest.raises(fgrad.DTypeError, match="tree.keystr: keys must be a tuple of key"):
+        tree.keystr(["a"])
+
+
+def test_transpose_swaps_levels_as_jax():
+    # jax.tree.transpose(structure([0, 0]), structure((0, 0, 0)), ...) gives this.
+    rows = [(1, 2, 3), (4, 5, 6)]
+    outer, inner = tree.structure([0, 0]), tree.structure((0, 0, 0))
+    assert tree.transpose(outer, inner, rows) == ([1, 4], [2, 5], [3, 6])
+    assert tree.transpose(outer, None, rows) == ([1, 4], [2, 5], [3, 6])
+    batch = [{"x": 1, "y": 2}, {"x": 3, "y": 4}]
+    assert tree.transpose(outer, tree.structure({"x": 0, "y": 0}), batch) == {
+        "x": [1, 3], "y": [2, 4]
+    }
+    # transposing twice gives the tree back
+    assert tree.transpose(inner, outer, tree.transpose(outer, inner, rows)) == rows
+    with pytest.raises(TypeError, match="expected the inner structure"):
+        tree.transpose(outer, tree.structure((0, 0)), rows)
+    with pytest.raises(TypeError, match="outer structure"):
+        tree.transpose(tree.structure((0, 0)), inner, rows)
+
+
+def test_reduce_and_all():
+    assert tree.reduce(lambda a, b: a + b, {"x": 1, "y": [2, 3]}, 10) == 16
+    assert tree.reduce(lambda a, b: a * b, [2, (3, 4)]) == 24
+    with pytest.raises(TypeError, match="no leaves and no initializer"):
+        tree.reduce(lambda a, b: a + b, [None])
+    assert tree.reduce(lambda a, b: a + b, [], 7) == 7
+    assert tree.all([1, (True, 2.0)]) and tree.all([]) and not tree.all({"a": 1, "b": 0})
+    assert tree.all([np.array(True)]) and not tree.all([np.array(False), True])

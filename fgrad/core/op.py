@@ -90,6 +90,7 @@ class Op:
         "reverse_forward",
         "promotes",
         "numpy_names",
+        "effectful",
         "_kernels",
         "_fast",
     )
@@ -113,6 +114,9 @@ class Op:
         self.promotes: tuple[int, ...] = ()
         # The names under which fgrad.numpy exports the op itself (set by defop's numpy=).
         self.numpy_names: tuple[str, ...] = ()
+        # Running the kernel does something besides computing the outputs (a host
+        # callback): graph passes must not drop, merge, fold or reorder such a node.
+        self.effectful = False
         self._kernels: dict[type, Callable] = {}  # type(array) -> kernel bound to its xp
         self._fast: dict[str, Callable] = {}  # fast Tensor-method entry points (_specialise)
 
@@ -534,6 +538,7 @@ def defop(
     batch: Callable | None = None,
     reverse_forward: Callable | None = None,
     numpy: bool | tuple[str, ...] = (),
+    effectful: bool = False,
 ) -> Op:
     """Declare an op and add it to :data:`REGISTRY`.
 
@@ -574,6 +579,9 @@ def defop(
         numpy: the names under which ``fgrad.numpy`` exports the op as it is (``True``:
             its own name); for ops users call directly, whose docstring is then the user
             documentation. Empty for ops that ``fgrad.numpy`` wraps or does not show.
+        effectful: the kernel has an effect besides its outputs (``debug_callback``
+            calls a host function): ``jit``'s passes keep every such node, in order,
+            even when nothing reads its outputs.
 
     Raises:
         ValueError: ``name`` is already registered, or a differentiable op lacks rules.
@@ -588,6 +596,7 @@ def defop(
     op.batch = batch
     op.reverse_forward = reverse_forward
     op.numpy_names = (name,) if numpy is True else tuple(numpy or ())
+    op.effectful = effectful
     _specialise(op)
     REGISTRY[name] = op
     return op

@@ -62,6 +62,11 @@ __all__ = [
     "spmd",
 ]
 
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)
+
 _WORLD: Group | None = None
 # Environment variables that MPI launchers set in the processes they start: Open MPI,
 # PMIx (Open MPI 5, Slurm's srun --mpi=pmix), MPICH's hydra and Intel MPI (PMI).

@@ -62,6 +62,11 @@ __all__ = [
     "while_loop",
 ]
 
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)
+
 _NUMBERS = (bool, int, float, complex)  # Python numbers: weakly typed, as in JAX
 
 

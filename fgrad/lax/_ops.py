@@ -51,7 +51,9 @@ from fgrad.ops.elementwise import (
     subtract,
     where,
 )
+from fgrad.core.graph import Graph, Node
 from fgrad.tensor import ShapeDtype
+from fgrad.transforms import passes
 from fgrad.transforms.cpu_compile import compile_scan, compile_while
 from fgrad.transforms.subgraph import (
     _example_graph,
@@ -76,6 +78,40 @@ from fgrad.transforms.subgraph import (
 )
 
 __all__ = ["cond", "scan", "while_loop"]
+
+
+def _quiet(sub: SubGraph) -> SubGraph:
+    """``sub`` without its host callbacks (``debug.print``), for the graphs derivative
+    rules derive from it: the op itself has run the forward pass, printing once (as JAX
+    does); the rules' recomputation of the forward (a VJP's, a JVP's primal) must not
+    print again. Memoised on ``sub``."""
+    if not any(passes.has_effects(n) for n in sub.graph.nodes):
+        return sub
+    hit = sub.derived.get(("quiet",))
+    if hit is None:
+        g = sub.graph
+        nodes = [
+            Node(n.op, n.inputs, _quiet_params(n.params), n.outputs, n.source)
+            for n in g.nodes
+            if not n.op.effectful
+        ]
+        names = [(v, v.name) for v in (*g.invars, *(v for n in g.nodes for v in n.outputs))]
+        quiet = passes.dce(Graph(g.invars, nodes, g.outvars, g.in_tree, g.out_tree))
+        for v, name in names:  # Graph() renames Vars; the original keeps its names
+            v.name = name
+        hit = sub.derived[("quiet",)] = SubGraph(quiet, f"quiet({sub.name})")
+    return hit
+
+
+def _quiet_params(params: dict) -> dict:
+    def q(v: Any) -> Any:
+        if isinstance(v, SubGraph):
+            return _quiet(v)
+        if type(v) is tuple and any(isinstance(b, SubGraph) for b in v):
+            return tuple(_quiet(b) if isinstance(b, SubGraph) else b for b in v)
+        return v
+
+    return {k: q(v) for k, v in params.items()}
 
 
 def _cond_batch(op, args, dims, *, branches):
@@ -139,6 +175,7 @@ def _cond_jvp(i: int) -> Callable | None:
     j = i - 1
 
     def rule(t, out, index, *operands, branches):
+        branches = tuple(_quiet(b) for b in branches)
         out_avals = branches[0].out_avals
         diff_out = [k for k, a in enumerate(out_avals) if _inexact(a)]
 
@@ -161,6 +198,7 @@ def _cond_jvp(i: int) -> Callable | None:
 
 
 def _cond_vjp(cts, out, index, *operands, branches):
+    branches = tuple(_quiet(b) for b in branches)
     b0 = branches[0]
     diff_in = [k for k, a in enumerate(b0.in_avals) if _inexact(a)]
     diff_out = [k for k, a in enumerate(b0.out_avals) if _inexact(a)]
@@ -276,6 +314,7 @@ def _while_aval(*args, cond, body, n_cond_consts, n_body_consts):
 
 def _while_jvp(i: int) -> Callable:
     def rule(t, out, *args, cond, body, n_cond_consts, n_body_consts):
+        cond, body = _quiet(cond), _quiet(body)
         n_carry = len(out)
         if i < n_cond_consts:  # the predicate's inputs change only the trip count
             return (None,) * n_carry
@@ -508,6 +547,7 @@ def _scan_layout(body, n_consts, n_carry):
 
 def _scan_jvp(p: int) -> Callable:
     def rule(t, out, *args, body, n_consts, n_carry, length, reverse):
+        body = _quiet(body)
         consts, init, xs = _split(args, n_consts, n_carry)
         n_x, n_y = _scan_layout(body, n_consts, n_carry)
         avals = body.in_avals
@@ -577,6 +617,7 @@ def _scan_jvp(p: int) -> Callable:
 
 
 def _scan_vjp(cts, out, *args, body, n_consts, n_carry, length, reverse):
+    body = _quiet(body)
     consts, _, xs = _split(args, n_consts, n_carry)
     n_x, n_y = _scan_layout(body, n_consts, n_carry)
     avals = body.in_avals

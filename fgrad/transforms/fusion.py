@@ -70,6 +70,7 @@ from fgrad.core.graph import Graph, Node, Var
 from fgrad.core.trace import Tracer
 from fgrad.ops import REGISTRY
 from fgrad.tensor import ShapeDtype, Tensor
+from fgrad.transforms.passes import has_effects
 
 __all__ = [
     "ElementwiseGroup",
@@ -689,6 +690,7 @@ class _FusedOp:
 
     __slots__ = ("kernel", "name")
     multiple_results = True
+    effectful = False  # elementwise arithmetic only
 
     def __init__(self, kernel: Callable, name: str):
         self.kernel = kernel
@@ -792,8 +794,14 @@ def _toposort(units: list) -> list:
     producer = {id(v): k for k, unit in enumerate(units) for v in unit.outputs}
     waiting = [0] * len(units)
     users: list[list[int]] = [[] for _ in units]
+    last_effect = None  # nodes with effects (host callbacks) keep their order: a chain
     for k, unit in enumerate(units):
-        for p in {producer[id(v)] for v in unit.inputs if isinstance(v, Var) and id(v) in producer}:
+        before = {producer[id(v)] for v in unit.inputs if isinstance(v, Var) and id(v) in producer}
+        if has_effects(unit):
+            if last_effect is not None:
+                before.add(last_effect)
+            last_effect = k
+        for p in before:
             waiting[k] += 1
             users[p].append(k)
     ready = [k for k in range(len(units)) if not waiting[k]]

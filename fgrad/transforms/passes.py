@@ -25,6 +25,7 @@ __all__ = [
     "cse",
     "dce",
     "fold_constants",
+    "has_effects",
     "inline_rules",
     "optimize",
     "simplify",
@@ -49,12 +50,27 @@ def _renamed(node: Node, env: dict) -> Node:
     return Node(node.op, inputs, node.params, node.outputs, node.source)
 
 
+def has_effects(node: Node) -> bool:
+    """Whether running ``node`` does something besides computing its outputs: its op is
+    effectful (a host callback), or a sub-graph in its params (a loop body, a branch, a
+    custom rule's function) holds such a node. Passes keep these nodes, in order."""
+    if node.op.effectful:
+        return True
+    for value in node.params.values():
+        for sub in value if type(value) is tuple else (value,):
+            graph = getattr(sub, "graph", None)
+            if isinstance(graph, Graph) and any(has_effects(n) for n in graph.nodes):
+                return True
+    return False
+
+
 def dce(graph: Graph) -> Graph:
-    """Dead-code elimination: drop nodes none of whose outputs reach the graph's outputs."""
+    """Dead-code elimination: drop nodes none of whose outputs reach the graph's outputs
+    (never a node with effects, :func:`has_effects`)."""
     live = {id(v) for v in graph.outvars if isinstance(v, Var)}
     kept = []
     for node in reversed(graph.nodes):
-        if any(id(v) in live for v in node.outputs):
+        if any(id(v) in live for v in node.outputs) or has_effects(node):
             kept.append(node)
             live.update(id(v) for v in node.inputs if isinstance(v, Var))
     kept.reverse()
@@ -94,7 +110,8 @@ def cse(graph: Graph) -> Graph:
     """Common-subexpression elimination: one node for each (op, inputs, params).
 
     The inputs of commutative ops (``add``, ``multiply``, comparisons for equality, logical
-    and bitwise ops) count in either order: ``x * y`` and ``y * x`` are one node.
+    and bitwise ops) count in either order: ``x * y`` and ``y * x`` are one node. Nodes with
+    effects (:func:`has_effects`) are never merged: two prints print twice.
     """
     env: dict[int, Var] = {}
     seen: dict[Any, Node] = {}
@@ -109,6 +126,8 @@ def cse(graph: Graph) -> Graph:
             key = (node.op.name, in_keys, params)
             hash(key)
         except TypeError:  # unhashable params: keep the node as it is
+            key = None
+        if key is not None and has_effects(node):
             key = None
         prev = seen.get(key) if key is not None else None
         if prev is not None:
@@ -290,7 +309,8 @@ def fold_constants(graph: Graph) -> Graph:
     constant too: it becomes a read-only broadcast of one scalar (no memory). Results of
     more than 65,536 elements stay nodes, unless the op returns a view (reshape,
     broadcast_to ...) of a constant that is already held. Nodes that give the graph's
-    outputs are kept, so that every call returns fresh arrays.
+    outputs are kept, so that every call returns fresh arrays, and effectful ones (a
+    callback on constants runs at every call).
     """
     env: dict[int, Any] = {}
     outputs = {id(v) for v in graph.outvars if isinstance(v, Var)}
@@ -298,7 +318,11 @@ def fold_constants(graph: Graph) -> Graph:
     for node in graph.nodes:
         node = _renamed(node, env)
         folded = None
-        if not node.op.multiple_results and id(node.outputs[0]) not in outputs:
+        if (
+            not node.op.multiple_results
+            and id(node.outputs[0]) not in outputs
+            and not has_effects(node)  # a callback runs when the program runs, not now
+        ):
             folded = _fold(node)
         if folded is not None:
             env[id(node.outputs[0])] = folded

@@ -248,7 +248,8 @@ def _step_forms(graph: Graph, xp: Any) -> list[tuple]:
         for v in node.outputs:
             producer[id(v)] = node
         form: tuple = ("kernel",)
-        if xp is np and not node.op.multiple_results:
+        # An effectful kernel (a host callback) runs as it is: never on placeholders.
+        if xp is np and not node.op.multiple_results and not node.op.effectful:
             out = node.outputs[0].aval
             op = node.op
             ins = node.inputs

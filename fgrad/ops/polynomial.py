@@ -84,15 +84,18 @@ def _roots_vjp(ct, out, p):
 
 
 def _roots_args(rng, shapes):
-    # Monic-free polynomials with well separated roots: p = a * prod(x - r_i).
+    # p = a * prod(x - r_i) with well separated complex roots. Sampled complex, as rfft's
+    # check: on complex p the op is holomorphic, which the registry's bilinear checks
+    # assume; real p (a real input with complex roots) is checked against finite
+    # differences of the real and imaginary parts in tests/numpy/test_math_grads.py.
     out = []
     for s in shapes:
-        n = s[-1] - 1
-        batch = s[:-1]
-        r = np.sort(rng.uniform(-2, 2, batch + (n,)), axis=-1) + np.arange(n) * 0.7
-        coeffs = np.empty(s)
+        n, batch = s[-1] - 1, s[:-1]
+        r = rng.uniform(-1, 1, batch + (n,)) + 1j * rng.uniform(-1, 1, batch + (n,))
+        r = r + np.arange(n) * (0.9 + 0.4j)  # keeps the roots apart
+        coeffs = np.empty(s, dtype=np.complex128)
         for idx in np.ndindex(*batch):
-            coeffs[idx] = np.poly(r[idx]) * rng.uniform(0.5, 2.0)
+            coeffs[idx] = np.poly(r[idx]) * (rng.uniform(0.5, 2.0) + 0.3j)
         out.append(coeffs)
     return out
 

@@ -2446,3 +2446,7 @@ def einsum_path(subscripts: str, *operands: Any, optimize: Any = "greedy", einsu
         return np.einsum_path(subscripts, *stand_ins, optimize=optimize, einsum_call=einsum_call)
     except (ValueError, TypeError, KeyError) as e:
         raise ValueError(f"einsum_path: {e}") from None
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -31,6 +31,11 @@ def _companion_eigvals(xp, p):
     out_dtype = np.complex64 if p.dtype in (np.float32, np.complex64) else np.complex128
     if n == 0:
         return xp.zeros(p.shape[:-1] + (0,), dtype=out_dtype)
+    if not hasattr(xp.linalg, "eigvals"):  # cupy has no general (non-Hermitian) eigensolver
+        raise DTypeError(
+            "roots: this array backend has no general eigensolver (cupy's linalg has none); "
+            "move the coefficients to the CPU first, fgrad.device_put(p, 'cpu')"
+        )
     top = -p[..., 1:] / p[..., :1]
     below = xp.broadcast_to(xp.eye(n - 1, n, dtype=top.dtype), p.shape[:-1] + (n - 1, n))
     companion = xp.concatenate([top[..., None, :], below], axis=-2)
@@ -121,3 +126,7 @@ roots = defop(
         user="fgrad.numpy.roots",
     ),
 )
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -2249,8 +2249,9 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: Any = N
         weights: optional ``x``-shaped weights: each occurrence counts its weight.
             Differentiable (the counts are not differentiable in ``x``).
         minlength: the least number of bins.
-        length: the exact number of bins (JAX's argument), needed under ``jit``, where
-            the largest value of ``x`` is not known; values ``>= length`` are dropped.
+        length: the exact number of bins (JAX's argument, taking precedence over
+            ``minlength``), needed under ``jit``, where the largest value of ``x`` is not
+            known; values ``>= length`` are dropped.
 
     Returns:
         1-d Tensor of ``max(max(x) + 1, minlength)`` (or ``length``) counts: int64, or
@@ -2281,7 +2282,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: Any = N
         xv = _concrete(x, "bincount", "Pass a static length=N (the number of bins), as in JAX.")
         length = builtins.max(int(xv.max()) + 1 if xv.size else 0, minlength)
     else:
-        length = builtins.max(_args.size(length, "bincount", "length"), minlength)
+        length = _args.size(length, "bincount", "length")  # as JAX's: it overrides minlength
     if weights is None:
         w = _c.ones(x.shape, dtype=np.int64)
     else:

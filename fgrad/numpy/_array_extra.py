@@ -1042,12 +1042,19 @@ def _int_tensor(x: Any, name: str, arg: str) -> Tensor:
     return t
 
 
-def _in_bounds(name: str, idx: Tensor, n: int, what: str) -> None:
-    """ValueError when a concrete index is out of ``[0, n)``; traced indices are not checked."""
+def _in_bounds(name: str, idx: Tensor, n: int, what: str, traced_ok: bool = False) -> None:
+    """ValueError when a concrete index is out of ``[0, n)``. Traced indices cannot be
+    checked: a ConcretizationError naming ``mode="clip"``/``"wrap"`` (as JAX), unless
+    ``traced_ok``."""
     try:
         data = np.asarray(_wrap(concrete_value(idx)))
     except ConcretizationError:
-        return
+        if traced_ok:
+            return
+        raise ConcretizationError(
+            f"{name}: mode='raise' checks the indices, which are traced here ({idx.aval}) "
+            "and have no values yet; pass mode='clip' or mode='wrap' under jit or vmap"
+        ) from None
     if data.size and (data.min() < 0 or data.max() >= n):
         raise ValueError(f"{name}: {what} out of bounds (must be in [0, {n})), got {data.tolist()}")
 
@@ -1056,7 +1063,8 @@ def _in_bounds(name: str, idx: Tensor, n: int, what: str) -> None:
 def ravel_multi_index(multi_index: Any, dims: Any, mode: str = "raise", order: str = "C") -> Any:
     """Flat indices of the coordinate arrays ``multi_index`` into an array of shape ``dims``.
 
-    Traceable; ``mode="raise"`` checks concrete indices (traced ones are clipped, as JAX).
+    ``mode="raise"`` checks the indices, so they must be concrete (as JAX); ``"wrap"`` and
+    ``"clip"`` are traceable.
 
     Args:
         multi_index: one integer Tensor per dimension, broadcasting together.
@@ -1067,6 +1075,7 @@ def ravel_multi_index(multi_index: Any, dims: Any, mode: str = "raise", order: s
     Raises:
         ValueError: a concrete index is out of bounds with ``mode="raise"``, or a bad
             ``mode``/``order``.
+        ConcretizationError: ``mode="raise"`` with traced indices.
         ShapeError: ``multi_index`` has another length than ``dims``.
 
     Example:
@@ -1110,8 +1119,8 @@ def ravel_multi_index(multi_index: Any, dims: Any, mode: str = "raise", order: s
 def unravel_index(indices: Any, shape: Any, order: str = "C") -> tuple:
     """The coordinates of flat ``indices`` in an array of ``shape`` (numpy's ``unravel_index``).
 
-    Traceable. Concrete indices out of ``[0, prod(shape))`` raise as numpy; traced ones are
-    clipped into range, as JAX.
+    Traceable. Concrete indices out of ``[0, prod(shape))`` raise as numpy; traced ones
+    count from the end when negative and are clipped into range, as JAX.
 
     Example:
         >>> fnp.unravel_index(fnp.array([5, 1]), (2, 3))
@@ -1121,8 +1130,9 @@ def unravel_index(indices: Any, shape: Any, order: str = "C") -> tuple:
     _args.choice(order, "unravel_index", "order", ("C", "F"))
     idx = astype(_int_tensor(indices, "unravel_index", "indices"), _INT64)
     total = math.prod(shape)
-    _in_bounds("unravel_index", idx, total, "index")
-    idx = clip(idx, 0, builtins.max(total - 1, 0))
+    _in_bounds("unravel_index", idx, total, "index", traced_ok=True)
+    # traced: negative indices count from the end, then clipped into range, as JAX
+    idx = clip(where(_e.less(idx, 0), _e.add(idx, total), idx), 0, builtins.max(total - 1, 0))
     out = [None] * len(shape)
     seq = range(len(shape) - 1, -1, -1) if order == "C" else range(len(shape))
     for d in seq:
@@ -1226,8 +1236,8 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
 def choose(a: Any, choices: Any, out: Any = None, mode: str = "raise") -> Any:
     """``choices[a[i]][i]`` for every position ``i`` (numpy's ``choose``).
 
-    Differentiable in ``choices``. ``mode="raise"`` checks concrete indices (traced ones
-    are clipped, as JAX).
+    Differentiable in ``choices``. ``mode="raise"`` checks the indices, so they must be
+    concrete (as JAX); ``"wrap"`` and ``"clip"`` are traceable.
 
     Args:
         a: integer Tensor of indices into ``choices``.
@@ -1238,6 +1248,7 @@ def choose(a: Any, choices: Any, out: Any = None, mode: str = "raise") -> Any:
 
     Raises:
         ValueError: a concrete index is out of range (``"raise"``).
+        ConcretizationError: ``mode="raise"`` with traced indices.
         TypeError: ``out`` is given.
 
     Example:
@@ -1728,7 +1739,8 @@ def setdiff1d(
     """The unique values of ``ar1`` not in ``ar2``, sorted (numpy's ``setdiff1d``).
 
     With ``assume_unique`` the values keep ``ar1``'s order, as numpy. Data-dependent size:
-    concrete inputs, or a static ``size``, as JAX. Differentiable in ``ar1``'s values.
+    concrete inputs, or a static ``size`` (padded with ``fill_value``, default 0), as JAX.
+    Differentiable in ``ar1``'s values.
 
     Example:
         >>> fnp.setdiff1d(fnp.array([5, 1, 3, 1]), fnp.array([3]))
@@ -1740,7 +1752,7 @@ def setdiff1d(
     else:
         s = _sorted_flat("setdiff1d", ar1)
         keep = _e.logical_and(_run_starts(s, True), isin(s, ar2, invert=True))
-    return _set_result("setdiff1d", s, keep, size, fill_value)
+    return _kept("setdiff1d", keep, s, 0, size, 0 if fill_value is None else fill_value)
 
 
 @_args.names_errors("setxor1d")

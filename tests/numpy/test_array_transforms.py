@@ -171,8 +171,8 @@ def test_traceable_functions_under_jit_equal_eager():
         lambda x: fnp.isin(x, x[:2]),
         lambda x: fnp.lexsort([x, fnp.floor(x)]),
         lambda x: fnp.unravel_index(fnp.argsort(x), (2, 3)),
-        lambda x: fnp.ravel_multi_index((fnp.argsort(x) % 2, fnp.argsort(x) % 3), (2, 3)),
-        lambda x: fnp.choose(fnp.argsort(x) % 2, [x, -x]),
+        lambda x: fnp.ravel_multi_index((fnp.argsort(x) % 2, fnp.argsort(x)), (2, 3), "clip"),
+        lambda x: fnp.choose(fnp.argsort(x), [x, -x], mode="wrap"),
         lambda x: fnp.array_equal(x, fnp.sort(x)),
         lambda x: fnp.apply_along_axis(fnp.cumsum, 0, fnp.reshape(x, (3, 2))),
         lambda x: fnp.geomspace(fnp.abs(x[0]) + 1.0, 5.0, 4),
@@ -236,6 +236,16 @@ def test_compositions_grad_jit_vmap():
 def test_in_place_functions_need_inplace_false(name, args):
     with pytest.raises(ValueError, match="inplace=False"):
         getattr(fnp, name)(*args)
+
+
+def test_index_modes_under_jit_as_jax():
+    with pytest.raises(ConcretizationError, match="mode='clip'"):
+        fgrad.jit(lambda i: fnp.ravel_multi_index((i, i), (2, 3)))(fnp.array([0, 1]))
+    with pytest.raises(ConcretizationError, match="mode='clip'"):
+        fgrad.jit(lambda i: fnp.choose(i, [V, -V]))(fnp.zeros(6, dtype=int))
+    # traced flat indices: negative ones count from the end, then clip (jax.numpy's values)
+    rows, cols = fgrad.jit(lambda i: fnp.unravel_index(i, (2, 3)))(fnp.array([7, -1, 4]))
+    _eq((rows, cols), ([1, 1, 1], [2, 2, 1]))
 
 
 def test_errors_name_the_function():

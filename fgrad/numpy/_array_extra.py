@@ -1162,7 +1162,7 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
     """
     condlist = _seq(condlist, "select", "condlist", "boolean arrays")
     choicelist = _seq(choicelist, "select", "choicelist")
-    default = _tensor(default, "select", "default")
+    default_t = _tensor(default, "select", "default")
     if len(condlist) != len(choicelist):
         raise ValueError("select: list of cases must be same length as list of conditions")
     if not condlist:
@@ -1172,8 +1172,8 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
         if not dtypes.is_bool(c.dtype):
             raise DTypeError(f"select: conditions must be boolean, got dtype {c.dtype}")
     choices = [_tensor(c, "select", "choicelist") for c in choicelist]
-    dt = dtypes.result_type(*choices, default)
-    out = astype(_tensor(default, "select", "default"), dt)
+    dt = dtypes.result_type(*choices, default)  # a Python number promotes weakly
+    out = astype(default_t, dt)
     for c, v in zip(reversed(conds), reversed(choices)):
         out = where(c, astype(v, dt), out)
     shape = np.broadcast_shapes(*(tuple(t.shape) for t in conds + choices), tuple(out.shape))

@@ -34,6 +34,7 @@ def _same(got, want):
         return
     want = np.asarray(want)
     assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
     if want.dtype.kind in "iub":
         assert got.dtype.kind == want.dtype.kind, (got.dtype, want.dtype)
         np.testing.assert_array_equal(got, want)
@@ -132,6 +133,7 @@ CASES = [
     ("copy", (A,), {}),
     ("select", ([A > 0.5, A < -0.5], [A, A ** 2]), {"default": -1.0}),
     ("select", ([V > 0], [1]), {}),
+    ("select", ([A > 0], [A.astype(np.float32)]), {"default": 2.5}),
 ]
 
 

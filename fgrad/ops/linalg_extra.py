@@ -1,6 +1,6 @@
 """Matrix ops for ``fgrad.scipy.linalg``: the matrix exponential, the principal matrix
-square root and the LU decomposition with partial pivoting, each over the last two axes
-and broadcast over leading ones.
+square root, the LU decomposition with partial pivoting and the Schur decomposition, each
+over the last two axes and broadcast over leading ones.
 
 Both are real-input ops computed in float64 (float32 input is rounded once at the end).
 Their derivatives are Frechet derivatives, written with fgrad ops so that they are
@@ -34,7 +34,7 @@ from fgrad.ops.linalg import _right_solve, _stack_batch, matmul, solve, tril
 from fgrad.ops.shape import concatenate, permute_dims, reshape
 from fgrad.tensor import ShapeDtype
 
-__all__ = ["expm", "lu", "lu_pivots_to_permutation", "sqrtm"]
+__all__ = ["expm", "lu", "lu_pivots_to_permutation", "schur", "sqrtm"]
 
 
 def _describe(x) -> str:
@@ -476,5 +476,259 @@ lu_pivots_to_permutation = defop(
 
     References:
         LAPACK's ``getrf`` pivot convention (``ipiv``, here 0-based as scipy's).
+    """,
+)
+
+
+# ---------------------------------------------------------------------- schur
+
+_SCHUR_MAX_SWEEPS = 40  # per eigenvalue, as LAPACK's dhseqr allows about 30
+
+
+def _reflect(xp, w):
+    """The unit Householder vector ``v`` with ``(I - 2 v v^T) w = -sign(w_0) |w| e_1``
+    (zero for a zero ``w``: the identity)."""
+    norm = float(xp.sqrt(xp.sum(w * w)))
+    if norm == 0.0:
+        return xp.zeros_like(w)
+    v = xp.asarray(w, copy=True)
+    v[0] += norm if float(w[0]) >= 0 else -norm
+    return v / xp.sqrt(xp.sum(v * v))
+
+
+def _reflect_rows(h, v, rows, cols):
+    block = h[rows, cols]
+    h[rows, cols] = block - 2.0 * v[:, None] * (v @ block)[None, :]
+
+
+def _reflect_cols(h, v, rows, cols):
+    block = h[rows, cols]
+    h[rows, cols] = block - 2.0 * (block @ v)[:, None] * v[None, :]
+
+
+def _rotate(h, z, i, c, s, n):
+    """``h <- G^T h G``, ``z <- z G`` for the rotation ``G = [[c, -s], [s, c]]`` in the
+    plane ``(i, i + 1)``."""
+    rows = h[i : i + 2, i:].copy()
+    h[i, i:], h[i + 1, i:] = c * rows[0] + s * rows[1], -s * rows[0] + c * rows[1]
+    for m in (h[: i + 2], z):
+        cols = m[:, i : i + 2].copy()
+        m[:, i], m[:, i + 1] = c * cols[:, 0] + s * cols[:, 1], -s * cols[:, 0] + c * cols[:, 1]
+
+
+def _standardize(xp, h, z, i, n):
+    """The 2x2 diagonal block at ``(i, i + 1)`` in LAPACK's standard form: upper
+    triangular if its eigenvalues are real, else equal diagonal entries (``b c < 0``)."""
+    a, b, c, d = float(h[i, i]), float(h[i, i + 1]), float(h[i + 1, i]), float(h[i + 1, i + 1])
+    if c == 0.0:
+        return
+    p = 0.5 * (a - d)
+    disc = p * p + b * c
+    if disc >= 0:  # real eigenvalues: the first column of G is an eigenvector
+        lam = d + p + math.copysign(math.sqrt(disc), p) if p != 0 else d + math.sqrt(disc)
+        u = (b, lam - a) if abs(b) + abs(lam - a) >= abs(lam - d) + abs(c) else (lam - d, c)
+        r = math.hypot(*u)
+        _rotate(h, z, i, u[0] / r, u[1] / r, n)
+        h[i + 1, i] = 0.0
+        return
+    # complex pair: the angle that equalises the diagonal of G^T B G, with
+    # G = [[cos t, -sin t], [sin t, cos t]]: (a - d) cos 2t + (b + c) sin 2t = 0
+    theta = 0.5 * math.atan2(d - a, b + c) if (a - d) != 0 else 0.0
+    _rotate(h, z, i, math.cos(theta), math.sin(theta), n)
+    mean = 0.5 * (float(h[i, i]) + float(h[i + 1, i + 1]))
+    h[i, i] = h[i + 1, i + 1] = mean
+
+
+def _real_schur(xp, a, complex_form=False):
+    """``(T, Z)`` with ``a = Z T Z^T`` for one real matrix: Householder reduction to
+    Hessenberg form, then Francis double-shift QR steps with deflation (Golub and Van Loan,
+    *Matrix Computations*, 4th ed., algorithms 7.4.2, 7.5.1 and 7.5.2), ad hoc shifts
+    after 10 and 20 steps without deflation (as EISPACK's hqr2), and each 2x2 block
+    standardised (as LAPACK's dlanv2). NaN if it does not converge."""
+    n = a.shape[0]
+    h = xp.asarray(a, copy=True)
+    z = xp.eye(n, dtype=h.dtype)
+    if not bool(xp.all(xp.isfinite(h))):
+        return (_complex_schur(xp, h, z) if complex_form else (h, z))[0] * math.nan, z * math.nan
+    # scaled by a power of two near its largest entry (exact), so squares neither
+    # overflow nor underflow; T is scaled back at the end
+    big = float(xp.max(xp.abs(h))) if n else 0.0
+    unit = 2.0 ** round(math.log2(big)) if big > 0 else 1.0
+    h = h / unit
+    t, z = _francis(xp, h, z)
+    if complex_form:
+        t, z = _complex_schur(xp, t, z)
+    return t * unit, z
+
+
+def _francis(xp, h, z):
+    """Hessenberg reduction and the Francis QR steps of :func:`_real_schur`, in place."""
+    n = h.shape[0]
+    for k in range(n - 2):  # Hessenberg
+        v = _reflect(xp, h[k + 1 :, k])
+        _reflect_rows(h, v, slice(k + 1, n), slice(k, n))
+        _reflect_cols(h, v, slice(0, n), slice(k + 1, n))
+        _reflect_cols(z, v, slice(0, n), slice(k + 1, n))
+        h[k + 2 :, k] = 0.0
+    eps = 2.0**-52
+    scale = float(xp.sum(xp.abs(h))) or 1.0
+    hi, sweeps, total = n - 1, 0, 0
+    while hi >= 1:
+        lo = hi
+        while lo > 0:  # the lowest negligible subdiagonal entry above row hi
+            s = abs(float(h[lo - 1, lo - 1])) + abs(float(h[lo, lo]))
+            if abs(float(h[lo, lo - 1])) <= eps * (s if s != 0 else scale):
+                h[lo, lo - 1] = 0.0
+                break
+            lo -= 1
+        if lo == hi:  # a 1x1 block has converged
+            hi, sweeps = hi - 1, 0
+            continue
+        if lo == hi - 1:  # a 2x2 block
+            _standardize(xp, h, z, hi - 1, n)
+            hi, sweeps = hi - 2, 0
+            continue
+        sweeps += 1
+        total += 1
+        if total > _SCHUR_MAX_SWEEPS * n:
+            return h * math.nan, z * math.nan
+        if sweeps % 10 == 0:  # ad hoc shifts break a cycle
+            w = abs(float(h[hi, hi - 1])) + abs(float(h[hi - 1, hi - 2]))
+            trace, det = 1.5 * w, 0.5625 * w * w
+        else:  # the eigenvalues of the trailing 2x2 block
+            trace = float(h[hi - 1, hi - 1] + h[hi, hi])
+            det = float(h[hi - 1, hi - 1] * h[hi, hi] - h[hi - 1, hi] * h[hi, hi - 1])
+        x = float(h[lo, lo] ** 2 + h[lo, lo + 1] * h[lo + 1, lo] - trace * h[lo, lo]) + det
+        y = float(h[lo + 1, lo] * (h[lo, lo] + h[lo + 1, lo + 1] - trace))
+        w3 = float(h[lo + 1, lo] * h[lo + 2, lo + 1])
+        for k in range(lo, hi - 1):  # chase the bulge down (algorithm 7.5.1)
+            v = _reflect(xp, xp.asarray([x, y, w3], dtype=h.dtype))
+            q = max(lo, k - 1)
+            _reflect_rows(h, v, slice(k, k + 3), slice(q, n))
+            r = min(k + 4, hi + 1)
+            _reflect_cols(h, v, slice(0, r), slice(k, k + 3))
+            _reflect_cols(z, v, slice(0, n), slice(k, k + 3))
+            if k > lo:
+                h[k + 1 : k + 3, k - 1] = 0.0
+            x, y = float(h[k + 1, k]), float(h[k + 2, k])
+            if k < hi - 2:
+                w3 = float(h[k + 3, k])
+        v = _reflect(xp, xp.asarray([x, y], dtype=h.dtype))
+        _reflect_rows(h, v, slice(hi - 1, hi + 1), slice(hi - 2, n))
+        _reflect_cols(h, v, slice(0, hi + 1), slice(hi - 1, hi + 1))
+        _reflect_cols(z, v, slice(0, n), slice(hi - 1, hi + 1))
+        h[hi, hi - 2] = 0.0
+    return h, z
+
+
+def _complex_schur(xp, t, z):
+    """The complex (upper triangular) Schur form from the real one: each standardised 2x2
+    block is triangularised by a unitary rotation built from one of its eigenvalues (the
+    method of scipy's ``rsf2csf``)."""
+    t = xp.astype(t, xp.complex128)
+    z = xp.astype(z, xp.complex128)
+    n = t.shape[0]
+    for m in range(n - 1, 0, -1):
+        if t[m, m - 1] == 0:
+            continue
+        a, b, c, d = t[m - 1, m - 1], t[m - 1, m], t[m, m - 1], t[m, m]
+        half = 0.5 * (a + d)
+        root = xp.sqrt(complex(0.25 * (a - d) ** 2 + b * c))
+        mu = half + root - d
+        r = math.hypot(abs(mu), abs(c))
+        cs, sn = mu / r, c / r
+        g = xp.asarray([[xp.conj(cs), sn], [-sn, cs]])
+        t[m - 1 : m + 1, m - 1 :] = g @ t[m - 1 : m + 1, m - 1 :]
+        t[: m + 1, m - 1 : m + 1] = t[: m + 1, m - 1 : m + 1] @ xp.conj(g.T)
+        z[:, m - 1 : m + 1] = z[:, m - 1 : m + 1] @ xp.conj(g.T)
+        t[m, m - 1] = 0
+    return t, z
+
+
+def _schur_kernel(xp, a, *, output):
+    a, name = _wide(xp, a)
+    shape = a.shape
+    n = shape[-1]
+    stack = xp.reshape(a, (-1, n, n))
+    ts, zs = [], []
+    with np.errstate(all="ignore"):  # a matrix that does not converge gives NaN, silently
+        for m in stack:
+            t, z = _real_schur(xp, m, output == "complex")
+            ts.append(t)
+            zs.append(z)
+    t = xp.reshape(xp.stack(ts), shape) if ts else xp.zeros(shape, dtype=a.dtype)
+    z = xp.reshape(xp.stack(zs), shape) if zs else xp.zeros(shape, dtype=a.dtype)
+    if output == "complex":
+        cname = "complex64" if name == "float32" else "complex128"
+        return xp.astype(t, getattr(xp, cname)), xp.astype(z, getattr(xp, cname))
+    return _narrow(xp, t, name), _narrow(xp, z, name)
+
+
+def _schur_aval(x, *, output):
+    s = _square_real_aval("schur")(x)
+    if output not in ("real", "complex"):
+        raise ValueError(f"schur: output must be 'real' or 'complex', got {output!r}")
+    if output == "complex":
+        s = ShapeDtype(s.shape, np.dtype(np.complex64 if s.dtype == np.float32 else np.complex128))
+    return s, s
+
+
+def _no_schur_derivative(*_, **params):
+    raise NotImplementedError(
+        "schur: the Schur form is not differentiable here (it is not unique: the order "
+        "of the eigenvalues and the signs of Z's columns are arbitrary; JAX refuses it too). "
+        "Differentiate fnp.linalg.eigvals for the eigenvalues, or a function of the matrix "
+        "itself"
+    )
+
+
+schur = defop(
+    "schur",
+    kernel=_schur_kernel,
+    aval=_schur_aval,
+    multiple_results=True,
+    jvp=(_no_schur_derivative,),
+    vjp=_no_schur_derivative,
+    batch=_stack_batch,
+    # element assignment in the QR sweeps: no Array API form; no derivative to check
+    check=Check(
+        shapes=(((4, 4),), ((2, 3, 3),)), params=({"output": "real"}, {"output": "complex"}),
+        make_args=_random_matrices, modes=(), strict=False,
+    ),
+    doc="""The Schur decomposition ``a = Z T Z^H`` of each real square matrix.
+
+    ``output="real"``: ``Z`` orthogonal and ``T`` quasi-upper-triangular, with a 2x2 block
+    for each complex-conjugate pair of eigenvalues, in LAPACK's standard form (equal
+    diagonal entries, off-diagonal entries of opposite signs); real eigenvalues' blocks
+    are 1x1. ``output="complex"``: ``Z`` unitary and ``T`` upper triangular. As
+    ``scipy.linalg.schur`` for real input, up to the order of the eigenvalues along the
+    diagonal and the signs (phases) of ``Z``'s columns, which a Schur form leaves free.
+    A matrix with a non-finite entry, or a QR iteration that does not converge, gives
+    NaN. Not differentiable (as JAX's).
+
+    Args:
+        a: ``(..., n, n)`` real Tensor (integers and bools give float64).
+        output: ``"real"`` or ``"complex"``.
+
+    Returns:
+        ``(T, Z)``, each of ``a.shape``: ``a``'s floating dtype for ``"real"``, the
+        matching complex dtype for ``"complex"``.
+
+    Raises:
+        ShapeError: ``a`` is not a (stack of) square matrices.
+        DTypeError: complex input.
+        ValueError: an unknown ``output``.
+        NotImplementedError: when differentiated.
+
+    Example:
+        >>> from fgrad.ops.linalg_extra import schur
+        >>> t, z = schur(fnp.array([[1.0, 2.0], [0.5, 1.0]]), output="real")
+        >>> fnp.round(fnp.diagonal(t), 6)
+        Tensor([2., 0.], dtype=float64)
+
+    References:
+        G. H. Golub and C. F. Van Loan, *Matrix Computations*, 4th ed., 2013, algorithms
+        7.4.2 (Hessenberg reduction), 7.5.1 (the Francis double-shift step) and 7.5.2
+        (the QR algorithm); the 2x2 standard form of LAPACK's ``dlanv2``.
     """,
 )

@@ -7,7 +7,7 @@ Four submodules, each loaded on first use (``fgrad.scipy.special``, or
   inverses, the normal CDF in logarithms, the incomplete gamma function, Hurwitz zeta,
   scaled Bessel functions, ``xlogy``, ``logsumexp``, ``softmax`` and more;
 * :mod:`fgrad.scipy.linalg`: triangular and Cholesky solves, LU, the matrix exponential
-  (with its Frechet derivative), the matrix square root, ``lu``/``lu_factor``/``lu_solve``,
+  (with its Frechet derivative), the matrix square root, ``lu``/``lu_factor``/``lu_solve``, ``schur``,
   ``block_diag``;
 * :mod:`fgrad.scipy.stats`: log-densities, densities, CDFs and quantiles of the common
   distributions, differentiable in their parameters;

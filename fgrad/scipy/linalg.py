@@ -3,10 +3,10 @@
 Every function acts on the last two axes and broadcasts over leading (batch) axes, as
 ``jax.scipy.linalg`` does. Triangular and Cholesky solves are compositions of fgrad's
 ``solve``, ``cholesky`` and ``tril``/``triu`` ops (so their derivatives are those ops');
-``expm``, ``sqrtm`` and ``lu`` are ops of their own (``fgrad/ops/linalg_extra.py``):
-the first two with Frechet derivatives, ``lu`` with the derivative of the LU factors
-(``lu_solve`` is triangular solves on them, so it differentiates in both the factors
-and the right-hand side). ``overwrite_*`` and ``check_finite`` are accepted
+``expm``, ``sqrtm``, ``lu`` and ``schur`` are ops of their own
+(``fgrad/ops/linalg_extra.py``): the first two with Frechet derivatives, ``lu`` with the
+derivative of the LU factors (``lu_solve`` is triangular solves on them, so it
+differentiates in both the factors and the right-hand side), ``schur`` without one. ``overwrite_*`` and ``check_finite`` are accepted
 for scipy's signatures and ignored (Tensors are immutable; nothing is checked for
 finiteness, as under ``jit`` nothing could be).
 """
@@ -29,7 +29,7 @@ from fgrad.ops.shape import concatenate, pad, reshape
 from fgrad.tensor import as_tensor
 
 __all__ = [
-    "block_diag", "cho_factor", "cho_solve", "expm", "lu", "lu_factor", "lu_solve",
+    "block_diag", "cho_factor", "cho_solve", "expm", "lu", "lu_factor", "lu_solve", "schur",
     "solve_triangular", "sqrtm",
 ]
 
@@ -440,3 +440,63 @@ def lu_solve(lu_and_piv: Any, b: Any, trans: Any = 0, overwrite_b: bool = False,
     else:
         x = _la.solve(up, _la.solve(low, _matmul(e, b)))
     return reshape(x, shape=tuple(x.shape[:-1])) if vector else x
+
+
+def schur(
+    a: Any,
+    output: str = "real",
+    lwork: Any = None,
+    overwrite_a: bool = False,
+    sort: Any = None,
+    check_finite: bool = True,
+):
+    """The Schur decomposition ``a = Z T Z^H``, as ``scipy.linalg.schur`` for real input.
+
+    ``output="real"`` gives an orthogonal ``Z`` and a quasi-upper-triangular ``T`` (2x2
+    blocks, in LAPACK's standard form, for complex-conjugate eigenvalue pairs);
+    ``output="complex"`` a unitary ``Z`` and an upper-triangular ``T``. A Schur form is
+    not unique: the order of the eigenvalues along the diagonal and the signs (phases) of
+    ``Z``'s columns may differ from scipy's. Batched over leading axes; not differentiable
+    (as JAX's).
+
+    Args:
+        a: ``(..., n, n)`` real Tensor.
+        output: ``"real"`` or ``"complex"`` (also ``"r"``, ``"c"``).
+        lwork: ignored (scipy's signature).
+        overwrite_a: ignored (scipy's signature).
+        sort: must be None (ordering the eigenvalues is not supported).
+        check_finite: ignored (scipy's signature).
+
+    Returns:
+        ``(T, Z)``, each of ``a.shape``, real floating for ``"real"``, complex otherwise.
+
+    Raises:
+        ShapeError: ``a`` is not square.
+        DTypeError: complex or non-numeric input (complex Schur of a complex matrix is
+            not provided).
+        ValueError: an unknown ``output``, or a ``sort``.
+        NotImplementedError: when differentiated.
+
+    Example:
+        >>> from fgrad.scipy.linalg import schur
+        >>> t, z = schur(fnp.array([[0.0, 2.0], [-2.0, 0.0]]))
+        >>> t
+        Tensor([[ 0.,  2.],
+                [-2.,  0.]], dtype=float64)
+        >>> t, z = schur(fnp.array([[0.0, 2.0], [-2.0, 0.0]]), output="complex")
+        >>> fnp.round(fnp.diagonal(t), 6)
+        Tensor([0.+2.j, 0.-2.j], dtype=complex128)
+
+    References:
+        Golub and Van Loan, *Matrix Computations*, 4th ed., algorithms 7.4.2, 7.5.1 and
+        7.5.2 (see ``fgrad.ops.linalg_extra.schur``).
+    """
+    fn = "schur"
+    _args.flag(overwrite_a, fn, "overwrite_a")
+    _args.flag(check_finite, fn, "check_finite")
+    if sort is not None:
+        raise ValueError(f"{fn}: sort is not supported (got {_args.describe(sort)}); pass sort=None")
+    names = {"real": "real", "r": "real", "complex": "complex", "c": "complex"}
+    if not isinstance(output, str) or output not in names:
+        raise ValueError(f"{fn}: output must be 'real' or 'complex', got {_args.describe(output)}")
+    return tuple(_lx.schur(_matrix(a, fn, "a"), output=names[output]))

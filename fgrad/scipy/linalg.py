@@ -500,3 +500,8 @@ def schur(
     if not isinstance(output, str) or output not in names:
         raise ValueError(f"{fn}: output must be 'real' or 'complex', got {_args.describe(output)}")
     return tuple(_lx.schur(_matrix(a, fn, "a"), output=names[output]))
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

@@ -27,6 +27,7 @@ from fgrad import tree as _tree
 from fgrad._args import describe as _describe
 from fgrad.errors import DTypeError as _DTypeError
 from fgrad.errors import ShapeError as _ShapeError
+from fgrad.flatten_util import ravel_pytree as _ravel_pytree
 from fgrad.ops.elementwise import stop_gradient as _stop_gradient
 from fgrad.tensor import Tensor as _Tensor
 from fgrad.transforms.autodiff import grad as _grad
@@ -83,30 +84,19 @@ _LBFGS_OPTIONS = _BFGS_OPTIONS | {"maxcor", "ftol"}
 
 
 def _ravel(x0: Any) -> tuple[Any, Callable[[Any], Any]]:
-    """``x0``'s leaves as one 1-d Tensor, and the function that undoes it."""
-    leaves, treedef = _tree.flatten(x0)
+    """``x0``'s leaves as one 1-d Tensor, and the function that undoes it (checked: some
+    leaves, all real floating)."""
+    leaves = _tree.leaves(x0)
     if not leaves:
         raise _ShapeError("minimize: x0 has no leaves; pass the starting point as an array or a pytree of them")
-    leaves = [_fnp.asarray(v) for v in leaves]
     for k, v in enumerate(leaves):
+        v = _fnp.asarray(v)
         if v.dtype.kind != "f":
             raise _DTypeError(
                 f"minimize: x0's leaf {k} is {_describe(v)}; the variables must be real floating "
                 "(cast with fnp.asarray(x0, dtype=float))"
             )
-    dtype = np.result_type(*[v.dtype for v in leaves])
-    shapes = [tuple(v.shape) for v in leaves]
-    sizes = [math.prod(s) for s in shapes]
-    flat = _fnp.concatenate([_fnp.reshape(v.astype(dtype), (-1,)) for v in leaves])
-
-    def unravel(x):
-        parts, start = [], 0
-        for shape, size, leaf in zip(shapes, sizes, leaves):
-            parts.append(_fnp.reshape(x[start : start + size], shape).astype(leaf.dtype))
-            start += size
-        return _tree.unflatten(treedef, parts)
-
-    return flat, unravel
+    return _ravel_pytree(x0)
 
 
 def _scalar_objective(fun: Callable, unravel: Callable, args: tuple) -> Callable:

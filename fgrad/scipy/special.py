@@ -444,3 +444,8 @@ def multigammaln(a: Any, d: int) -> Any:
         out = term if out is None else _e.add(out, term)
     out = _e.add(out, total)
     return _e.where(_e.greater(a, (d - 1) / 2), out, math.nan)
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

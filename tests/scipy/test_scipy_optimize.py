@@ -182,3 +182,18 @@ def test_module_surface():
     # (the docstring examples run through pytest's --doctest-modules, fgrad/ being a test path)
     assert dir(optimize) == ["OptimizeResults", "minimize"] and optimize.__all__ == ["OptimizeResults", "minimize"]
     assert math.isclose(float(minimize(lambda x: fnp.sum((x - 2.0) ** 2), fnp.zeros(1)).x[0]), 2.0, abs_tol=1e-6)
+
+
+def test_scipy_modules_list_only_their_public_names():
+    import importlib
+
+    import fgrad.scipy
+    from fgrad.scipy import stats
+
+    names = ["fgrad.scipy", "fgrad.scipy.linalg", "fgrad.scipy.special", "fgrad.scipy.optimize", "fgrad.scipy.stats"]
+    names += [f"fgrad.scipy.stats.{d}" for d in stats.__all__]
+    for name in names:
+        module = importlib.import_module(name)
+        public = {n for n in dir(module) if not n.startswith("_")}
+        assert public == set(module.__all__), (name, sorted(public ^ set(module.__all__)))
+    assert fgrad.scipy.linalg.np.__name__ == "numpy"  # hidden from dir(), still reachable

@@ -49,3 +49,8 @@ __all__ = [
     "t",
     "uniform",
 ]
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

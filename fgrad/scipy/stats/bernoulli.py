@@ -35,3 +35,8 @@ def cdf(k: Any, p: Any, loc: Any = 0) -> Any:
     k, p, loc = inputs("cdf", k=k, p=p, loc=loc)
     k = k - loc
     return fnp.where(k < 0, 0.0, fnp.where(k < 1, 1 - p, 1.0 + 0 * p))
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

@@ -65,3 +65,8 @@ def sf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
 @with_doc(doc("Log of the beta survival function.", _ARGS, _EX.format('logsf(fnp.array([0.3, 0.999]), 2.0, 3.0)', 'Tensor([ -0.42817095, -19.33772176], dtype=float64)'), _SRC))
 def logsf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return _log_of_either(sf(x, a, b, loc, scale), cdf(x, a, b, loc, scale))
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

@@ -30,3 +30,8 @@ def logpmf(k: Any, n: Any, p: Any, loc: Any = 0) -> Any:
 @with_doc(doc("The binomial mass.", _ARGS, _EX.format('pmf(fnp.array([0, 3]), 10, 0.3)', 'Tensor([0.02824752, 0.26682793], dtype=float64)'), _SRC))
 def pmf(k: Any, n: Any, p: Any, loc: Any = 0) -> Any:
     return fnp.exp(logpmf(k, n, p, loc))
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

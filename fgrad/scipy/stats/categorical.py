@@ -39,3 +39,8 @@ def logpmf(k: Any, p: Any) -> Any:
 @with_doc(doc("The categorical mass ``p[k]``.", _ARGS, _EX.format('pmf(fnp.array([0, 2]), fnp.array([0.2, 0.3, 0.5]))', 'Tensor([0.2, 0.5], dtype=float64)'), _SRC, returns=_RET))
 def pmf(k: Any, p: Any) -> Any:
     return fnp.exp(logpmf(k, p))
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

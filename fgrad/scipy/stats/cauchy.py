@@ -43,3 +43,8 @@ def ppf(q: Any, loc: Any = 0, scale: Any = 1) -> Any:
     high = 1 / fnp.tan(math.pi * (1 - safe(qs > 0.5, qs, 0.75)))
     value = outside(ok, loc + scale * fnp.where(qs <= 0.5, low, high), math.nan)
     return fnp.where(q == 0, -math.inf, fnp.where(q == 1, math.inf, value))
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

@@ -36,3 +36,8 @@ def logpdf(x: Any, alpha: Any) -> Any:
 @with_doc(doc("The Dirichlet density.", _ARGS, _EX.format('pdf(fnp.array([0.2, 0.3, 0.5]), fnp.array([1.0, 2.0, 3.0]))', 'Tensor(4.5, dtype=float64)'), _SRC, returns=_RET))
 def pdf(x: Any, alpha: Any) -> Any:
     return fnp.exp(logpdf(x, alpha))
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

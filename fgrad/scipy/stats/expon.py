@@ -48,3 +48,8 @@ def ppf(q: Any, loc: Any = 0, scale: Any = 1) -> Any:
     q, loc, scale = inputs("ppf", q=q, loc=loc, scale=scale)
     ok = (q >= 0) & (q <= 1)
     return outside(ok, loc - scale * fnp.log1p(-safe(ok, q, 0.5)), math.nan)
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

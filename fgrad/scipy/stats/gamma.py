@@ -43,3 +43,8 @@ def sf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
     x, a, loc, scale = inputs("sf", x=x, a=a, loc=loc, scale=scale)
     z = (x - loc) / scale
     return special.gammaincc(a, fnp.maximum(z, 0.0))
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

@@ -43,3 +43,8 @@ def ppf(q: Any, loc: Any = 0, scale: Any = 1) -> Any:
     low = fnp.log(2 * safe(qs <= 0.5, qs, 0.25))
     high = -fnp.log(2 * (1 - safe(qs > 0.5, qs, 0.75)))
     return outside(ok, loc + scale * fnp.where(qs <= 0.5, low, high), math.nan)
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

@@ -43,3 +43,8 @@ def logpdf(x: Any, mean: Any = None, cov: Any = 1) -> Any:
 @with_doc(doc("The multivariate normal density.", _ARGS, _EX.format('pdf(fnp.array([0.0, 0.0]), fnp.zeros(2), fnp.eye(2))', 'Tensor(0.15915494, dtype=float64)'), _SRC, returns=_RET))
 def pdf(x: Any, mean: Any = None, cov: Any = 1) -> Any:
     return fnp.exp(logpdf(x, mean, cov))
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

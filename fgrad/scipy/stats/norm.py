@@ -67,3 +67,8 @@ def logsf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
 def ppf(q: Any, loc: Any = 0, scale: Any = 1) -> Any:
     q, loc, scale = inputs("ppf", q=q, loc=loc, scale=scale)
     return loc + scale * special.ndtri(q)
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

@@ -35,3 +35,8 @@ def cdf(k: Any, mu: Any, loc: Any = 0) -> Any:
     k, mu, loc = inputs("cdf", k=k, mu=mu, loc=loc)
     k = fnp.floor(k - loc)
     return outside(k >= 0, special.gammaincc(safe(k >= 0, k, 0.0) + 1, mu), 0.0)
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

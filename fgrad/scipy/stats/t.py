@@ -67,3 +67,8 @@ def cdf(x: Any, df: Any, loc: Any = 0, scale: Any = 1) -> Any:
 def sf(x: Any, df: Any, loc: Any = 0, scale: Any = 1) -> Any:
     x, df, loc, scale = inputs("sf", x=x, df=df, loc=loc, scale=scale)
     return _cdf((loc - x) / scale, df)
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

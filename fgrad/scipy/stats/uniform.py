@@ -39,3 +39,8 @@ def ppf(q: Any, loc: Any = 0, scale: Any = 1) -> Any:
     q, loc, scale = inputs("ppf", q=q, loc=loc, scale=scale)
     ok = (q >= 0) & (q <= 1)
     return outside(ok, loc + safe(ok, q, 0.5) * scale, math.nan)
+
+
+def __dir__() -> list[str]:
+    # Only the public names: the imports this module uses stay reachable, not listed.
+    return sorted(__all__)

@@ -1565,6 +1565,10 @@ def argpartition(
 def lexsort(keys: Any, axis: int = -1) -> Any:
     """Indices that sort by several keys, the last key first (numpy's ``lexsort``).
 
+    One stable argsort per key, from the first (least significant) key to the last, as a
+    least-significant-digit radix sort (Knuth, TAOCP vol. 3, 5.2.5): stability keeps the
+    order of the earlier keys among equal later ones.
+
     Args:
         keys: sequence of Tensors of one shape (or a 2-D+ Tensor, one key per row).
         axis: the axis to sort along.
@@ -1662,7 +1666,12 @@ def _holds(s: Tensor, ar: Any, name: str) -> Tensor:
 
 def _set_result(name: str, s: Tensor, keep: Tensor, size: Any, fill_value: Any) -> Tensor:
     """The entries of the 1-D ``s`` where ``keep`` holds (sized: padded with ``fill_value``,
-    default the smallest kept value)."""
+    default the smallest kept value).
+
+    The set operations sort their inputs and keep the first element of each run of equal
+    values that passes a membership test, as numpy's ``lib/_arraysetops_impl.py`` does;
+    with a static ``size`` the kept positions come from a stable argsort of the mask
+    (``nonzero`` with ``size``), so the shapes are static."""
     if size is not None and fill_value is None:
         first = _kept(name, keep, s, 0, 1, 0)
         fill_value = first[0]

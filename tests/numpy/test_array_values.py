@@ -114,6 +114,7 @@ CASES = [
     ("isin", (I1, I2), {}),
     ("isin", (I1, I2), {"invert": True}),
     ("isin", (np.arange(300) % 17, np.arange(0, 400, 3)), {}),
+    ("isin", (np.r_[np.arange(400.0) % 37, np.nan], np.r_[np.arange(0.0, 500, 3), np.nan]), {}),
     ("intersect1d", (I1, I2), {}),
     ("intersect1d", (I1, I2), {"return_indices": True}),
     ("union1d", (I1, I2), {}),
@@ -238,3 +239,19 @@ def test_save_load_npy_and_npz_round_trip(tmp_path):
         fnp.load(tmp_path / "obj.npy")
     with pytest.raises(ValueError, match="never unpickles"):
         fnp.load(tmp_path / "a.npy", allow_pickle=True)
+
+
+def test_save_is_atomic_a_failed_write_leaves_the_old_file(tmp_path, monkeypatch):
+    target = tmp_path / "w.npy"
+    fnp.save(target, fnp.arange(3))
+
+    def broken(f, data, **kwargs):
+        f.write(b"partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(np, "save", broken)
+    with pytest.raises(OSError, match="disk full"):
+        fnp.save(target, fnp.ones(5))
+    monkeypatch.undo()
+    _same(fnp.load(target), np.arange(3))
+    assert [p.name for p in tmp_path.iterdir()] == ["w.npy"]

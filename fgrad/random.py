@@ -209,6 +209,14 @@ def _dtype(dtype: Any, fn: str, default: Any) -> np.dtype:
     return _args.dtype(dtype, f"random.{fn}") or np.dtype(default)
 
 
+def _int_dtype(dtype: Any, fn: str) -> np.dtype:
+    """``dtype`` as an integer numpy dtype, None meaning int64 (the dtype of counts)."""
+    dt = _dtype(dtype, fn, np.int64)
+    if dt.kind not in "iu":
+        raise DTypeError(f"random.{fn}: dtype must be an integer dtype, got {dt}")
+    return dt
+
+
 def _float_dtype(dtype: Any, fn: str, *, complex_ok: bool = False) -> np.dtype:
     dt = _dtype(dtype, fn, np.float64)
     if dt in MANTISSA or (complex_ok and dt in (np.complex64, np.complex128)):
@@ -659,9 +667,7 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = np.int6
         (the rejection threshold ``2**64 mod span``).
     """
     key, device = _key_data(key, "randint")
-    dt = _dtype(dtype, "randint", np.int64)
-    if dt.kind not in "iu":
-        raise DTypeError(f"random.randint: dtype must be an integer dtype, got {dt}")
+    dt = _int_dtype(dtype, "randint")
     bounds = []
     for name, value in (("minval", minval), ("maxval", maxval)):
         if hasattr(value, "dtype") and _name(value.dtype)[:3] not in ("int", "uin", "boo"):
@@ -1193,9 +1199,7 @@ def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = None) -> Tensor:
         variables", Insurance: Mathematics and Economics 12(1), 1993; ``jax.random.poisson``.
     """
     key, device = _key_data(key, "poisson")
-    dt = _dtype(dtype, "poisson", np.int64)
-    if dt.kind not in "iu":
-        raise DTypeError(f"random.poisson: dtype must be an integer dtype, got {dt}")
+    dt = _int_dtype(dtype, "poisson")
     rate = _param(lam, device, "poisson", "lam", traced="read")
     shape = _broadcast_shape("poisson", shape, lam=shape_of(rate))
     c = _concrete(rate, np.float64)
@@ -1284,9 +1288,7 @@ def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None) -> Tensor:
         L. Devroye, "Non-Uniform Random Variate Generation", 1986, X.2; ``jax.random.geometric``.
     """
     key, device = _key_data(key, "geometric")
-    dt = _dtype(dtype, "geometric", np.int64)
-    if dt.kind not in "iu":
-        raise DTypeError(f"random.geometric: dtype must be an integer dtype, got {dt}")
+    dt = _int_dtype(dtype, "geometric")
     prob = _param(p, device, "geometric", "p", traced="read")
     shape = _broadcast_shape("geometric", shape, p=shape_of(prob))
     cp = _concrete(prob, np.float64)

@@ -369,6 +369,15 @@ def delete(
         keep[obj] = False
         return take(arr, np.flatnonzero(keep), axis=axis)
     unique = _args.flag(assume_unique_indices, "delete", "assume_unique_indices")
+    if isinstance(obj, Tensor) and dtypes.is_bool(obj.dtype):
+        try:
+            concrete_value(obj)
+        except ConcretizationError:
+            raise ConcretizationError(
+                f"delete: a traced boolean obj {obj.aval} leaves a number of entries that "
+                "depends on its values; use fnp.compress(~obj, arr, axis, size=N) for a "
+                "static size, as in JAX"
+            ) from None
     if isinstance(obj, Tensor) and unique:
         try:
             concrete_value(obj)

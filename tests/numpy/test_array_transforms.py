@@ -261,5 +261,7 @@ def test_errors_name_the_function():
         fnp.select([V > 0], [])
     with pytest.raises(ValueError, match="piecewise"):
         fnp.piecewise(V, [V > 0], [1.0, 2.0, 3.0])
+    with pytest.raises(ConcretizationError, match="delete: a traced boolean obj.*compress"):
+        fgrad.jit(lambda x: fnp.delete(x, x > 0))(V)
     with pytest.raises(ConcretizationError, match="insert: obj"):
         fgrad.jit(lambda x, i: fnp.insert(x, i, 0.0))(V, fnp.array(1))

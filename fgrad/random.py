@@ -23,10 +23,13 @@ A 64-bit draw takes block ``i`` for element ``i``; a 32-bit draw takes word ``i 
 ``i // 2``. So element ``i`` of a sample depends only on the key and ``i`` (its flat C-order
 index): ``uniform(k, (10,))[:4]`` equals ``uniform(k, (4,))``.
 
-Each function checks its arguments and calls one op of :mod:`fgrad.ops.random` (shapes
-and dtypes are static, keys and parameters are data), so keys work inside :func:`fgrad.jit`
-like any other array: a new key reuses the compiled graph. Samplers have no derivatives;
-reparameterise to differentiate, e.g. ``mu + sigma * normal(key, shape)``.
+Each function checks its arguments and calls ops of :mod:`fgrad.ops.random` (shapes and
+dtypes are static, keys and parameters are data), so keys work inside :func:`fgrad.jit`
+like any other array: a new key reuses the compiled graph. The distributions built on
+:func:`gamma` (``beta``, ``dirichlet``, ``t``, ...) are differentiable in their parameters
+through gamma's implicit reparameterisation gradient; the location-scale ones by
+composition, e.g. ``mu + sigma * normal(key, shape)``; the other samplers' parameters have
+no derivatives.
 
 Example:
     >>> from fgrad import random

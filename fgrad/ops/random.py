@@ -12,9 +12,11 @@ Every op also takes a batch of keys ``(*kb, 2)`` and returns one result per key,
 Threefry is counter-based. That is what ``vmap`` over keys runs (``_key_batch``), e.g.
 per-example dropout masks.
 
-None of these ops has a derivative. ``random_uniform`` and ``random_truncated_normal``
-declare rules for their bounds only to *refuse* them: a bound differentiated through a
-jitted sampler raises TypeError instead of silently getting a zero derivative.
+Only ``random_gamma`` has a derivative: in its concentration, the implicit
+reparameterisation gradient (``random_gamma_grad``, whose own rules refuse: no second
+derivatives). ``random_uniform`` and ``random_truncated_normal`` declare rules for their
+bounds only to *refuse* them: a bound differentiated through a jitted sampler raises
+TypeError instead of silently getting a zero derivative.
 
 References:
     J. K. Salmon, M. A. Moraes, R. O. Dror, D. E. Shaw, "Parallel random numbers: as easy as

@@ -1181,7 +1181,8 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
         if not dtypes.is_bool(c.dtype):
             raise DTypeError(f"select: conditions must be boolean, got dtype {c.dtype}")
     choices = [_tensor(c, "select", "choicelist") for c in choicelist]
-    dt = dtypes.result_type(*choices, default)  # a Python number promotes weakly
+    weak = isinstance(default, (int, float, complex)) and not isinstance(default, Tensor)
+    dt = dtypes.result_type(*choices, default if weak else default_t)  # numbers: weakly
     out = astype(default_t, dt)
     for c, v in zip(reversed(conds), reversed(choices)):
         out = where(c, astype(v, dt), out)

@@ -57,11 +57,21 @@ def has_effects(node: Node) -> bool:
     if node.op.effectful:
         return True
     for value in node.params.values():
+        if type(value) is tuple:
+            if not value or type(value[0]) in _PLAIN:  # shapes, axes: the common case
+                continue
+        elif type(value) in _PLAIN:
+            continue
         for sub in value if type(value) is tuple else (value,):
             graph = getattr(sub, "graph", None)
             if isinstance(graph, Graph) and any(has_effects(n) for n in graph.nodes):
                 return True
     return False
+
+
+# Param types that never hold a sub-graph (checked first: jit runs has_effects per node
+# in every pass).
+_PLAIN = frozenset((int, float, bool, str, complex, type(None), np.dtype, slice))
 
 
 def dce(graph: Graph) -> Graph:

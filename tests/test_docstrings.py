@@ -33,6 +33,8 @@ MODULES = {
     "fgrad.io": io,
     "fgrad.tree": tree,
     "fgrad.test_util": test_util,
+    **{name: importlib.import_module(name)
+       for name in ("fgrad.debug", "fgrad.flatten_util", "fgrad.scipy.optimize")},
 }
 # Constants, dtypes, modules and exceptions are not functions to document this way.
 SKIP_TYPES = (type(fgrad), int, float, str, bool)

@@ -702,7 +702,8 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A
         >>> fnp.array([1.0]).astype("float32", copy=False)
         Tensor([1.], dtype=float32)
     """
-    _args.flag(copy, "astype", "copy")
+    if copy is not True and copy is not False:
+        _args.flag(copy, "astype", "copy")
     x = x if isinstance(x, Tensor) else as_tensor(x, "astype", "x")
     dt = _args.dtype(dtype, "astype", "dtype", none_ok=False)
     out = x if (dt == x.dtype and not x.weak) else _cast(x, dt)

@@ -32,15 +32,8 @@ P = inspect.Parameter
 
 # "name: problem", as _problems writes them. Each is in a file this work does not own.
 KNOWN_MISMATCHES = {
-    # fgrad/numpy/_creation.py: the *_like functions take no device= (full_like names its
-    # first parameter ``a``, which the standard passes positionally, so that is fine).
+    # fgrad/numpy/_creation.py: empty_like takes no device= (the other *_like do).
     "empty_like: device=: not a keyword",
-    "full_like: device=: not a keyword",
-    "ones_like: device=: not a keyword",
-    "zeros_like: device=: not a keyword",
-    # fgrad/numpy/_shape.py: reshape(x, shape, /, *more) takes no shape= and no copy=.
-    "reshape: shape=: not a keyword",
-    "reshape: copy=: not a keyword",
     # fgrad/numpy/fft.py: the frequency helpers take no dtype=.
     "fft.fftfreq: dtype=: not a keyword",
     "fft.rfftfreq: dtype=: not a keyword",

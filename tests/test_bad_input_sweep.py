@@ -465,6 +465,7 @@ BASE: dict[str, Callable[[], tuple[tuple, dict]]] = {
         "expit", "logit", "entr", "i0e", "i1e")},
     **{f"special:{name}": (lambda: ((V(), V() + 1.0), {})) for name in (
         "betaln", "gammainc", "gammaincc", "xlogy", "xlog1py")},
+    "special:betainc": lambda: ((V() + 1.0, V() + 2.0, V()), {}),
     "special:polygamma": lambda: ((fnp.array([0, 1, 2]), V() + 1.0), {}),
     "special:zeta": lambda: ((V() + 2.0,), {"q": V() + 1.0}),
     "special:multigammaln": lambda: ((V() + 2.0, 3), {}),
@@ -478,13 +479,17 @@ BASE: dict[str, Callable[[], tuple[tuple, dict]]] = {
     "scipy_linalg:expm": lambda: ((M(),), {}),
     "scipy_linalg:sqrtm": lambda: ((M(),), {}),
     "scipy_linalg:block_diag": lambda: ((M(), V()), {}),
+    "scipy_linalg:lu": lambda: ((M(),), {}),
+    "scipy_linalg:lu_factor": lambda: ((M(),), {}),
+    "scipy_linalg:lu_solve": lambda: ((fscipy_linalg.lu_factor(M()), V()[:2]), {}),
+    "scipy_linalg:schur": lambda: ((M(),), {}),
     # fgrad.scipy.stats: one module per distribution, each function with its parameters
     **{f"stats_{dist}:{fn}": (lambda params=params: ((V(),) + params, {}))
        for dist, fns, params in (
            ("norm", ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf"), (0.1, 1.5)),
-           ("t", ("logpdf", "pdf"), (3.0, 0.1, 1.5)),
+           ("t", ("logpdf", "pdf", "cdf", "sf"), (3.0, 0.1, 1.5)),
            ("gamma", ("logpdf", "pdf", "cdf", "sf"), (2.0, 0.0, 1.5)),
-           ("beta", ("logpdf", "pdf"), (2.0, 3.0, 0.0, 1.0)),
+           ("beta", ("logpdf", "pdf", "cdf", "sf", "logcdf", "logsf"), (2.0, 3.0, 0.0, 1.0)),
            ("expon", ("logpdf", "pdf", "cdf", "sf", "ppf"), (0.0, 1.5)),
            ("laplace", ("logpdf", "pdf", "cdf", "ppf"), (0.1, 1.5)),
            ("logistic", ("logpdf", "pdf", "cdf", "sf", "ppf"), (0.1, 1.5)),

@@ -111,7 +111,7 @@ def _where_mask(where: Any, x: Any, fn: str) -> Any:
         np.broadcast_shapes(shape_of(where), shape_of(x))
     except ValueError:
         raise ShapeError(
-            f"{fn}: where of shape {shape_of(where)} does not broadcast to x's shape {shape_of(x)}"
+            f"{fn}: where of shape {shape_of(where)} does not broadcast to a's shape {shape_of(x)}"
         ) from None
     return where
 
@@ -141,7 +141,7 @@ def sum(
         initial: a number added to the sum.
         where: optional bool Tensor broadcastable to ``a``: only elements where it is True
             are summed; the others get a zero cotangent (as with ``fnp.where``), so NaN or
-            inf entries of ``x`` left out do not reach the sum or its gradient.
+            inf entries of ``a`` left out do not reach the sum or its gradient.
 
     Returns:
         Tensor of the reduced shape; bools and small ints sum into the default int.
@@ -181,7 +181,7 @@ def prod(
     initial: Any = None,
     where: Any = None,
 ) -> Any:
-    """Product of elements over ``axis``; its derivative is exact with zeros in ``x``.
+    """Product of elements over ``axis``; its derivative is exact with zeros in ``a``.
 
     Args:
         a: Tensor of any shape.
@@ -410,7 +410,7 @@ def var(
         correction: the Array API name of ``ddof``; give one or the other.
 
     Returns:
-        Tensor of the reduced shape; real floating dtype of ``x`` (ints give float64).
+        Tensor of the reduced shape; real floating dtype of ``a`` (ints give float64).
         When ``count - ddof <= 0`` the result is inf or NaN, as numpy. float16 is computed
         in float32 and rounded once, as in JAX (numpy sums float16 squares in float16, so
         its variance of values near 1000 is inf).
@@ -515,7 +515,7 @@ def std(
         correction: the Array API name of ``ddof``.
 
     Returns:
-        Tensor of the reduced shape; real floating dtype of ``x`` (ints give float64).
+        Tensor of the reduced shape; real floating dtype of ``a`` (ints give float64).
         float16 is computed in float32, square root included, and rounded once.
 
     Raises:
@@ -557,7 +557,7 @@ def logsumexp(
             ``log|sum(b * exp(x))|``. Without it, a negative sum gives NaN.
 
     Returns:
-        Tensor of the reduced shape; floating dtype of ``x`` (ints give float64; float16
+        Tensor of the reduced shape; floating dtype of ``a`` (ints give float64; float16
         is computed in float32 and rounded once); with ``return_sign``, a pair
         ``(result, sign)``.
 
@@ -584,7 +584,7 @@ def logsumexp(
             np.broadcast_shapes(shape_of(x), shape_of(b))
         except ValueError:
             raise ShapeError(
-                f"logsumexp: b of shape {shape_of(b)} does not broadcast with x's shape "
+                f"logsumexp: b of shape {shape_of(b)} does not broadcast with a's shape "
                 f"{shape_of(x)}"
             ) from None
     if b is None and not return_sign:
@@ -886,7 +886,7 @@ def cumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
         out: not supported (Tensors are immutable).
 
     Returns:
-        Tensor of ``x.shape`` (flattened when ``axis`` is None); bools and small ints sum
+        Tensor of ``a.shape`` (flattened when ``axis`` is None); bools and small ints sum
         into the default int.
 
     Raises:
@@ -908,7 +908,7 @@ def cumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
 def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
     """Cumulative product along ``axis``: ``out[i] = x[0] * ... * x[i]``.
 
-    Its derivative is exact with zeros in ``x``, at every order.
+    Its derivative is exact with zeros in ``a``, at every order.
 
     Args:
         a: Tensor of any shape.
@@ -917,7 +917,7 @@ def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any
         out: not supported (Tensors are immutable).
 
     Returns:
-        Tensor of ``x.shape`` (flattened when ``axis`` is None); bools and small ints
+        Tensor of ``a.shape`` (flattened when ``axis`` is None); bools and small ints
         multiply into the default int.
 
     Raises:

@@ -21,7 +21,7 @@ CREATION = {
     "empty": (lambda n: fnp.empty((2, n)), "shape"),
     "arange": (lambda n: fnp.arange(n), "a bound"),
     "linspace": (lambda n: fnp.linspace(0.0, 1.0, n), "num"),
-    "eye": (lambda n: fnp.eye(3, n), "m"),
+    "eye": (lambda n: fnp.eye(3, n), "M"),
     "identity": (lambda n: fnp.identity(n), "n"),
 }
 

@@ -32,7 +32,6 @@ from fgrad.numpy._creation import (
     _matrix_args,
     _numpy_layout,
     _static,
-    arange,
     linspace,
     ones,
     zeros,
@@ -151,6 +150,11 @@ _INT64 = np.dtype(np.int64)
 def _ints(values: Any) -> Tensor:
     """A host int64 array as a Tensor (index results of static computations)."""
     return asarray(np.asarray(values, dtype=np.int64))
+
+
+def _on(data: Any, like: Tensor) -> Tensor:
+    """Host ``data`` as a Tensor on ``like``'s device (constants that meet its values)."""
+    return asarray(np.asarray(data), device=like.device)
 
 
 def _no_inplace(name: str, inplace: Any) -> None:
@@ -387,7 +391,7 @@ def delete(
                     f"delete: traced obj must be integer indices, got {obj.aval}"
                 ) from None
             idx = _e.remainder(ravel(obj), builtins.max(n, 1))
-            hit = _e.equal(expand_dims(idx, 0), expand_dims(arange(n), 1))
+            hit = _e.equal(expand_dims(idx, 0), expand_dims(_on(np.arange(n), arr), 1))
             keep = _e.logical_not(_any(hit, axis=1))
             pos = _nonzero_sized(keep, n - int(idx.shape[0]), 0, "delete")[0]
             return take(arr, pos, axis=axis)
@@ -613,7 +617,7 @@ def resize(a: Any, new_shape: Any) -> Any:
     total = math.prod(shape)
     flat = ravel(a)
     if a.size == 0 or total == 0:
-        return zeros(shape, dtype=a.dtype)
+        return zeros(shape, dtype=a.dtype, device=a.device)
     return reshape(take(flat, np.arange(total) % a.size), shape)
 
 
@@ -1183,7 +1187,7 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
     choices = [_tensor(c, "select", "choicelist") for c in choicelist]
     weak = isinstance(default, (int, float, complex)) and not isinstance(default, Tensor)
     dt = dtypes.result_type(*choices, default if weak else default_t)  # numbers: weakly
-    out = astype(default_t, dt)
+    out = astype(default_t if isinstance(default, Tensor) else _on(default_t._data, choices[0]), dt)
     for c, v in zip(reversed(conds), reversed(choices)):
         out = where(c, astype(v, dt), out)
     shape = np.broadcast_shapes(*(tuple(t.shape) for t in conds + choices), tuple(out.shape))
@@ -1228,8 +1232,12 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
         )
 
     def piece(f: Any) -> Any:
-        v = f(x, *args, **kw) if callable(f) else f
-        return astype(_tensor(v, "piecewise", "funclist"), x.dtype)
+        if callable(f):
+            v = _tensor(f(x, *args, **kw), "piecewise", "funclist")
+        else:  # a constant, on x's device
+            v = _tensor(f, "piecewise", "funclist")
+            v = v if isinstance(f, Tensor) else _on(v._data, x)
+        return astype(v, x.dtype)
 
     out = _e.full_like(x, fill_value=0, dtype=np.dtype(x.dtype))
     if len(funcs) == len(conds) + 1:
@@ -1293,12 +1301,14 @@ def _kept(name: str, mask: Any, values: Tensor, axis: int, size: Any, fill_value
     pos = _nonzero_sized(mask, size, 0, name)[0]
     picked = take(values, pos, axis=axis)
     count = _sum(astype(mask, _INT64))
-    valid = _e.less(arange(size), count)
+    valid = _e.less(_on(np.arange(size), values), count)
     valid = reshape(valid, (1,) * axis + (size,) + (1,) * (values.ndim - axis - 1))
     if fill_value is None:
         fill_value = 0
-    fill = astype(_tensor(fill_value, name, "fill_value"), values.dtype)
-    return where(valid, picked, fill)
+    fill = _tensor(fill_value, name, "fill_value")
+    if not isinstance(fill_value, Tensor):
+        fill = _on(fill._data, values)
+    return where(valid, picked, astype(fill, values.dtype))
 
 
 @_args.names_errors("compress")
@@ -1745,7 +1755,7 @@ def intersect1d(
     last = builtins.max(b.size - 1, 0)
     i2 = take(perm2, _e.minimum(searchsorted(sb, values), last)) if b.size else i1
     if size is not None:
-        valid = _e.less(arange(size), _sum(astype(keep, _INT64)))
+        valid = _e.less(_on(np.arange(size), a), _sum(astype(keep, _INT64)))
         i2 = where(valid, i2, 0)
     return values, i1, i2
 
@@ -1877,7 +1887,7 @@ def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
     """
     a1, a2 = _tensor(a1, "array_equal", "a1"), _tensor(a2, "array_equal", "a2")
     if tuple(a1.shape) != tuple(a2.shape):
-        return asarray(False)
+        return _on(False, a1)
     eq = _e.equal(a1, a2)
     if _args.flag(equal_nan, "array_equal", "equal_nan"):
         both = [dtypes.is_inexact(t.dtype) for t in (a1, a2)]
@@ -1898,7 +1908,7 @@ def array_equiv(a1: Any, a2: Any) -> Any:
     try:
         np.broadcast_shapes(tuple(a1.shape), tuple(a2.shape))
     except ValueError:
-        return asarray(False)
+        return _on(False, a1)
     return _all(_e.equal(a1, a2))
 
 

@@ -16,12 +16,15 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
+import numpy
+
 from fgrad import _args, dtypes
 from fgrad._args import names_errors as _named
 from fgrad.errors import DTypeError, ShapeError
 from fgrad.numpy._creation import arange
 from fgrad.numpy._shape import _tensor, roll
 from fgrad.ops import fft as _f
+from fgrad.ops.elementwise import astype as _astype
 from fgrad.ops.elementwise import conj as _conj
 from fgrad.ops.elementwise import divide as _divide
 from fgrad.ops.elementwise import greater_equal as _ge
@@ -711,7 +714,7 @@ def _spacing(n: Any, d: Any, fn: str) -> tuple[int, Any]:
 
 
 @_named("fftfreq")
-def fftfreq(n: int, d: Any = 1.0, device: Any = None) -> Tensor:
+def fftfreq(n: int, d: Any = 1.0, device: Any = None, *, dtype: Any = None) -> Tensor:
     """Sample frequencies of :func:`fft`'s output, in cycles per unit of ``d`` (numpy's
     ``fft.fftfreq``).
 
@@ -721,9 +724,11 @@ def fftfreq(n: int, d: Any = 1.0, device: Any = None) -> Tensor:
         n: the window length, an int ``>= 1``.
         d: sample spacing, a nonzero number or a scalar Tensor (differentiable).
         device: ``"cpu"`` (default) or ``"cuda[:N]"``.
+        dtype: a real floating dtype of the result (the Array API's keyword), or None.
 
     Returns:
-        ``(n,)`` float64 Tensor (a floating ``d`` Tensor promotes with int64, as numpy).
+        ``(n,)`` float64 Tensor (a floating ``d`` Tensor promotes with int64, as numpy),
+        or ``dtype``.
 
     Raises:
         ValueError: ``n < 1``, ``d == 0``, or an unknown device.
@@ -739,11 +744,11 @@ def fftfreq(n: int, d: Any = 1.0, device: Any = None) -> Tensor:
     n, scale = _spacing(n, d, "fftfreq")
     k = arange(n, device=device_arg(device, "fftfreq"))
     k = _where(_ge(k, (n - 1) // 2 + 1), _sub(k, n), k)
-    return _mul(k, scale)
+    return _as_frequency_dtype(_mul(k, scale), dtype, "fftfreq")
 
 
 @_named("rfftfreq")
-def rfftfreq(n: int, d: Any = 1.0, device: Any = None) -> Tensor:
+def rfftfreq(n: int, d: Any = 1.0, device: Any = None, *, dtype: Any = None) -> Tensor:
     """Sample frequencies of :func:`rfft`'s output (numpy's ``fft.rfftfreq``).
 
     ``[0, 1, ..., n // 2] / (d n)``.
@@ -752,9 +757,10 @@ def rfftfreq(n: int, d: Any = 1.0, device: Any = None) -> Tensor:
         n: the window length, an int ``>= 1``.
         d: sample spacing, a nonzero number or a scalar Tensor (differentiable).
         device: ``"cpu"`` (default) or ``"cuda[:N]"``.
+        dtype: a real floating dtype of the result (the Array API's keyword), or None.
 
     Returns:
-        ``(n // 2 + 1,)`` float64 Tensor.
+        ``(n // 2 + 1,)`` float64 Tensor, or ``dtype``.
 
     Raises:
         ValueError: ``n < 1``, ``d == 0``, or an unknown device.
@@ -768,7 +774,20 @@ def rfftfreq(n: int, d: Any = 1.0, device: Any = None) -> Tensor:
         numpy's ``fft.rfftfreq``.
     """
     n, scale = _spacing(n, d, "rfftfreq")
-    return _mul(arange(n // 2 + 1, device=device_arg(device, "rfftfreq")), scale)
+    freqs = _mul(arange(n // 2 + 1, device=device_arg(device, "rfftfreq")), scale)
+    return _as_frequency_dtype(freqs, dtype, "rfftfreq")
+
+
+def _as_frequency_dtype(freqs: Tensor, dtype: Any, fn: str) -> Tensor:
+    if dtype is None:
+        return freqs
+    try:
+        want = numpy.dtype(dtype)
+    except TypeError:
+        raise DTypeError(f"{fn}: dtype must be a real floating dtype, got {dtype!r}") from None
+    if not dtypes.is_floating(want):
+        raise DTypeError(f"{fn}: dtype must be a real floating dtype, got {want}")
+    return _astype(freqs, dtype=want)
 
 
 def _shift(x: Any, axes: Any, fn: str, sign: int) -> Tensor:

@@ -34,9 +34,6 @@ P = inspect.Parameter
 KNOWN_MISMATCHES = {
     # fgrad/numpy/_creation.py: empty_like takes no device= (the other *_like do).
     "empty_like: device=: not a keyword",
-    # fgrad/numpy/fft.py: the frequency helpers take no dtype=.
-    "fft.fftfreq: dtype=: not a keyword",
-    "fft.rfftfreq: dtype=: not a keyword",
 }
 
 # fgrad's default that means the standard's (test_defaults_that_mean_the_standards).

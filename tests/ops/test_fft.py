@@ -381,3 +381,12 @@ def test_the_ops_refuse_bad_params_with_their_name():
         ops.fft(x, axes=(1, 1), norm="ortho", inverse=False)  # numpy's would transform twice
     with pytest.raises(ValueError, match="rfft.*norm"):
         ops.rfft(x, axes=(1,), norm="none")
+
+
+def test_frequency_helpers_take_the_array_api_dtype():
+    for fn, want in ((fnp.fft.fftfreq, np.fft.fftfreq(6, d=0.25)), (fnp.fft.rfftfreq, np.fft.rfftfreq(6, d=0.25))):
+        got = fn(6, d=0.25, dtype="float32")
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(np.asarray(got), want.astype(np.float32))
+        with pytest.raises(fgrad.errors.DTypeError, match="real floating"):
+            fn(6, dtype="int32")

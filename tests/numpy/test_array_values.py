@@ -211,6 +211,17 @@ def test_printing_follows_numpys_options():
         assert fnp.get_printoptions()["precision"] == 3
         assert str(x) == str(A.round(3)) or str(x) == np.array_str(A)
     assert fnp.get_printoptions()["precision"] == np.get_printoptions()["precision"]
+    saved = np.get_printoptions()
+    try:
+        fnp.set_printoptions(precision=2, suppress=True)
+        assert repr(fnp.asarray([1 / 3])) == "Tensor([0.33], dtype=float64)"
+        with pytest.raises(ValueError, match="set_printoptions"):
+            fnp.set_printoptions(floatmode="nonsense")
+    finally:
+        np.set_printoptions(**saved)
+    with pytest.raises(ValueError, match="printoptions"):
+        fnp.printoptions(floatmode="nonsense")
+    assert np.get_printoptions() == saved
 
 
 def test_buffers_files_and_strings(tmp_path):

@@ -386,11 +386,18 @@ def _cache_dir() -> str:
 
 def _load(source: str) -> Callable:
     """``_loop`` of ``source``, compiled by numba (from its disk cache when it has one)."""
+    text = "import numpy as np\nimport numba\n\n\n@numba.njit(cache=True, nogil=True)\n" + source
+    return load_module(text, "fgrad_loop")._loop
+
+
+def load_module(text: str, prefix: str) -> Any:
+    """The module of source ``text``, written to the cache folder under a name keyed by
+    the text and numba's version (so numba's ``cache=True`` finds its compiled code on
+    the next run), imported once per process."""
     import numba
 
-    text = "import numpy as np\nimport numba\n\n\n@numba.njit(cache=True, nogil=True)\n" + source
     digest = hashlib.sha256((text + numba.__version__).encode()).hexdigest()[:24]
-    name = f"fgrad_loop_{digest}"
+    name = f"{prefix}_{digest}"
     try:
         folder = _cache_dir()
     except OSError:  # no writable home: a private folder for this process
@@ -409,7 +416,7 @@ def _load(source: str) -> Callable:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         sys.modules[name] = module
-    return module._loop
+    return module
 
 
 class _CompiledLoop:

@@ -66,10 +66,12 @@ from typing import Any
 import numpy as np
 
 from fgrad import backend
+from fgrad._config import config
 from fgrad.core.graph import Graph, Node, Var
 from fgrad.core.trace import Tracer
 from fgrad.ops import REGISTRY
 from fgrad.tensor import ShapeDtype, Tensor
+from fgrad.transforms import cpu_compile
 from fgrad.transforms.passes import has_effects
 
 __all__ = [
@@ -733,7 +735,8 @@ def fuse_graph(
     """``graph`` with each of its :func:`elementwise_groups` replaced by one Node.
 
     The new Node reads the group's inputs and gives its outputs (the same Vars), running
-    ``make_kernel(group)(xp, *inputs) -> outputs``; Nodes are reordered where a group
+    ``make_kernel(group)(xp, *inputs) -> outputs`` (a group whose ``make_kernel`` is None
+    stays as it is); Nodes are reordered where a group
     needs it, keeping the graph's order otherwise. The result is for running (``jit``'s
     program), not for differentiating: the fused Nodes have no derivative rules.
 
@@ -752,17 +755,18 @@ def fuse_graph(
         >>> [n.op.name for n in fuse_graph(g).nodes]
         ['fused_elementwise', 'sum']
     """
-    groups = elementwise_groups(graph)
+    kernels = [(g, make_kernel(g)) for g in elementwise_groups(graph)]
+    groups = [g for g, kernel in kernels if kernel is not None]  # None: leave it unfused
     if not groups:
         return graph
-    first = {id(g.nodes[0]): g for g in groups}
+    first = {id(g.nodes[0]): (g, kernel) for g, kernel in kernels if kernel is not None}
     members = {id(node) for g in groups for node in g.nodes}
     units: list[Node] = []
     for node in graph.nodes:
-        group = first.get(id(node))
+        group, kernel = first.get(id(node), (None, None))
         if group is not None:
             inputs = [x if isinstance(x, Var) else _constant(x, constant) for x in group.inputs]
-            op = _FusedOp(make_kernel(group), "fused_elementwise")
+            op = _FusedOp(kernel, "fused_elementwise")
             units.append(Node(op, inputs, {}, list(group.outputs), node.source))
         elif id(node) not in members:
             units.append(node)
@@ -821,15 +825,22 @@ def _toposort(units: list) -> list:
 
 def fuse_for(graph: Graph, xp: Any) -> Graph:
     """The graph ``jit`` compiles for the namespace ``xp``: on cupy with each group of
-    elementwise Nodes fused into one cached ``cupy.ElementwiseKernel``; for any other
-    namespace ``graph`` itself.
+    elementwise Nodes fused into one cached ``cupy.ElementwiseKernel``; on numpy, where
+    numba is installed and ``config.cpu_compile`` is on, with each group that pays fused
+    into one compiled numba loop (``fusion_numba.fuse_numpy``); else ``graph`` itself.
 
     Example:
         >>> from fgrad.transforms.fusion import fuse_for
         >>> g = fgrad.make_graph(lambda x: fnp.exp(x) * 2.0)(fnp.ones(3))
-        >>> fuse_for(g, np) is g
+        >>> fuse_for(g, np) is g  # 3 elements: fused only where it pays
         True
     """
+    if xp is np:  # through numba, where installed and config.cpu_compile is on
+        if not (config.cpu_compile and cpu_compile.available()) or config.debug_nans:
+            return graph
+        from fgrad.transforms.fusion_numba import fuse_numpy  # imports numba: only when needed
+
+        return fuse_numpy(graph)
     if getattr(xp, "__name__", "") != "cupy":
         return graph
     return fuse_graph(graph, functools.partial(_cupy_kernel, xp), constant=xp.asarray)

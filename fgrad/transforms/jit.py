@@ -364,7 +364,11 @@ class Jitted:
             if xp is not np:  # on cupy, chains of elementwise nodes run as one kernel each
                 from fgrad.transforms.fusion import fuse_for  # its tables: only when needed
 
-                run_graph = fuse_for(graph, xp)
+                run_graph = fuse_for(run_graph, xp)
+            elif config.cpu_compile:  # on numpy, groups that pay run as numba kernels
+                from fgrad.transforms.fusion import fuse_for
+
+                run_graph = fuse_for(run_graph, xp)
             program = Program(run_graph, xp, donated, graph)
         if len(self._cache) >= _CACHE_SIZE:
             evicted = self._cache.pop(next(iter(self._cache)))[1]

@@ -1,0 +1,614 @@
+"""Fused elementwise kernels on the CPU: a group of elementwise Nodes runs as one numba loop.
+
+``jit`` on numpy runs one ufunc per node, each a full pass over memory, and numpy's
+transcendental functions are no faster than the passes: a GELU is eight of them. Where
+numba is installed and ``fgrad.config.cpu_compile`` is on, :func:`fuse_numpy` (what
+``fusion.fuse_for`` calls for numpy) renders each of ``fusion.elementwise_groups`` — the
+very expressions the CUDA emitter writes for cupy — as a numba loop over the output, which
+reads each input once and keeps intermediates in registers. It is the third renderer of
+those expressions, beside ``fusion.render_cuda`` and ``fusion.render_numpy``.
+
+The loop runs over the output seen as ``(rows, cols)``: an input varies over both, over
+the columns only (a bias), over the rows only, or is one value; a group whose broadcasts
+do not split so stays on numpy. ``exp``, ``log`` and ``tanh`` (and the sigmoid and the
+GELU gate, which call them) are the functions below, not numba's: numba calls the scalar
+C library for ``np.exp``, which stops the loop from being vectorised (about 12x slower
+than numpy's SIMD loop on a million float32). They are written as range reduction plus a
+polynomial (the Cephes library's ``expf``/``exp``/``logf``/``log``/``tanhf``/``tanh``),
+with ``2**n`` and the exponent of ``x`` read and built through the float's bits, and only
+selects for the special values, so LLVM vectorises them; they are within a few ulp of
+numpy's (``tests/transforms/test_fusion_numba.py`` checks them on a dense grid and on the
+special values). The other math functions are numba's (libm), arithmetic rounds as the
+separate ufuncs do (no contraction into fused multiply-adds), and division by zero gives
+numpy's infinities.
+
+Fusing costs a compile (about 0.1-0.5 s a group, once: kernels are cached on disk keyed by
+the generated source, as ``cpu_compile``'s loops) and a few microseconds a call, so a group
+fuses only where it pays: when it holds enough elements times operations
+(:data:`MIN_WORK`), and never for one cheap op alone (numpy's loop is as fast). A group
+that numba cannot compile stays on numpy. ``config.log_compiles`` says what compiled, what
+came from the disk cache and what stayed on numpy, and why.
+
+References:
+    S. L. Moshier, Cephes Mathematical Library (``expf.c``, ``exp.c``, ``logf.c``,
+    ``log.c``, ``tanhf.c``, ``tanh.c``), 1984-2000: the range reductions and coefficients.
+    J.-M. Muller, *Elementary Functions: Algorithms and Implementation*, 3rd ed., 2016,
+    ch. 11 (additive range reduction, Cody and Waite's split constant).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from fgrad._config import config
+from fgrad.core.graph import Graph, Var
+from fgrad.transforms import cpu_compile, fusion
+
+__all__ = ["MIN_WORK", "fuse_numpy", "numba_kernel", "render_numba"]
+
+_log = logging.getLogger("fgrad")
+
+MIN_WORK = 1 << 16
+"""The fewest ``elements x operations`` for which a fused kernel beats numpy's calls (each
+costs about a microsecond of dispatch); a group below it stays on numpy."""
+
+_F32, _F64, _BOOL = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool_)
+
+
+class _Unsupported(Exception):
+    """The group holds something this emitter does not render (the message says what)."""
+
+
+# ------------------------------------------------------------------------ the math
+
+
+@functools.cache
+def math_functions() -> dict:
+    """The vectorisable ``exp``, ``log``, ``tanh`` for float32 and float64, as numba
+    functions ``{("exp", np.float32): f, ...}`` (made on first use: they import numba)."""
+    import numba
+    from numba import types
+    from numba.extending import intrinsic
+
+    from llvmlite import ir
+
+    def float_ops(fty: Any, bits: int, mant: int, bias: int, shift: int) -> tuple:
+        """Intrinsics on a float type's bits, in integers of its width (so the loop
+        vectorises with one integer lane per float lane): ``scale(p, kf)`` is
+        ``p * 2**n`` for ``kf = n + shift`` (n from ``kf``'s low mantissa bits), in two
+        halves; ``exponent(x)`` is ``x``'s biased exponent minus ``bias - 1`` as a float,
+        ``mantissa(x)`` its mantissa in ``[0.5, 1)``."""
+        ity = ir.IntType(bits)
+        shift_bits = int(np.array(shift, dtype=np.dtype(f"f{bits // 8}")).view(f"i{bits // 8}"))
+
+        @intrinsic
+        def scale(typingctx, p, kf):  # noqa: ARG001
+            if p != fty or kf != fty:
+                return None
+
+            def codegen(context, builder, sig, args):
+                n = builder.sub(builder.bitcast(args[1], ity), ir.Constant(ity, shift_bits))
+                n1 = builder.ashr(n, ir.Constant(ity, 1))
+                out = args[0]
+                for half in (n1, builder.sub(n, n1)):
+                    e = builder.shl(builder.add(half, ir.Constant(ity, bias)), ir.Constant(ity, mant))
+                    out = builder.fmul(out, builder.bitcast(e, out.type))
+                return out
+
+            return fty(fty, fty), codegen
+
+        @intrinsic
+        def exponent(typingctx, x):  # noqa: ARG001
+            if x != fty:
+                return None
+
+            def codegen(context, builder, sig, args):
+                b = builder.lshr(builder.bitcast(args[0], ity), ir.Constant(ity, mant))
+                b = builder.and_(b, ir.Constant(ity, (1 << (bits - 1 - mant)) - 1))
+                b = builder.sub(b, ir.Constant(ity, bias - 1))
+                return builder.sitofp(b, args[0].type)
+
+            return fty(fty), codegen
+
+        @intrinsic
+        def mantissa(typingctx, x):  # noqa: ARG001
+            if x != fty:
+                return None
+
+            def codegen(context, builder, sig, args):
+                b = builder.and_(builder.bitcast(args[0], ity), ir.Constant(ity, (1 << mant) - 1))
+                b = builder.or_(b, ir.Constant(ity, (bias - 1) << mant))
+                return builder.bitcast(b, args[0].type)
+
+            return fty(fty), codegen
+
+        return scale, exponent, mantissa
+
+    scale32, exponent32, mantissa32 = float_ops(types.float32, 32, 23, 127, 12582912.0)
+    scale64, exponent64, mantissa64 = float_ops(types.float64, 64, 52, 1023, 6755399441055744.0)
+    jit = numba.njit(inline="always", error_model="numpy")
+    f4, f8 = np.float32, np.float64
+
+    @jit
+    def exp32(x):
+        # Cephes expf: x = n ln2 + r (Cody-Waite, ln2 in two parts), |r| <= ln2 / 2,
+        # exp(r) by a degree-6 polynomial; 2**n in two halves (so no step leaves the
+        # normal range before the last product, which rounds subnormals once).
+        xc = x if x < f4(89.0) else f4(89.0)  # NaN -> 89, restored below
+        xc = xc if xc > f4(-104.0) else f4(-104.0)
+        kb = xc * f4(1.44269504088896341) + f4(12582912.0)  # round to nearest: 1.5 * 2**23
+        kf = kb - f4(12582912.0)
+        r = xc - kf * f4(0.693359375)
+        r = r - kf * f4(-2.12194440e-4)
+        z = r * r
+        p = f4(1.9875691500e-4)
+        p = p * r + f4(1.3981999507e-3)
+        p = p * r + f4(8.3334519073e-3)
+        p = p * r + f4(4.1665795894e-2)
+        p = p * r + f4(1.6666665459e-1)
+        p = p * r + f4(5.0000001201e-1)
+        p = p * z + r + f4(1.0)
+        y = scale32(p, kb)
+        return y if x == x else x
+
+    @jit
+    def exp64(x):
+        # Cephes exp: the same reduction, exp(r) = 1 + 2 r P(r^2) / (Q(r^2) - r P(r^2)).
+        xc = x if x < 710.0 else 710.0
+        xc = xc if xc > -746.0 else -746.0
+        kb = xc * 1.4426950408889634073599 + 6755399441055744.0  # 1.5 * 2**52
+        kf = kb - 6755399441055744.0
+        r = xc - kf * 6.93145751953125e-1
+        r = r - kf * 1.42860682030941723212e-6
+        z = r * r
+        p = ((1.26177193074810590878e-4 * z + 3.02994407707441961300e-2) * z + 9.99999999999999999910e-1) * r
+        q = ((3.00198505138664455042e-6 * z + 2.52448340349684104192e-3) * z + 2.27265548208155028766e-1) * z
+        q = q + 2.00000000000000000009e0
+        y = scale64(1.0 + 2.0 * (p / (q - p)), kb)
+        return y if x == x else x
+
+    @jit
+    def log32(x):
+        # Cephes logf: x = 2**e m, m in [sqrt(1/2), sqrt(2)), log(m) = t - t^2/2 + t^3 P(t)
+        # (t = m - 1), plus e ln2 in two parts. Subnormals are scaled by 2**25 first.
+        tiny = x < f4(1.17549435e-38)
+        xs = x * f4(33554432.0) if tiny else x
+        e = exponent32(xs) - (f4(25.0) if tiny else f4(0.0))
+        m = mantissa32(xs)  # [0.5, 1)
+        low = m < f4(0.707106781186547524)
+        e = e - f4(1.0) if low else e
+        t = (m + m - f4(1.0)) if low else (m - f4(1.0))
+        z = t * t
+        y = f4(7.0376836292e-2)
+        y = y * t + f4(-1.1514610310e-1)
+        y = y * t + f4(1.1676998740e-1)
+        y = y * t + f4(-1.2420140846e-1)
+        y = y * t + f4(1.4249322787e-1)
+        y = y * t + f4(-1.6668057665e-1)
+        y = y * t + f4(2.0000714765e-1)
+        y = y * t + f4(-2.4999993993e-1)
+        y = y * t + f4(3.3333331174e-1)
+        y = y * t * z
+        y = y + e * f4(-2.12194440e-4)
+        y = y - f4(0.5) * z
+        y = t + y + e * f4(0.693359375)
+        y = y if x < f4(np.inf) else x  # inf; NaN falls through to the NaN below
+        y = y if x != f4(0.0) else f4(-np.inf)
+        return y if x >= f4(0.0) else f4(np.nan)
+
+    @jit
+    def log64(x):
+        # Cephes log: as logf, log(1 + t) = t - t^2/2 + t^3 P(t) / Q(t) for every exponent.
+        tiny = x < 2.2250738585072014e-308
+        xs = x * 18014398509481984.0 if tiny else x  # 2**54
+        e = exponent64(xs) - (54.0 if tiny else 0.0)
+        m = mantissa64(xs)
+        low = m < 0.70710678118654752440
+        e = e - 1.0 if low else e
+        t = (m + m - 1.0) if low else (m - 1.0)
+        z = t * t
+        p = 1.01875663804580931796e-4
+        p = p * t + 4.97494994976747001425e-1
+        p = p * t + 4.70579119878881725854e0
+        p = p * t + 1.44989225341610930846e1
+        p = p * t + 1.79368678507819816313e1
+        p = p * t + 7.70838733755885391666e0
+        q = t + 1.12873587189167450590e1
+        q = q * t + 4.52279145837532221105e1
+        q = q * t + 8.29875266912776603211e1
+        q = q * t + 7.11544750618563894466e1
+        q = q * t + 2.31251620126765340583e1
+        y = t * (z * p / q)
+        y = y - e * 2.121944400546905827679e-4
+        y = y - 0.5 * z
+        y = t + y + e * 0.693359375
+        y = y if x < np.inf else x
+        y = y if x != 0.0 else -np.inf
+        return y if x >= 0.0 else np.nan
+
+    @jit
+    def tanh32(x):
+        # Cephes tanhf: an odd polynomial below 0.625, else 1 - 2 / (exp(2|x|) + 1).
+        a = abs(x)
+        big = f4(1.0) - f4(2.0) / (exp32(a + a) + f4(1.0))
+        big = -big if x < f4(0.0) else big
+        z = x * x
+        p = f4(-5.70498872745e-3)
+        p = p * z + f4(2.06390887954e-2)
+        p = p * z + f4(-5.37397155531e-2)
+        p = p * z + f4(1.33314422036e-1)
+        p = p * z + f4(-3.33332819422e-1)
+        small = p * z * x + x
+        small = small if a != f4(0.0) else x  # -0.0 stays -0.0
+        return big if a >= f4(0.625) else small
+
+    @jit
+    def tanh64(x):
+        # Cephes tanh: x + x^3 P(x^2) / Q(x^2) below 0.625, else as tanhf.
+        a = abs(x)
+        big = 1.0 - 2.0 / (exp64(a + a) + 1.0)
+        big = -big if x < 0.0 else big
+        s = x * x
+        p = (-9.64399179425052238628e-1 * s - 9.92877231001918586564e1) * s - 1.61468768441708447952e3
+        q = ((s + 1.12811678491632931402e2) * s + 2.23548839060100448583e3) * s + 4.84406305325125486048e3
+        small = x + x * s * (p / q)
+        small = small if a != 0.0 else x
+        return big if a >= 0.625 else small
+
+    return {
+        ("exp", _F32): exp32, ("exp", _F64): exp64,
+        ("log", _F32): log32, ("log", _F64): log64,
+        ("tanh", _F32): tanh32, ("tanh", _F64): tanh64,
+    }
+
+
+# ------------------------------------------------------------------------ rendering
+# How one input is read: over (rows, cols), the cols, the rows, or one value.
+_BOTH, _COLS, _ROWS, _ONE = "both", "cols", "rows", "one"
+
+
+def _split(out: tuple, shapes: list) -> tuple[int, list] | None:
+    """The first axis ``k`` at which ``out`` splits into rows ``out[:k]`` and columns
+    ``out[k:]`` with each input (of ``shapes``) varying over all or none of each part,
+    and each input's pattern; None when no split serves every input."""
+    n = len(out)
+    for k in range(n + 1):
+        kinds = []
+        for shape in shapes:
+            full = (1,) * (n - len(shape)) + tuple(shape)
+            parts = []
+            for lo, hi in ((0, k), (k, n)):
+                axes = [d for d in range(lo, hi) if out[d] != 1]
+                varies = {full[d] == out[d] for d in axes}
+                if len(varies) > 1:
+                    break
+                parts.append(varies.pop() if varies else False)
+            else:
+                kinds.append({(True, True): _BOTH, (False, True): _COLS,
+                              (True, False): _ROWS, (False, False): _ONE}[tuple(parts)])
+                continue
+            break
+        else:
+            return k, kinds
+    return None
+
+
+def _np_name(fn: Callable) -> str:
+    return f"np.{fn.__name__}"
+
+
+class _Emitter:
+    """numba source for one group's steps: SSA lines, hoisted constants."""
+
+    def __init__(self, group: fusion.ElementwiseGroup):
+        self.group = group
+        self.consts: dict[tuple, str] = {}
+        self.lines: list[str] = []
+        self.uses: set = set()  # math functions called
+
+    def const(self, value: Any, dtype: np.dtype) -> str:
+        key = (repr(value), dtype.name)
+        if key not in self.consts:
+            if dtype == _BOOL:
+                text = repr(bool(value))
+            else:
+                v = float(value)
+                text = repr(v) if np.isfinite(v) else f"np.{'nan' if v != v else 'inf'}"
+                text = f"-{text}" if v == -np.inf else text
+                text = f"np.{dtype.name}({text})"
+            self.consts[key] = f"K{len(self.consts)}"
+            self.lines.insert(0, f"{self.consts[key]} = {text}")  # placeholder order
+        return self.consts[key]
+
+    def temp(self, text: str) -> str:
+        name = f"t{len(self.lines)}"
+        self.lines.append(f"{name} = {text}")
+        return name
+
+    def expr(self, e: tuple, types: dict) -> tuple[str, np.dtype]:
+        """``e`` as a name (its lines appended) and its dtype."""
+        tag = e[0]
+        if tag == "in":
+            return f"x{e[1]}", types[("in", e[1])]
+        if tag == "val":
+            return f"v{e[1]}", types[("val", e[1])]
+        if tag == "const":
+            return self.const(e[1], e[2]), e[2]
+        args = [self.expr(a, types) for a in e[1:] if isinstance(a, tuple)]
+        names = [a for a, _ in args]
+        dtype = self.group.dtype
+        if tag == "neg":
+            return self.temp(f"-{names[0]}"), args[0][1]
+        if tag == "bin":
+            return self.temp(f"{names[0]} {e[1]} {names[1]}"), args[0][1]
+        if tag == "cmp":
+            return self.temp(f"{names[0]} {e[1]} {names[1]}"), _BOOL
+        if tag in ("and", "or", "xor"):
+            op = {"and": "&", "or": "|", "xor": "^"}[tag]
+            return self.temp(f"{names[0]} {op} {names[1]}"), _BOOL
+        if tag == "not":
+            return self.temp(f"not {names[0]}"), _BOOL
+        if tag == "select":
+            return self.temp(f"{names[1]} if {names[0]} else {names[2]}"), args[1][1]
+        if tag == "cast":
+            target, have = e[2], args[0][1]
+            if target == have:
+                return names[0], have
+            if target == _BOOL:
+                return self.temp(f"{names[0]} != {self.const(0.0, have)}"), _BOOL
+            return self.temp(f"np.{target.name}({names[0]})"), target
+        if tag == "call":
+            return self._call(e[1], names, dtype)
+        raise _Unsupported(f"the expression {tag!r}")
+
+    def _call(self, fn: str, names: list, dtype: np.dtype) -> tuple[str, np.dtype]:
+        joined = ", ".join(names)
+        if fn in ("isnan", "isinf", "isfinite"):
+            return self.temp(f"np.{fn}({joined})"), _BOOL
+        if (fn, dtype) in math_functions():
+            self.uses.add((fn, dtype))
+            return self.temp(f"{fn}_{dtype.name}({joined})"), dtype
+        if fn == "fabs":
+            return self.temp(f"abs({joined})"), dtype
+        if fn in ("erf", "erfc"):
+            return self.temp(f"np.{dtype.name}(math.{fn}({joined}))"), dtype
+        if fn == "pow":
+            return self.temp(f"np.power({joined})"), dtype
+        return self.temp(f"np.{dtype.name}({_np_name(fusion._FUNCTIONS[fn][2])}({joined}))"), dtype
+
+
+def render_numba(group: fusion.ElementwiseGroup, input_shapes: list | None = None) -> tuple[str, list]:
+    """The group as the source of a numba loop ``_kernel(in0, ..., out0, ...)``.
+
+    The loop runs over the output seen as ``(rows, cols)``; each input is read over both
+    (``(rows, cols)``), the columns (``(cols,)``), the rows (``(rows,)``) or once
+    (``(1,)``), its pattern.
+
+    Args:
+        group: a ``fusion.ElementwiseGroup``.
+        input_shapes: the shape of each input as the kernel gets it (default: the
+            inputs' avals, or constants' shapes).
+
+    Returns:
+        ``(source, patterns)``: the Python source of ``_kernel`` (after the lines that
+        name the math functions it calls) and, for each input, its pattern with the axis
+        ``k`` where rows end and columns begin: ``(kind, k)``.
+
+    Raises:
+        ValueError: when the inputs' broadcasts do not split into rows and columns, or an
+            expression has no rendering.
+
+    Example:
+        >>> from fgrad.transforms.fusion import elementwise_groups
+        >>> from fgrad.transforms.fusion_numba import render_numba
+        >>> g = fgrad.make_graph(lambda x, b: fnp.tanh(x + b))(
+        ...     fnp.ones((2, 3), dtype="float32"), fnp.ones(3, dtype="float32"))
+        >>> source, patterns = render_numba(elementwise_groups(g)[0])
+        >>> patterns
+        [('both', 1), ('cols', 1)]
+        >>> print(source.splitlines()[0])
+        tanh_float32 = _math[('tanh', np.dtype('float32'))]
+        >>> print(source.splitlines()[1])
+        def _kernel(in0, in1, out0):
+    """
+    shapes = input_shapes if input_shapes is not None else [_shape_of(x) for x in group.inputs]
+    split = _split(tuple(group.shape), shapes)
+    if split is None:
+        raise ValueError(
+            f"render_numba: inputs of shapes {shapes} do not broadcast to {tuple(group.shape)} "
+            "as rows and columns; the group runs as numpy calls"
+        )
+    k, kinds = split
+    types = {("in", i): fusion._input_dtype(x) for i, x in enumerate(group.inputs)}
+    em = _Emitter(group)
+    step_names = []
+    try:
+        for j, (dtype, e) in enumerate(group.steps):
+            name, have = em.expr(e, types)
+            wrap = name if have == dtype else (
+                f"{name} != {em.const(0.0, have)}" if dtype == _BOOL else f"np.{dtype.name}({name})"
+            )
+            em.lines.append(f"v{j} = {wrap}")
+            types[("val", j)] = dtype
+            step_names.append(f"v{j}")
+    except (KeyError, _Unsupported) as err:
+        raise ValueError(f"render_numba: no numba rendering for {err}") from None
+    n_in, n_out = len(group.inputs), len(group.outputs)
+    params = [f"in{i}" for i in range(n_in)] + [f"out{j}" for j in range(n_out)]
+    consts = [line for line in em.lines if line.startswith("K")]
+    body = [line for line in em.lines if not line.startswith("K")]
+    src = [f"def _kernel({', '.join(params)}):", "    rows, cols = out0.shape"]
+    src += [f"    {line}" for line in consts]
+    src += [f"    x{i} = in{i}[0]" for i, kind in enumerate(kinds) if kind == _ONE]
+    src.append("    for r in range(rows):")
+    src += [f"        x{i} = in{i}[r]" for i, kind in enumerate(kinds) if kind == _ROWS]
+    src.append("        for c in range(cols):")
+    src += [f"            x{i} = in{i}[r, c]" for i, kind in enumerate(kinds) if kind == _BOTH]
+    src += [f"            x{i} = in{i}[c]" for i, kind in enumerate(kinds) if kind == _COLS]
+    src += [f"            {line}" for line in body]
+    for j, result in enumerate(group.results):
+        src.append(f"            out{j}[r, c] = v{result[1]}")
+    header = [
+        f"{fn}_{dtype.name} = _math[({fn!r}, np.dtype({dtype.name!r}))]"
+        for fn, dtype in sorted(em.uses, key=str)
+    ]
+    return "\n".join(header + src) + "\n", [(kind, k) for kind in kinds]
+
+
+def _shape_of(x: Any) -> tuple:
+    if isinstance(x, Var):
+        return tuple(x.aval.shape)
+    return tuple(np.shape(fusion._constant(x, None)))
+
+
+# ------------------------------------------------------------------------ kernels
+
+
+@functools.cache
+def _math_digest() -> str:
+    """A digest of this module: the generated kernels inline its math, so a change to it
+    must not find the old compiled code in numba's disk cache."""
+    with open(__file__, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()[:16]
+
+
+_MODULE_HEAD = (
+    "import math\nimport numpy as np\nimport numba\n"
+    "from fgrad.transforms.fusion_numba import math_functions\n"
+    "_math = math_functions()\n"
+)
+_DECORATOR = '@numba.njit(cache=True, nogil=True, error_model="numpy")\n'
+
+
+def _compile(source: str) -> tuple[Callable, bool]:
+    """The ``_kernel`` of ``source`` and whether numba's disk cache held it."""
+    text = f"# fgrad fused kernel, math {_math_digest()}\n{_MODULE_HEAD}\n\n"
+    text += source.replace("def _kernel(", _DECORATOR + "def _kernel(", 1)
+    kernel = cpu_compile.load_module(text, "fgrad_fused")._kernel
+    return kernel, False
+
+
+def _pays(group: fusion.ElementwiseGroup) -> str | None:
+    """Why ``group`` should stay on numpy, or None when a fused kernel pays."""
+    names = [node.op.name for node in group.nodes]
+    size = int(np.prod(group.shape, dtype=np.int64))
+    if len(names) == 1:  # measured: numpy's SIMD loops match or beat one numba loop
+        return f"one {names[0]} alone is as fast in numpy"
+    if size * len(names) < MIN_WORK:
+        return f"{size} elements x {len(names)} ops is below MIN_WORK ({MIN_WORK})"
+    return None
+
+
+def numba_kernel(group: fusion.ElementwiseGroup) -> Callable | None:
+    """The group as a kernel ``(xp, *inputs) -> outputs`` over a compiled numba loop, or
+    None when it stays on numpy (it does not pay, or does not render or compile; with
+    ``config.log_compiles`` the log says which and why).
+
+    Args:
+        group: a ``fusion.ElementwiseGroup`` of float32/float64 (and bool) values.
+
+    Returns:
+        A callable, or None.
+
+    Example:
+        >>> import pytest
+        >>> _ = pytest.importorskip("numba")
+        >>> from fgrad.transforms.fusion import elementwise_groups
+        >>> from fgrad.transforms.fusion_numba import numba_kernel
+        >>> x = np.linspace(-2.0, 2.0, 1 << 16, dtype=np.float32)
+        >>> g = fgrad.make_graph(lambda x: fnp.exp(x) * 2.0)(x)
+        >>> kernel = numba_kernel(elementwise_groups(g)[0])
+        >>> bool(np.allclose(kernel(np, x)[0], np.exp(x) * 2, rtol=1e-6))
+        True
+    """
+    what = f"{[n.op.name for n in group.nodes]} {np.dtype(group.dtype).name if group.dtype else 'bool'}{list(group.shape)}"
+    why = _pays(group)
+    if why is None:
+        try:
+            shapes = [_shape_of(x) for x in group.inputs]
+            source, patterns = render_numba(group, shapes)
+            start = time.perf_counter()
+            kernel, cached = _compile(source)
+            kernel = _typed(kernel, group, patterns)
+            seconds = time.perf_counter() - start
+        except ValueError as err:
+            why = str(err)
+        except Exception as err:  # noqa: BLE001  (numba's typing or lowering error)
+            why = f"numba could not compile it: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+    if why is not None:
+        if config.log_compiles:
+            _log.warning("jit: fused group %s runs as numpy calls: %s", what, why)
+        return None
+    if config.log_compiles:
+        hits = sum(kernel.stats.cache_hits.values())
+        how = "loaded from numba's disk cache" if hits else "compiled with numba"
+        _log.warning("jit: fused group %s %s (%.2f s)", what, how, seconds)
+    return _runner(kernel, group, shapes, patterns)
+
+
+def _view_shape(kind: str, k: int, out: tuple) -> tuple:
+    rows, cols = int(np.prod(out[:k], dtype=np.int64)), int(np.prod(out[k:], dtype=np.int64))
+    return {_BOTH: (rows, cols), _COLS: (cols,), _ROWS: (rows,), _ONE: (1,)}[kind]
+
+
+def _typed(kernel: Any, group: fusion.ElementwiseGroup, patterns: list) -> Any:
+    """``kernel`` compiled (or loaded) for the group's dtypes, by a call on empty arrays."""
+    out = tuple(group.shape)
+    ins = [
+        np.zeros((1,) if kind == _ONE else (0,) * len(_view_shape(kind, k, out)), fusion._input_dtype(x))
+        for x, (kind, k) in zip(group.inputs, patterns)
+    ]
+    outs = [np.zeros((0, 0), np.dtype(v.aval.dtype)) for v in group.outputs]
+    kernel(*ins, *outs)
+    return kernel
+
+
+def _runner(kernel: Any, group: fusion.ElementwiseGroup, shapes: list, patterns: list) -> Callable:
+    out = tuple(group.shape)
+    k = patterns[0][1] if patterns else 0
+    shape2 = _view_shape(_BOTH, k, out)
+    views = [_view_shape(kind, k, out) for kind, k in patterns]
+    dtypes = [np.dtype(v.aval.dtype) for v in group.outputs]
+    in_dtypes = [fusion._input_dtype(x) for x in group.inputs]
+
+    def run(xp: Any, *inputs: Any) -> tuple:
+        args = [
+            np.ascontiguousarray(a, dtype=dt).reshape(view)
+            for a, dt, view in zip(inputs, in_dtypes, views)
+        ]
+        outs = tuple(np.empty(out, dtype) for dtype in dtypes)
+        kernel(*args, *(o.reshape(shape2) for o in outs))
+        return outs
+
+    return run
+
+
+def fuse_numpy(graph: Graph) -> Graph:
+    """``graph`` with each elementwise group that pays run as one compiled numba kernel
+    (what ``fusion.fuse_for`` returns for numpy when numba is installed and
+    ``config.cpu_compile`` is on); groups that do not pay or compile stay as they are.
+
+    Args:
+        graph: a Graph (as ``jit`` runs it); it is not changed.
+
+    Returns:
+        A Graph with the same inputs and outputs, or ``graph`` when nothing fuses.
+
+    Example:
+        >>> from fgrad.transforms.fusion_numba import fuse_numpy
+        >>> g = fgrad.make_graph(lambda x: fnp.sum(x * 2.0 + 1.0))(fnp.ones(3))
+        >>> fuse_numpy(g) is g  # 3 elements: a kernel would not pay
+        True
+    """
+    return fusion.fuse_graph(graph, numba_kernel)
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

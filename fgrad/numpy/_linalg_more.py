@@ -188,11 +188,18 @@ def matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, *, rtol: Any =
         if rtol is None:
             rtol = max(s[-2:]) * float(np.finfo(np.dtype(sv.dtype)).eps)
         elif not isinstance(rtol, (int, float)):
-            rtol = _reshape(asarray(rtol), shape=tuple(shape_of(rtol)) + (1,))
+            rtol = _trailing_axis(rtol)
         tol = _mul(_max(sv, axes=last, keepdims=True), rtol)
     elif not isinstance(tol, (int, float)):
-        tol = _reshape(asarray(tol), shape=tuple(shape_of(tol)) + (1,))
-    return _sum(_astype(_gt(sv, tol), dtype=np.int64), axes=last, keepdims=False)
+        tol = _trailing_axis(tol)
+    above = _gt(sv, tol)  # an array tol broadcasts against the stack, as numpy's
+    return _sum(_astype(above, dtype=np.int64), axes=(len(shape_of(above)) - 1,), keepdims=False)
+
+
+def _trailing_axis(threshold: Any) -> Any:
+    """A per-matrix threshold with an axis for the singular values (numpy's ``tol[..., None]``)."""
+    threshold = threshold if isinstance(threshold, Tensor) else asarray(threshold)
+    return _reshape(threshold, shape=tuple(shape_of(threshold)) + (1,))
 
 
 def _chain_order(dims: list[int]) -> list[list[int]]:

@@ -136,6 +136,12 @@ def test_matrix_rank_matches_numpy(wrap):
                                   np.linalg.matrix_rank(full, tol=10.0))
     np.testing.assert_array_equal(np.asarray(LA.matrix_rank(full, rtol=0.5)),
                                   np.linalg.matrix_rank(full, rtol=0.5))
+    for tol in ((1.5,), np.full((5, 7), 1.0), np.array([0.5, 3.0])):  # broadcast as numpy's
+        for kw in ("tol", "rtol"):
+            want = np.linalg.matrix_rank(full[:2, :2], **{kw: tol})
+            got = LA.matrix_rank(full[:2, :2], **{kw: tol})
+            assert got.shape == np.shape(want)
+            np.testing.assert_array_equal(np.asarray(got), want)
     sym = low[0] @ low[0].T
     np.testing.assert_array_equal(np.asarray(LA.matrix_rank(sym, hermitian=True)), 2)
     assert int(LA.matrix_rank(np.zeros(3))) == 0 and int(LA.matrix_rank(np.array([0.0, 1.0]))) == 1

@@ -94,13 +94,21 @@ def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
     return _filled("empty", shape, dtype, device, make="zeros")
 
 
-def empty_like(prototype: Any, dtype: Any = None, shape: Any = None) -> Tensor:
+def empty_like(
+    prototype: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None,
+    *, device: Any = None,
+) -> Tensor:
     """Zeros with ``prototype``'s shape, dtype and device (as JAX's ``empty_like``).
+
+    Tensors are immutable, so "uninitialised" memory could never be written: the values
+    are zeros, as JAX's are.
 
     Args:
         prototype: Tensor or array giving the defaults.
         dtype: optional dtype instead of ``prototype``'s.
+        order, subok: numpy's layout arguments (only ``"K"``/``"C"``/``"A"`` and True).
         shape: optional shape instead of ``prototype``'s.
+        device: optional device instead of ``prototype``'s (the Array API's keyword).
 
     Raises:
         DTypeError: ``prototype`` is not numeric, ``dtype`` is not a numeric dtype, or
@@ -110,13 +118,12 @@ def empty_like(prototype: Any, dtype: Any = None, shape: Any = None) -> Tensor:
     Example:
         >>> fnp.empty_like(fnp.array([1, 2, 3]))
         Tensor([0, 0, 0], dtype=int64)
+        >>> fnp.empty_like(fnp.ones(2), shape=(2, 1), device="cpu").shape
+        (2, 1)
     """
-    prototype = as_tensor(prototype, "empty_like", "prototype")
-    shape = tuple(prototype.shape) if shape is None else _args.shape(
-        _static(shape, "empty_like", "shape"), "empty_like"
-    )
-    dtype = _args.dtype(dtype, "empty_like") or prototype.dtype
-    return _make("zeros", shape, dtype=dtype, device=prototype.device)
+    from fgrad.numpy._creation import _like
+
+    return _like("empty_like", prototype, 0, dtype, order, subok, shape, device)
 
 
 def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list:

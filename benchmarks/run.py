@@ -18,7 +18,12 @@ between machines):
    ``jit``'s scans as numpy calls and compiled by numba (``config.cpu_compile``);
 7. ``lstm``: an LSTM (``nn.RNN`` over ``nn.LSTMCell``) over 100 steps, batch 32, hidden
    128, forward and ``value_and_grad`` under ``jit``, against a hand-written numpy LSTM
-   (forward loop and backpropagation through time).
+   (forward loop and backpropagation through time);
+8. ``fused``: ``jit`` with its elementwise groups compiled by numba (``config.cpu_compile``
+   on) and as numpy calls (off), against the numpy floor: exp and tanh of 1e6 float32,
+   GELU and layer-norm of (4096, 1024) float32, the digits MLP step and the transformer
+   block; rounds of interleaved timing give a range of ratios, and the first call's time
+   (tracing plus compiling) is printed.
 
 Peers (PyTorch eager, autograd, JAX jit) are added when they import; only fgrad and numpy
 are needed. Times are the best of several repeats (timeit-style), the variants of a
@@ -58,7 +63,7 @@ import workloads
 
 import fgrad
 
-SECTIONS = ("op", "mlp", "transformer", "hvp", "memory", "rk4", "lstm")
+SECTIONS = ("op", "mlp", "transformer", "hvp", "memory", "rk4", "lstm", "fused")
 
 # Performance targets (ratios to the numpy floor in the same run; benchmarks/README.md).
 TARGETS = {"mlp": 1.2, "transformer": 0.8}
@@ -335,6 +340,99 @@ def run_memory(args, libs) -> dict:
     return {"peaks": peaks, "kept": kept}
 
 
+# ------------------------------------------------------------------------ fused
+
+
+def _fused_cases(tiny: bool) -> list:
+    """(name, numpy floor, fgrad function, args) of the elementwise rows of ``fused``."""
+    import fgrad.numpy as fnp
+
+    rng = np.random.default_rng(0)
+    n, shape = (4096, (64, 128)) if tiny else (1_000_000, (4096, 1024))
+    v = rng.standard_normal(n).astype(np.float32)
+    x = rng.standard_normal(shape).astype(np.float32)
+    gain, bias = (rng.standard_normal(shape[-1]).astype(np.float32) for _ in range(2))
+    c, a, eps = np.float32(np.sqrt(2.0 / np.pi)), np.float32(0.044715), np.float32(1e-5)
+
+    def gelu_np(x):
+        return np.float32(0.5) * x * (np.float32(1) + np.tanh(c * (x + a * x * x * x)))
+
+    def gelu(x):
+        return 0.5 * x * (1.0 + fnp.tanh(c * (x + a * x * x * x)))
+
+    def ln_np(x, g, b):
+        d = x - x.mean(-1, keepdims=True)
+        return d / np.sqrt((d * d).mean(-1, keepdims=True) + eps) * g + b
+
+    def ln(x, g, b):
+        d = x - fnp.mean(x, axis=-1, keepdims=True)
+        return d / fnp.sqrt(fnp.mean(d * d, axis=-1, keepdims=True) + eps) * g + b
+
+    return [
+        (f"exp f32[{n}]", np.exp, fnp.exp, (v,)),
+        (f"tanh f32[{n}]", np.tanh, fnp.tanh, (v,)),
+        (f"gelu f32{list(shape)}", gelu_np, gelu, (x,)),
+        (f"layer-norm f32{list(shape)}", ln_np, ln, (x, gain, bias)),
+    ]
+
+
+def _first_call(on: bool, fn: Callable) -> tuple[Callable, float, list]:
+    """``fn`` run once with ``config.cpu_compile`` set to ``on`` (where jit traces and
+    compiles); returns ``fn``, the seconds that call took and its results."""
+    before = fgrad.config.cpu_compile
+    fgrad.config.cpu_compile = on
+    try:
+        start = time.perf_counter()
+        out = fn()
+        return fn, time.perf_counter() - start, out
+    finally:
+        fgrad.config.cpu_compile = before
+
+
+def run_fused(args, libs) -> dict:
+    """jit with numba-fused elementwise groups (on) and without (off), against numpy."""
+    from fgrad.transforms import cpu_compile
+
+    if not cpu_compile.available():
+        print("  numba is not installed: nothing to compare")
+        return {}
+    import llvmlite
+    import numba
+
+    print(f"  numba {numba.__version__}, llvmlite {llvmlite.__version__}; kernels cached in "
+          f"{cpu_compile._cache_dir()}")
+    rows = []
+    for name, floor, f, xs in _fused_cases(args.tiny):
+        on, off = fgrad.jit(f), fgrad.jit(lambda *a, f=f: f(*a))
+        rows.append((name, lambda floor=floor, xs=xs: [floor(*xs)],
+                     lambda on=on, xs=xs: [np.asarray(on(*xs))],
+                     lambda off=off, xs=xs: [np.asarray(off(*xs))], 1e-5))
+    for name in ("mlp", "transformer"):
+        wl_on, wl_off = (workloads.WORKLOADS[name](args.tiny, {}) for _ in range(2))
+        pick = {v.name: v.run for v in wl_on.variants}, {v.name: v.run for v in wl_off.variants}
+        rows.append((name, pick[0]["numpy"], pick[0]["fgrad jit"], pick[1]["fgrad jit"], wl_on.rtol))
+    found: dict = {}
+    rounds = 2 if args.quick else 4
+    print(f"  {'workload':28s} {'numpy':>11s} {'first call on / off':>21s} "
+          f"{'jit on / floor':>16s} {'jit off / floor':>16s}")
+    for name, floor, on, off, rtol in rows:
+        want = floor()
+        _, t_on, got_on = _first_call(True, on)
+        _, t_off, got_off = _first_call(False, off)
+        _check([workloads.Variant("numpy", floor), workloads.Variant("on", on),
+                workloads.Variant("off", off)], [want, got_on, got_off], rtol)
+        ratios_on, ratios_off, floors = [], [], []
+        for _ in range(rounds):
+            t_floor, t_jon, t_joff = best_times([floor, on, off], args)
+            floors.append(t_floor)
+            ratios_on.append(t_jon / t_floor)
+            ratios_off.append(t_joff / t_floor)
+        found[name] = {"on": ratios_on, "off": ratios_off, "first on": t_on, "first off": t_off}
+        print(f"  {name:28s} {_fmt_time(min(floors))} {t_on:9.2f} s / {t_off:5.2f} s "
+              f"{min(ratios_on):7.2f}-{max(ratios_on):<7.2f} {min(ratios_off):7.2f}-{max(ratios_off):<7.2f}")
+    return found
+
+
 def _tune_malloc() -> str:
     """Ask glibc's malloc to keep freed memory (no trimming, no mmap for big blocks).
 
@@ -488,6 +586,8 @@ def main(argv: list[str] | None = None) -> dict:
             _set_threads(args.threads, libs)  # op_overhead sets torch's threads itself
         elif name == "memory":
             found[name] = run_memory(args, libs)
+        elif name == "fused":
+            found[name] = run_fused(args, libs)
         else:
             found[name] = run_timed(name, args, libs)
         sys.stdout.flush()

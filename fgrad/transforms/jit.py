@@ -364,8 +364,9 @@ class Jitted:
             if xp is not np:  # on cupy, chains of elementwise nodes run as one kernel each
                 from fgrad.transforms.fusion import fuse_for  # its tables: only when needed
 
-                run_graph = fuse_for(run_graph, xp)
-            elif config.cpu_compile:  # on numpy, groups that pay run as numba kernels
+                run_graph = fuse_for(graph, xp)
+            elif config.cpu_compile and not donated:  # numba kernels (fresh outputs: a
+                # donated input's buffer stays numpy's in-place steps')
                 from fgrad.transforms.fusion import fuse_for
 
                 run_graph = fuse_for(run_graph, xp)

@@ -365,3 +365,12 @@ def test_the_disk_cache_serves_a_second_process(tmp_path):
         assert float(run.stdout) <= 1e-6
     assert "compiled with numba" in runs[0].stderr, runs[0].stderr
     assert "loaded from numba's disk cache" in runs[1].stderr, runs[1].stderr
+
+
+def test_a_program_with_donated_arguments_keeps_numpys_in_place_steps():
+    step = fgrad.jit(lambda w, g: w - 0.5 * g * g, donate_argnums=0)
+    w, g = fnp.ones(1 << 16, dtype="float32"), fnp.ones(1 << 16, dtype="float32")
+    data = id(w._data)
+    out = step(w, g)  # a fused kernel would write a fresh array
+    assert id(out._data) == data
+    np.testing.assert_array_equal(np.asarray(out)[:3], [0.5, 0.5, 0.5])

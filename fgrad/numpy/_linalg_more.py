@@ -20,11 +20,13 @@ from fgrad.ops._rules import shape_of
 from fgrad.ops.elementwise import abs as _abs
 from fgrad.ops.elementwise import astype as _astype
 from fgrad.ops.elementwise import divide as _div
+from fgrad.ops.elementwise import equal as _eq
+from fgrad.ops.elementwise import where as _where
 from fgrad.ops.elementwise import greater as _gt
 from fgrad.ops.elementwise import multiply as _mul
 from fgrad.ops.elementwise import stop_gradient as _stop
 from fgrad.ops.linalg import eigvalsh as _eigvalsh
-from fgrad.ops.linalg import inv, solve, svdvals
+from fgrad.ops.linalg import det, inv, solve, svdvals
 from fgrad.ops.linalg_eig import eig as _eig
 from fgrad.ops.linalg_eig import eigvals as _eigvals_op
 from fgrad.ops.reduction import max as _max
@@ -122,7 +124,8 @@ def cond(x: Any, p: Any = None) -> Any:
         p: the norm order.
 
     Returns:
-        ``(...)`` real Tensor.
+        ``(...)`` real Tensor; ``inf`` for a matrix whose LU factorisation is singular,
+        as numpy.
 
     Raises:
         ShapeError: fewer than two dimensions, or a non-square matrix with ``p`` other
@@ -135,6 +138,7 @@ def cond(x: Any, p: Any = None) -> Any:
         >>> fgrad.grad(lambda t: fnp.linalg.cond(fnp.array([[t, 0.0], [0.0, 1.0]])))(3.0)
         Tensor(1., dtype=float64)
     """
+    from fgrad.numpy._creation import eye as fnp_eye
     from fgrad.numpy.linalg import matrix_norm
 
     x = _arr(x, "cond", "x")
@@ -147,7 +151,14 @@ def cond(x: Any, p: Any = None) -> Any:
         big, small = _max(sv, axes=last, keepdims=False), _min(sv, axes=last, keepdims=False)
         return _div(small, big) if p == -2 else _div(big, small)
     _square_shape("cond", x)
-    return _mul(matrix_norm(x, ord=p), matrix_norm(inv(x), ord=p))
+    # numpy gives inf for a matrix its LU factorisation finds singular (its inverse fails
+    # to NaN, read as inf): the same LU's zero determinant finds them here, the identity is
+    # inverted in their place and the result replaced by inf.
+    singular = _eq(_stop(det(x)), 0)
+    eye = fnp_eye(s[-1], dtype=x.dtype)
+    safe = _where(_reshape(singular, shape=tuple(shape_of(singular)) + (1, 1)), eye, x)
+    out = _mul(matrix_norm(x, ord=p), matrix_norm(inv(safe), ord=p))
+    return _where(singular, float("inf"), out)
 
 
 @_named("matrix_rank")

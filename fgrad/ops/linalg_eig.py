@@ -151,7 +151,8 @@ def _no_eigenvector_derivative(*_):
         "eig: eigenvector derivatives of a non-Hermitian matrix are only defined for "
         "distinct eigenvalues and for functions that ignore each eigenvector's arbitrary "
         "phase, which fgrad cannot check (JAX refuses them too). Differentiate "
-        "fnp.linalg.eigvals for the eigenvalues, or use eigh for Hermitian matrices"
+        "fnp.linalg.eigvals for the eigenvalues (to first order only: its second derivative "
+        "would need these eigenvector derivatives), or use eigh for Hermitian matrices"
     )
 
 

@@ -217,3 +217,29 @@ def test_linalg_cross_is_the_array_api_one():
     with pytest.raises(ShapeError, match="size 3"):
         LA.cross(np.ones(2), np.ones(2))
     check_grads(lambda a, b: LA.cross(a, b), [x, y], order=2)
+
+
+@pytest.mark.parametrize("p", ["fro", 1, -1, np.inf, -np.inf])
+def test_cond_of_a_singular_matrix_is_inf_as_numpy(p):
+    s = np.array([[1.0, 2.0], [2.0, 4.0]])
+    stack = np.stack([s, np.array([[2.0, 1.0], [0.0, 3.0]])])
+    with np.errstate(all="ignore"):
+        want = np.linalg.cond(stack, p)
+    for wrap in WRAPS:
+        np.testing.assert_allclose(np.asarray(wrap(lambda x: LA.cond(x, p))(stack)), want)
+    g = fgrad.grad(lambda x: LA.cond(x, p)[1])(stack)  # the singular one gets no NaN
+    assert np.isfinite(np.asarray(g)).all()
+
+
+def test_pinv_and_lstsq_of_integer_matrices_read_them_as_float64():
+    a = np.array([[1, 2], [3, 4]])
+    np.testing.assert_allclose(np.asarray(LA.pinv(a)), np.linalg.pinv(a), rtol=1e-12)
+    assert LA.pinv(a).dtype == np.float64
+    np.testing.assert_allclose(np.asarray(LA.lstsq(a, np.array([1, 2]))[0]),
+                               np.linalg.lstsq(a, np.array([1, 2]))[0], atol=1e-12)
+
+
+def test_second_derivative_of_eigvals_says_first_order_only():
+    a = _real_spectrum(_rng(11))
+    with pytest.raises(NotImplementedError, match="first order only"):
+        fgrad.hessian(lambda x: fnp.real(LA.eigvals(x)).sum())(a)

@@ -986,11 +986,8 @@ def _float_setup(key: Any, shape: Any, dtype: Any, fn: str) -> tuple[Any, tuple,
 def _gamma_draw(key: Any, a: Any, shape: Any, dtype: Any, fn: str, log_space: bool) -> Tensor:
     key, device = _key_data(key, fn)
     dt = _float_dtype(dtype, fn)
-    alpha = _param(a, device, fn, "a", traced="read")
+    alpha = _positive_param(a, device, fn, "a")
     shape = _broadcast_shape(fn, shape, a=shape_of(alpha))
-    ca = _concrete(alpha, np.float64)
-    if ca is not None and not _all(ca > 0):
-        raise ValueError(f"random.{fn}: needs a > 0 everywhere (and no NaN)")
     return random_gamma(key, alpha, shape=shape, dtype=dt, log_space=log_space)
 
 
@@ -1430,11 +1427,8 @@ def t(key: Any, df: Any, shape: Any = None, dtype: Any = None) -> Tensor:
     """
     key, device = _key_data(key, "t")
     dt = _float_dtype(dtype, "t")
-    nu = _param(df, device, "t", "df", traced="read")
+    nu = _positive_param(df, device, "t", "df")
     shape = _broadcast_shape("t", shape, df=shape_of(nu))
-    cd = _concrete(nu, np.float64)
-    if cd is not None and not _all(cd > 0):
-        raise ValueError("random.t: needs df > 0 everywhere (and no NaN)")
     kn, kg = random_split(key, shape=(2,))
     z = random_normal(kn, shape=shape, dtype=dt)
     half = nu / 2.0 if isinstance(nu, Tensor) else _wrap(np.asarray(nu, np.float64) / 2.0)
@@ -1442,15 +1436,17 @@ def t(key: Any, df: Any, shape: Any = None, dtype: Any = None) -> Tensor:
     return z * fnp.astype(fnp.sqrt(half / g), dt)
 
 
-def generalized_normal(key: Any, p: float, shape: Any = (), dtype: Any = None) -> Tensor:
-    """Generalized normal samples, density ``p / (2 Gamma(1/p)) exp(-|x|**p)``.
+def generalized_normal(key: Any, p: Any, shape: Any = (), dtype: Any = None) -> Tensor:
+    """Generalized normal samples, density ``p / (2 Gamma(1/p)) exp(-|x|**p)``,
+    differentiable in ``p``.
 
     ``s g**(1/p)`` for a random sign ``s`` and ``g = gamma(1/p)``; ``p = 2`` gives
-    N(0, 1/2), ``p = 1`` the Laplace distribution.
+    N(0, 1/2), ``p = 1`` the Laplace distribution. The derivative in ``p`` comes through
+    gamma's implicit one (as JAX), so ``p`` may be traced by ``grad``, ``jit`` or ``vmap``.
 
     Args:
         key: ``(2,)`` uint32 key.
-        p: the exponent, a Python float ``> 0``.
+        p: the exponent, a real scalar or array ``> 0`` that broadcasts to ``shape``.
         shape: output shape (int or tuple).
         dtype: float16, float32 or float64 (None: float64).
 
@@ -1459,24 +1455,47 @@ def generalized_normal(key: Any, p: float, shape: Any = (), dtype: Any = None) -
 
     Raises:
         TypeError: ``key`` is not a key.
-        DTypeError: ``dtype`` is not a real floating dtype; ``p`` is not a real number.
-        ValueError: ``p <= 0``.
+        DTypeError: ``dtype`` is not a real floating dtype; ``p`` is not real numbers.
+        ShapeError: ``p`` does not broadcast to ``shape``.
+        ValueError: ``p <= 0`` or NaN somewhere (for a traced ``p``, when it runs).
 
     Example:
         >>> from fgrad import random
         >>> print(fnp.round(random.generalized_normal(random.key(0), 3.0, (3,)), 4))
         [ 1.2978  0.1894 -0.1584]
+        >>> # d E[x^2] / dp = d/dp Gamma(3/p) / Gamma(1/p) = -0.1122 at p = 2.5
+        >>> f = lambda p: fnp.mean(random.generalized_normal(random.key(0), p, (20000,)) ** 2)
+        >>> print(round(float(fgrad.grad(f)(2.5)), 2))
+        -0.11
 
     References:
         P. R. Tadikamalla, "Random sampling from the exponential power distribution",
         JASA 75, 1980; ``jax.random.generalized_normal``.
     """
-    key, shape, dt = _float_setup(key, shape, dtype, "generalized_normal")
-    power = _args.real(p, "random.generalized_normal", "p", above=0.0)
+    key, device = _key_data(key, "generalized_normal")
+    dt = _float_dtype(dtype, "generalized_normal")
+    power = _positive_param(p, device, "generalized_normal", "p")
+    shape = _broadcast_shape("generalized_normal", _shape(shape, "generalized_normal"), p=shape_of(power))
+    return _generalized_normal(key, power, shape, dt)
+
+
+def _positive_param(value: Any, device: Any, fn: str, name: str) -> Any:
+    """A continuous sampler parameter that may be traced (its derivative flows), checked
+    ``> 0`` where its value is known."""
+    value = _param(value, device, fn, name, traced="read")
+    concrete = _concrete(value, np.float64)
+    if concrete is not None and not _all(concrete > 0):
+        raise ValueError(f"random.{fn}: needs {name} > 0 everywhere (and no NaN)")
+    return value
+
+
+def _generalized_normal(key: Any, power: Any, shape: tuple, dt: np.dtype) -> Tensor:
+    """``s g**(1/p)``: the sampler of :func:`generalized_normal` on checked arguments."""
     ks, kg = random_split(key, shape=(2,))
-    g = random_gamma(kg, 1.0 / power, shape=shape, dtype=dt, log_space=False)
+    inv = 1.0 / power
+    g = random_gamma(kg, inv, shape=shape, dtype=dt, log_space=False)
     sign = fnp.astype(random_bernoulli(ks, 0.5, shape=shape), dt) * 2.0 - 1.0
-    return sign * g ** (1.0 / power)
+    return sign * g ** (fnp.astype(inv, dt) if isinstance(inv, Tensor) else inv)
 
 
 def rademacher(key: Any, shape: Any = (), dtype: Any = None) -> Tensor:
@@ -1522,7 +1541,8 @@ def ball(key: Any, d: int, p: float = 2, shape: Any = (), dtype: Any = None) -> 
     Args:
         key: ``(2,)`` uint32 key.
         d: dimension, a positive Python int.
-        p: the norm's exponent, a Python float ``> 0`` (default 2, the Euclidean ball).
+        p: the norm's exponent, a real scalar ``> 0`` (default 2, the Euclidean ball);
+            it may be traced, and the points are differentiable in it (as JAX).
         shape: batch shape of the points (int or tuple).
         dtype: float16, float32 or float64 (None: float64).
 
@@ -1533,7 +1553,8 @@ def ball(key: Any, d: int, p: float = 2, shape: Any = (), dtype: Any = None) -> 
         TypeError: ``key`` is not a key.
         DTypeError: ``dtype`` is not a real floating dtype; ``d`` is not an int or ``p``
             not a real number.
-        ValueError: ``d < 1`` or ``p <= 0``.
+        ShapeError: ``p`` is not a scalar.
+        ValueError: ``d < 1`` or ``p <= 0`` (for a traced ``p``, when it runs).
 
     Example:
         >>> from fgrad import random
@@ -1545,13 +1566,17 @@ def ball(key: Any, d: int, p: float = 2, shape: Any = (), dtype: Any = None) -> 
         F. Barthe, O. Guedon, S. Mendelson, A. Naor, "A probabilistic approach to the
         geometry of the l_p^n-ball", Annals of Probability 33(2), 2005; ``jax.random.ball``.
     """
-    key, shape, dt = _float_setup(key, shape, dtype, "ball")
+    key, device = _key_data(key, "ball")
+    shape, dt = _shape(shape, "ball"), _float_dtype(dtype, "ball")
     d = _args.size(d, "random.ball", "d", minimum=1)
-    power = _args.real(p, "random.ball", "p", above=0.0)
+    power = _positive_param(p, device, "ball", "p")
+    if shape_of(power) != ():
+        raise ShapeError(f"random.ball: p must be a scalar, got shape {shape_of(power)}")
     kg, ke = random_split(key, shape=(2,))
-    g = generalized_normal(kg, power, (*shape, d), dt)
+    g = _generalized_normal(kg, power, (*shape, d), dt)
     e = exponential(ke, shape, dt)
-    radius = (fnp.sum(fnp.abs(g) ** power, axis=-1) + e) ** (1.0 / power)
+    pw = fnp.astype(power, dt) if isinstance(power, Tensor) else power
+    radius = (fnp.sum(fnp.abs(g) ** pw, axis=-1) + e) ** (1.0 / pw)
     return g / radius[..., None]
 
 

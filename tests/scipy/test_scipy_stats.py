@@ -59,8 +59,8 @@ def test_multivariate_normal_dirichlet_categorical():
                                ss.multivariate_normal.pdf(x[0], mean, cov), rtol=1e-13)
     alpha = np.array([0.7, 2.0, 3.5])
     pts = np.array([[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]])
-    got = stats.dirichlet.logpdf(fnp.asarray(pts), fnp.asarray(alpha))
-    np.testing.assert_allclose(np.asarray(got), [ss.dirichlet.logpdf(p, alpha) for p in pts], rtol=1e-13)
+    got = stats.dirichlet.logpdf(fnp.asarray(pts.T), fnp.asarray(alpha))  # (k, N), as scipy
+    np.testing.assert_allclose(np.asarray(got), ss.dirichlet.logpdf(pts.T, alpha), rtol=1e-13)
     assert float(stats.dirichlet.logpdf(fnp.array([0.5, 0.6, -0.1]), fnp.asarray(alpha))) == -np.inf
     p = np.array([[0.2, 0.3, 0.5], [0.6, 0.1, 0.3]])
     got = stats.categorical.logpmf(fnp.array([2, 0]), fnp.asarray(p))

@@ -62,7 +62,8 @@ def with_doc(doc: str):
     return deco
 
 
-def doc(summary: str, args: dict, example: str, source: str, *, returns: str = "") -> str:
+def doc(summary: str, args: dict, example: str, source: str, *, returns: str = "",
+        raises: str = "ShapeError: the arguments do not broadcast.") -> str:
     """A distribution function's docstring: summary, shapes and dtypes, errors, example."""
     lines = "\n".join(f"        {k}: {v}" for k, v in args.items())
     example = "\n".join("        " + line for line in example.strip("\n").splitlines())
@@ -82,7 +83,7 @@ def doc(summary: str, args: dict, example: str, source: str, *, returns: str = "
         {returns}
 
     Raises:
-        ShapeError: the arguments do not broadcast.
+        {raises}
         DTypeError: a complex or non-numeric argument.
 
     Example:

@@ -1,0 +1,101 @@
+"""Regression tests for the problems a new user reported (issue 17): each fails on the code
+before its fix."""
+
+import numpy as np
+import pytest
+import scipy.stats as ss
+from scipy.special import gammaln
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import random
+from fgrad.errors import ShapeError
+from fgrad.scipy import stats
+
+# ---------------------------------------------------------------- 1. p of generalized_normal, ball
+
+
+def _second_moment(p):
+    """E[x^2] = Gamma(3/p) / Gamma(1/p) for the density proportional to exp(-|x|^p)."""
+    return np.exp(gammaln(3 / p) - gammaln(1 / p))
+
+
+def _ball_second_moment(p, d):
+    """E[|x|_2^2] for x uniform in the unit L_p ball of R^d."""
+    return d * np.exp(gammaln(3 / p) + gammaln(1 + d / p) - gammaln(1 / p) - gammaln(1 + (d + 2) / p))
+
+
+def _fd(f, p, h=1e-5):
+    return (f(p + h) - f(p - h)) / (2 * h)
+
+
+def _gn_moment(p, n=100000):
+    return fnp.mean(random.generalized_normal(random.key(0), p, (n,)) ** 2)
+
+
+def _gn_small(p):
+    return _gn_moment(p, 5000)
+
+
+def test_generalized_normal_gradient_compositions_agree():
+    want = float(fgrad.grad(_gn_moment)(2.5))
+    assert abs(want - _fd(_second_moment, 2.5)) < 0.004
+    small = float(fgrad.grad(_gn_small)(2.5))
+    assert float(fgrad.jit(fgrad.grad(_gn_small))(2.5)) == pytest.approx(small, rel=1e-10)
+    assert float(fgrad.grad(fgrad.jit(_gn_small))(2.5)) == pytest.approx(small, rel=1e-10)
+    batched = np.asarray(fgrad.vmap(fgrad.grad(_gn_small))(fnp.array([1.5, 2.5])))
+    np.testing.assert_allclose(batched[1], small, rtol=1e-10)
+    assert abs(batched[0] - _fd(_second_moment, 1.5)) < 0.1  # -0.849, from 5000 samples
+    # jit with a traced p draws the same numbers as eagerly
+    x = random.generalized_normal(random.key(3), 1.7, (5,))
+    np.testing.assert_allclose(
+        np.asarray(fgrad.jit(lambda p: random.generalized_normal(random.key(3), p, (5,)))(1.7)),
+        np.asarray(x), rtol=1e-12)
+
+
+def test_generalized_normal_p_checks():
+    with pytest.raises(ValueError, match="p > 0"):
+        random.generalized_normal(random.key(0), -1.0, (3,))
+    with pytest.raises(ShapeError):
+        random.generalized_normal(random.key(0), fnp.array([1.0, 2.0]), (3,))
+    # an array p that broadcasts to shape draws per element
+    x = random.generalized_normal(random.key(0), fnp.array([1.0, 2.0, 3.0]), (3,))
+    assert x.shape == (3,)
+
+
+def test_ball_gradient_in_p():
+    def f(p):
+        return fnp.mean(fnp.sum(random.ball(random.key(1), 3, p, (30000,)) ** 2, axis=-1))
+
+    want = _fd(lambda p: _ball_second_moment(p, 3), 2.0)  # 0.2
+    got = float(fgrad.grad(f)(2.0))
+    assert abs(got - want) < 0.01, (got, want)
+    assert float(fgrad.jit(fgrad.grad(f))(2.0)) == pytest.approx(got, rel=1e-10)
+    assert abs(float(fgrad.jit(f)(3.0)) - _ball_second_moment(3.0, 3)) < 0.005
+    with pytest.raises(ShapeError, match="scalar"):
+        random.ball(random.key(0), 2, fnp.array([2.0, 3.0]))
+
+
+# ---------------------------------------------------------------- 2. dirichlet: components on axis 0
+
+
+def test_dirichlet_components_along_the_first_axis():
+    alpha = np.array([0.7, 2.0, 3.5])
+    pts = np.array([[0.2, 0.3, 0.5], [0.1, 0.1, 0.8], [0.6, 0.3, 0.1]]).T  # square (k, k)
+    got = stats.dirichlet.logpdf(fnp.asarray(pts), fnp.asarray(alpha))
+    np.testing.assert_allclose(np.asarray(got), ss.dirichlet.logpdf(pts, alpha), rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(stats.dirichlet.pdf(fnp.asarray(pts), fnp.asarray(alpha))),
+                               ss.dirichlet.pdf(pts, alpha), rtol=1e-13)
+    # k - 1 components: the last is 1 - sum (scipy and JAX)
+    np.testing.assert_allclose(np.asarray(stats.dirichlet.logpdf(fnp.asarray(pts[:2]), fnp.asarray(alpha))),
+                               ss.dirichlet.logpdf(pts[:2], alpha), rtol=1e-12)
+    x3 = np.full((3, 2, 4), 1 / 3)  # (k, ...) batches
+    assert stats.dirichlet.logpdf(fnp.asarray(x3), fnp.asarray(alpha)).shape == (2, 4)
+    with pytest.raises(ShapeError, match="1-D"):
+        stats.dirichlet.logpdf(fnp.asarray(pts), fnp.ones((3, 3)))
+    with pytest.raises(ShapeError, match="first axis"):
+        stats.dirichlet.logpdf(fnp.ones((5, 2)) / 5, fnp.asarray(alpha))
+    f = lambda a: fnp.sum(stats.dirichlet.logpdf(fnp.asarray(pts), a))
+    fgrad.test_util.check_grads(f, (fnp.asarray(alpha),), order=1)
+    np.testing.assert_allclose(np.asarray(fgrad.jit(fgrad.grad(f))(fnp.asarray(alpha))),
+                               np.asarray(fgrad.grad(f)(fnp.asarray(alpha))), rtol=1e-12)

@@ -152,7 +152,7 @@ def square(x: Any, /, out: Any = None, *, where: Any = True, dtype: Any = None) 
         dtype: cast ``x`` to this dtype first.
 
     Returns:
-        Tensor of ``x.shape`` and ``x.dtype``.
+        Tensor of ``x.shape`` and ``x.dtype`` (bool gives int8, as numpy's).
 
     Raises:
         TypeError: ``out`` is given, or ``where`` is not True.
@@ -161,12 +161,19 @@ def square(x: Any, /, out: Any = None, *, where: Any = True, dtype: Any = None) 
         >>> fnp.square(fnp.array([-3.0, 0.5]))
         Tensor([9.  , 0.25], dtype=float64)
     """
-    x = _ufunc_args("square", out, where, dtype, _input(x, "square"))
+    x = _int8_if_bool(_ufunc_args("square", out, where, dtype, _input(x, "square")))
     return _e.multiply(x, x)
 
 
+def _int8_if_bool(x: Any) -> Any:
+    """numpy's arithmetic ufuncs (``square``, ``reciprocal``) have no bool loop: int8."""
+    if isinstance(x, bool):
+        return np.int8(x)
+    return _e.astype(x, dtype=np.dtype(np.int8)) if _dtype(x) == np.bool_ else x
+
+
 def reciprocal(x: Any, /, out: Any = None, *, where: Any = True, dtype: Any = None) -> Any:
-    """``1 / x``, elementwise; integer inputs give float64 (as the Array API, unlike numpy).
+    """``1 / x``, elementwise; integers keep their dtype (numpy's integer reciprocal).
 
     Args:
         x: Tensor, array or Python scalar of any shape.
@@ -175,7 +182,10 @@ def reciprocal(x: Any, /, out: Any = None, *, where: Any = True, dtype: Any = No
         dtype: cast ``x`` to this dtype first.
 
     Returns:
-        Tensor of ``x.shape`` and floating dtype; ``inf`` at 0.
+        Tensor of ``x.shape`` and ``x.dtype``; ``inf`` at 0 for floating ``x``. Integer
+        ``x`` gives numpy's truncated integer quotient ``1 // x`` towards zero (1 at 1,
+        -1 at -1, else 0; 0 at 0, where numpy's result is platform-defined); bool gives
+        int8. For a floating result, pass floats (``fnp.reciprocal(x, dtype=float)``).
 
     Raises:
         TypeError: ``out`` is given, or ``where`` is not True.
@@ -183,8 +193,17 @@ def reciprocal(x: Any, /, out: Any = None, *, where: Any = True, dtype: Any = No
     Example:
         >>> fnp.reciprocal(fnp.array([2.0, -4.0]))
         Tensor([ 0.5 , -0.25], dtype=float64)
+        >>> fnp.reciprocal(fnp.array([1, -1, 3]))
+        Tensor([ 1, -1,  0], dtype=int64)
     """
-    return _e.divide(1.0, _ufunc_args("reciprocal", out, where, dtype, _input(x, "reciprocal")))
+    x = _int8_if_bool(_ufunc_args("reciprocal", out, where, dtype, _input(x, "reciprocal")))
+    if isinstance(x, int) or (not isinstance(x, float | complex) and dtypes.is_integer(_dtype(x))):
+        # |x| > 1 truncates to 0; a select, so that no integer division by 0 runs
+        dt = _dtype(x)
+        one, zero = np.ones((), dt), np.zeros((), dt)
+        rest = zero if dt.kind == "u" else _e.where(_e.equal(x, -1), np.array(-1, dt), zero)
+        return _e.where(_e.equal(x, 1), one, rest)
+    return _e.divide(1.0, x)
 
 
 def exp2(x: Any, /, out: Any = None, *, where: Any = True, dtype: Any = None) -> Any:

@@ -421,7 +421,9 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     if _is_complex(x1):
         x1 = _conj(x1)
     prod = _multiply(x1, x2)
-    return _sum(prod, axes=(len(shape_of(prod)) - 1,), keepdims=False)
+    out = _sum(prod, axes=(len(shape_of(prod)) - 1,), keepdims=False)
+    # numpy's vecdot keeps the product's dtype (sum would widen int32 and bool to int64)
+    return out if out.dtype == prod.dtype else _astype(out, dtype=prod.dtype)
 
 
 def kron(a: Any, b: Any) -> Any:

@@ -75,6 +75,12 @@ def _float(x: Tensor) -> Tensor:
     return x if dtypes.is_inexact(dtype) else _e.astype(x, dtype=_floating(dtype))
 
 
+def _float64(x: Tensor) -> Tensor:
+    """``x`` in numpy's dtype for a statistic or special function: integer and bool input
+    gives float64 (numpy computes these in double whatever the integer's width)."""
+    return x if dtypes.is_inexact(_dtype(x)) else _e.astype(x, dtype=dtypes.float64)
+
+
 def _real(x: Tensor, fn: str, arg: str = "x") -> Tensor:
     if dtypes.is_complex(_dtype(x)):
         raise DTypeError(f"{fn}: not defined for complex {arg} (dtype {_dtype(x)}); pass real values")
@@ -136,6 +142,8 @@ def angle(z: Any, deg: bool = False) -> Tensor:
     """
     deg = _args.flag(deg, "angle", "deg")
     z = _t(z, "angle", "z")
+    if _dtype(z) == np.bool_:  # numpy's arctan2(0, z): the Python 0 makes bool int64
+        z = _float64(z)
     out = _e.arctan2(_e.imag(z), _e.real(z))
     return _e.multiply(out, 180.0 / math.pi) if deg else out
 
@@ -299,7 +307,7 @@ def i0(x: Any) -> Tensor:
         >>> fnp.i0(fnp.array([0.0, 1.0]))
         Tensor([1.        , 1.26606588], dtype=float64)
     """
-    x = _float(_real(_t(x, "i0"), "i0"))
+    x = _float64(_real(_t(x, "i0"), "i0"))
     return _e.multiply(_e.exp(_e.abs(x)), _i0e(x))
 
 
@@ -329,7 +337,7 @@ def sinc(x: Any) -> Tensor:
         >>> fgrad.grad(fgrad.grad(fnp.sinc))(0.0)
         Tensor(-3.28986813, dtype=float64)
     """
-    x = _float(_t(x, "sinc"))
+    x = _float64(_t(x, "sinc"))
     y = _e.multiply(x, math.pi)
     small = _e.less(_e.abs(y), 0.1)
     safe = _e.where(small, 1.0, y)
@@ -535,7 +543,7 @@ def _nan_input(a: Any, fn: str, where: Any) -> tuple[Tensor, Tensor | None]:
         w = _t(where, fn, "where")
         if _dtype(w) != np.bool_:
             raise DTypeError(f"{fn}: where must be a bool array, got dtype {_dtype(w)}")
-        a = _e.where(w, _float(a), np.nan)
+        a = _e.where(w, _float64(a), np.nan)
     if not dtypes.is_inexact(_dtype(a)):
         return a, None
     return a, _e.isnan(a)
@@ -725,7 +733,7 @@ def _nan_moments(fn: str, a, axis, dtype, out, ddof, keepdims, where, mean, corr
     if dtype is not None:
         a = _e.astype(a, dtype=_args.dtype(dtype, fn))
         nan = _e.isnan(a) if dtypes.is_inexact(_dtype(a)) else None
-    a, rounded = _red._widened(_float(a))
+    a, rounded = _red._widened(_float64(a))
     if nan is None:
         nan = _e.isnan(a)
     axes = _norm_axes(fn, axis, a.ndim)
@@ -802,7 +810,7 @@ def _nan_quantile(fn: str, a, q, axis, out, overwrite_input, method, keepdims, s
     _args.choice(method, fn, "method", _QMETHODS)
     keepdims = _args.flag(keepdims, fn, "keepdims")
     a = _real(_t(a, fn, "a"), fn, "a")
-    a = _float(a)
+    a = _float64(a)
     dtype = _dtype(a)
     flat, kept = _so._last_axis(fn, a, axis)
     n_all = flat.shape[-1]
@@ -1145,7 +1153,8 @@ def _conv_full(a: Tensor, v: Tensor) -> Tensor:
         a, v, n, m = v, a, m, n
     k = np.arange(n + m - 1)[:, None] - np.arange(n)[None, :]
     inside = (k >= 0) & (k < m)
-    toeplitz = _e.where(inside, _ix.take(v, np.clip(k, 0, m - 1)), 0)
+    # a zero of v's dtype: a Python 0 would promote bool input to int64 (numpy keeps bool)
+    toeplitz = _e.where(inside, _ix.take(v, np.clip(k, 0, m - 1)), np.zeros((), _dtype(v)))
     return _la.matmul(toeplitz, a)
 
 
@@ -1161,7 +1170,9 @@ def _conv(fn: str, a: Any, v: Any, mode: Any, flip_conj: bool) -> Tensor:
     if mode == "full":
         return full
     if mode == "same":
-        start = (builtins.min(n, m) - 1) // 2
+        # numpy centres on the longer input; correlate with a shorter ``a`` is the reversed
+        # correlation of the swapped pair, whose centre lies one place later for even n.
+        start = n // 2 if flip_conj and n < m else (builtins.min(n, m) - 1) // 2
         return full[start:start + builtins.max(n, m)]
     start = builtins.min(n, m) - 1
     return full[start:start + builtins.max(n, m) - builtins.min(n, m) + 1]
@@ -1355,7 +1366,7 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> An
         Tensor([1.        , 1.        , 2.33333333, 3.        ], dtype=float64)
     """
     edge_order = _args.choice(edge_order, "gradient", "edge_order", (1, 2))
-    f = _float(_t(f, "gradient", "f"))
+    f = _float64(_t(f, "gradient", "f"))
     if f.ndim == 0:
         raise ShapeError("gradient: f must have at least one dimension, got a 0-d value")
     axes = _norm_axes("gradient", axis, f.ndim) if axis is not None else tuple(range(f.ndim))
@@ -1373,7 +1384,10 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> An
     for ax, h in zip(axes, spacing):
         h = _t(h, "gradient", "varargs")
         h = _e.astype(h, dtype=np.dtype(dtypes.result_type(h, f))) if not dtypes.is_inexact(_dtype(h)) else h
-        outs.append(_gradient_axis(f, ax, h, edge_order))
+        out = _gradient_axis(f, ax, h, edge_order)
+        # numpy writes into an array of f's (floating) dtype: float32 f stays float32
+        # whatever the spacing's dtype (JAX agrees for Python-scalar spacings)
+        outs.append(out if _dtype(out) == _dtype(f) else _e.astype(out, dtype=_dtype(f)))
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
@@ -1440,7 +1454,7 @@ def unwrap(p: Any, discont: Any = None, axis: int = -1, *, period: float = 2 * m
         >>> fnp.unwrap(fnp.array([0.0, 3.0, 6.5]))
         Tensor([0.        , 3.        , 0.21681469], dtype=float64)
     """
-    p = _float(_real(_t(p, "unwrap", "p"), "unwrap", "p"))
+    p = _float64(_real(_t(p, "unwrap", "p"), "unwrap", "p"))
     ax = _args.axis(axis, "unwrap", p.ndim)
     period = _args.real(period, "unwrap", "period")
     half = period / 2
@@ -1521,7 +1535,7 @@ def poly(seq_of_zeros: Any) -> Tensor:
         >>> fnp.poly(fnp.array([[1.0, 2.0], [3.0, 4.0]]))
         Tensor([ 1., -5., -2.], dtype=float64)
     """
-    z = _float(_t(seq_of_zeros, "poly", "seq_of_zeros"))
+    z = _float64(_t(seq_of_zeros, "poly", "seq_of_zeros"))
     if z.ndim == 0:
         raise ShapeError("poly: input must be 1-d or a square 2-d array, got a 0-d one")
     if z.size == 0:
@@ -1624,7 +1638,7 @@ def polydiv(u: Any, v: Any, *, trim_leading_zeros: bool = True) -> tuple[Tensor,
         (Tensor([1.5 , 1.75], dtype=float64), Tensor([0.25], dtype=float64))
     """
     trim = _args.flag(trim_leading_zeros, "polydiv", "trim_leading_zeros")
-    u, v = _float(_coeffs(u, "polydiv", "u")), _float(_coeffs(v, "polydiv", "v"))
+    u, v = _float64(_coeffs(u, "polydiv", "u")), _float64(_coeffs(v, "polydiv", "v"))
     dtype = np.dtype(dtypes.result_type(u, v))
     u, v = _e.astype(u, dtype=dtype), _e.astype(v, dtype=dtype)
     m, n = u.shape[0] - 1, v.shape[0] - 1
@@ -1869,7 +1883,8 @@ def vander(x: Any, N: Any = None, increasing: bool = False) -> Tensor:
         increasing: powers ``0, 1, ...`` left to right instead of ``N-1, ..., 0``.
 
     Returns:
-        ``(M, N)`` Tensor of ``x``'s dtype; differentiable in ``x``.
+        ``(M, N)`` Tensor of ``x``'s floating dtype, or for integers and bool numpy's
+        ``promote_types(x.dtype, int64)``; differentiable in ``x``.
 
     Raises:
         ShapeError: ``x`` is not 1-d.
@@ -1883,6 +1898,8 @@ def vander(x: Any, N: Any = None, increasing: bool = False) -> Tensor:
     """
     increasing = _args.flag(increasing, "vander", "increasing")
     x = _one_d(_t(x, "vander", "x"), "vander", "x")
+    if not dtypes.is_inexact(_dtype(x)):  # numpy: promote_types(x.dtype, int64); uint64: float64
+        x = _e.astype(x, dtype=np.promote_types(_dtype(x), np.int64))
     n = x.shape[0] if N is None else _args.size(N, "vander", "N")
     m = x.shape[0]
     # Running products, as numpy's (exact powers; no x**(k-1) at x = 0 in the derivative).
@@ -2127,6 +2144,8 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None,
     edges = _bin_edges("histogram", a, bins, range, weights)
     idx, ok = _bin_index(_e.stop_gradient(a), edges)
     hist = _counts(idx, ok, weights, edges.shape[0] - 1)
+    if weights is not None and _dtype(hist) != _dtype(weights):  # numpy sums in weights' dtype
+        hist = _e.astype(hist, dtype=_dtype(weights))
     if density is not None and _args.flag(density, "histogram", "density"):
         widths = _e.subtract(edges[1:], edges[:-1])
         hist = _e.divide(_e.divide(hist, _r.sum(hist, axes=(0,), keepdims=False)), widths)
@@ -2411,7 +2430,8 @@ def vecmat(x1: Any, x2: Any, /, out: Any = None, *, axes: Any = None, axis: Any 
               for v, n in ((x1, "x1"), (x2, "x2")))
     if x2.ndim < 2 or x1.ndim < 1 or x1.shape[-1] != x2.shape[-2]:
         raise ShapeError(f"vecmat: needs (..., M) and (..., M, N), got {x1.shape} and {x2.shape}")
-    return _la.matmul(_sh.expand_dims(_e.conj(x1), -2), x2)[..., 0, :]
+    x1 = _e.conj(x1) if dtypes.is_complex(_dtype(x1)) else x1  # numpy's conj(bool) is int8
+    return _la.matmul(_sh.expand_dims(x1, -2), x2)[..., 0, :]
 
 
 @_named("einsum_path")

@@ -269,13 +269,15 @@ def _axis_or_flat(arr: Tensor, axis: Any, name: str) -> tuple[Tensor, int]:
 def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
     """``values`` inserted into ``arr`` before positions ``obj`` along ``axis`` (``insert``).
 
-    ``obj`` must be static (Python ints, a slice, or a concrete integer array), as in
-    JAX: it decides the result's shape. Differentiable in ``arr`` and ``values``;
+    ``obj`` must be static (Python ints, a slice, or a concrete integer array or 1-d
+    boolean mask, whose True positions are the indices as numpy 2's), as in JAX: it
+    decides the result's shape. Differentiable in ``arr`` and ``values``;
     ``values`` is cast to ``arr.dtype`` as in numpy.
 
     Args:
         arr: Tensor of any shape.
-        obj: int, slice or sequence of ints: the positions, in ``[-n, n]``.
+        obj: int, slice, sequence of ints (the positions, in ``[-n, n]``) or 1-d boolean
+            mask (``flatnonzero(obj)``).
         values: Tensor broadcast to the inserted block.
         axis: None inserts into the flattened ``arr``.
 
@@ -285,7 +287,9 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
     Raises:
         ConcretizationError: ``obj`` is traced.
         IndexError: an index in ``obj`` is out of range.
-        ShapeError: ``values`` does not broadcast to the inserted block.
+        ShapeError: ``values`` does not broadcast to the inserted block, or a boolean
+            ``obj`` is not 1-d.
+        DTypeError: ``obj`` is neither integer nor boolean.
 
     Example:
         >>> fnp.insert(fnp.array([1.0, 2.0, 3.0]), 1, 9.0)
@@ -301,9 +305,17 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
         idx = np.arange(*obj.indices(n))
     else:
         idx = _host_static("insert", obj, "obj")
-        if idx.dtype.kind == "b" or (idx.size and idx.dtype.kind not in "iu"):
+        if idx.dtype.kind == "b":  # numpy 2: a 1-d mask means its True positions
+            if idx.ndim != 1:
+                raise ShapeError(
+                    f"insert: a boolean obj must be 1-d, got shape {idx.shape}; pass integer "
+                    "positions for a single insertion"
+                )
+            idx = np.flatnonzero(idx)
+        if idx.size and idx.dtype.kind not in "iu":
             raise DTypeError(
-                f"insert: obj must be integer indices or a slice, got dtype {idx.dtype}"
+                f"insert: obj must be integer indices, a boolean mask or a slice, got dtype "
+                f"{idx.dtype}"
             )
         idx = idx.astype(np.int64)
     values = _cast(values, arr.dtype, "insert", "values")

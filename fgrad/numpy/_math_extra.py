@@ -973,8 +973,9 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
     Args:
         a: Tensor of any shape.
         axis: int, tuple of ints, or None (all axes).
-        weights: None (the plain mean), a Tensor of ``a``'s shape, or 1-d along an int
-            ``axis``. Differentiable, as ``a`` is.
+        weights: None (the plain mean), a Tensor of ``a``'s shape, or of the shape of the
+            reduced axes (``tuple(a.shape[i] for i in axis)``, as numpy 2; 1-d along an int
+            ``axis``). Differentiable, as ``a`` is.
         returned: also return the sum of the weights (broadcast to the result's shape).
         keepdims: keep reduced axes with size 1.
 
@@ -983,8 +984,8 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
         ``(average, sum_of_weights)``.
 
     Raises:
-        ShapeError: ``weights`` of another shape without an int ``axis`` or of the wrong
-            length.
+        ShapeError: ``weights`` of another shape without ``axis``, or neither of ``a``'s
+            shape nor of the reduced axes'.
         ZeroDivisionError: concrete weights summing to zero (traced ones give NaN/inf).
 
     Example:
@@ -1008,12 +1009,17 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
     if w.shape != a.shape:
         if axis is None:
             raise ShapeError(f"average: axis must be given when weights {w.shape} and a {a.shape} differ in shape")
-        if w.ndim != 1:
-            raise ShapeError(f"average: 1-d weights expected when shapes differ, got weights {w.shape}")
-        ax = _args.axis(axis, "average", a.ndim)
-        if w.shape[0] != a.shape[ax]:
-            raise ShapeError(f"average: weights of length {w.shape[0]} do not match a's axis {ax} of length {a.shape[ax]}")
-        w = _sh.reshape(w, tuple(w.shape[0] if d == ax else 1 for d in range(a.ndim)))
+        # numpy 2: weights shaped as the reduced axes, in the order ``axis`` names them
+        axis_list = axis if isinstance(axis, (tuple, list)) else (axis,)
+        given = [_args.axis(ax, "average", a.ndim) for ax in axis_list]
+        want = tuple(a.shape[ax] for ax in given)
+        if w.shape != want:
+            raise ShapeError(
+                f"average: weights of shape {w.shape} differ from a's shape {a.shape} and from "
+                f"the shape {want} of the reduced axes {tuple(given)}; pass weights of one of these")
+        order = sorted(range(len(given)), key=given.__getitem__)
+        w = _sh.transpose(w, order) if order != list(range(len(given))) else w
+        w = _sh.reshape(w, tuple(a.shape[d] if d in given else 1 for d in range(a.ndim)))
         w = _sh.broadcast_to(w, a.shape)
     a, w = _e.astype(a, dtype=rdt), _e.astype(w, dtype=rdt)
     axes = _norm_axes("average", axis, a.ndim)

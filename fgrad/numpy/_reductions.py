@@ -770,7 +770,7 @@ def count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """
     keepdims = _keepdims(keepdims, "count_nonzero")
     x = _input(a, "count_nonzero")
-    nonzero = _e.astype(x, dtype=dtypes.bool_)
+    nonzero = _e.not_equal(x, 0)  # any dtype, complex included (x != 0 is numpy's test)
     return _r.sum(nonzero, axes=norm_axes("count_nonzero", axis, ndim_of(x)), keepdims=keepdims)
 
 

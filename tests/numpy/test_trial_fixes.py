@@ -181,3 +181,41 @@ def test_issue_14_gradient_keeps_floating_dtype(dtype):
     f2 = _RNG.normal(size=(3, 4)).astype(np.float32)
     assert all(g.dtype == np.float32 for g in fnp.gradient(f2))
     assert fgrad.jit(fnp.gradient)(f).dtype == dtype
+
+
+# ------------------------------------------------------------------ crashes
+
+
+def test_issue_14_count_nonzero_of_complex_numpy_array():
+    for x in (np.array([1j, 0]), np.array([[1 + 0j, 0], [0, 2j]]), np.array([np.nan, 0.0, 1.0])):
+        assert int(fnp.count_nonzero(x)) == np.count_nonzero(x)
+        assert_allclose(np.asarray(fnp.count_nonzero(x, axis=0)), np.count_nonzero(x, axis=0))
+    assert int(fgrad.jit(fnp.count_nonzero)(np.array([1j, 0, 2]))) == 2
+
+
+def test_issue_14_average_weights_shaped_as_the_reduced_axes():
+    x3d, w = _RNG.normal(size=(3, 4, 5)), _RNG.uniform(0.5, 1.5, size=(3, 5))
+    for axis, weights in (((0, 2), w), ((2, 0), w.T), (-1, w[0]), (1, w[:, :4].T[:, 0])):
+        want = np.average(x3d, axis=axis, weights=weights, returned=True)
+        got = fnp.average(x3d, axis=axis, weights=weights, returned=True)
+        for g, e in zip(got, want):
+            assert_allclose(np.asarray(g), e, rtol=1e-12)
+    f = lambda x, w: fnp.average(x, axis=(0, 2), weights=w)  # noqa: E731
+    fgrad.test_util.check_grads(f, (x3d, w), order=1)
+    assert_allclose(np.asarray(fgrad.jit(f)(x3d, w)), np.average(x3d, axis=(0, 2), weights=w))
+    with pytest.raises(ValueError, match="reduced axes"):
+        fnp.average(x3d, axis=(0, 2), weights=w.T)
+
+
+def test_issue_14_insert_with_boolean_mask():
+    a, mask = np.arange(5.0), np.array([True, False, True, False, False])
+    assert_allclose(np.asarray(fnp.insert(a, mask, 9.0)), np.insert(a, mask, 9.0))
+    a2 = _RNG.normal(size=(5, 2))
+    assert_allclose(np.asarray(fnp.insert(a2, mask, [7.0, 8.0], axis=0)),
+                    np.insert(a2, mask, [7.0, 8.0], axis=0))
+    short = np.array([True, False])  # numpy 2 takes the True positions, whatever the length
+    assert_allclose(np.asarray(fnp.insert(a, short, 9.0)), np.insert(a, short, 9.0))
+    ct = fgrad.grad(lambda v: fnp.sum(fnp.insert(a, mask, v) ** 2))(np.array([1.0, 2.0]))
+    assert_allclose(np.asarray(ct), [2.0, 4.0])  # d/dv sum(v^2) = 2 v
+    with pytest.raises(ValueError, match="1-d"):
+        fnp.insert(a, np.array([[True, False]]), 9.0)

@@ -99,3 +99,47 @@ def test_dirichlet_components_along_the_first_axis():
     fgrad.test_util.check_grads(f, (fnp.asarray(alpha),), order=1)
     np.testing.assert_allclose(np.asarray(fgrad.jit(fgrad.grad(f))(fnp.asarray(alpha))),
                                np.asarray(fgrad.grad(f)(fnp.asarray(alpha))), rtol=1e-12)
+
+
+# ---------------------------------------------------------------- 3. singular covariances
+
+
+def test_cho_factor_and_logpdf_raise_linalgerror_and_say_so():
+    from fgrad.scipy import linalg
+    bad = fnp.array([[1.0, 2.0], [2.0, 1.0]])
+    with pytest.raises(np.linalg.LinAlgError):
+        linalg.cho_factor(bad)
+    with pytest.raises(np.linalg.LinAlgError):
+        fgrad.jit(lambda a: linalg.cho_factor(a)[0])(bad)
+    assert "LinAlgError" in linalg.cho_factor.__doc__ and "Not positive definite: NaN" not in linalg.cho_factor.__doc__
+    with pytest.raises(np.linalg.LinAlgError, match="allow_singular=True"):
+        stats.multivariate_normal.logpdf(fnp.zeros(2), fnp.zeros(2), fnp.ones((2, 2)))
+
+
+def test_multivariate_normal_allow_singular_against_scipy():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 2))
+    cov, mean = a @ a.T, rng.standard_normal(3)  # rank 2
+    on = (mean[:, None] + a @ rng.standard_normal((2, 4))).T
+    x = np.vstack([on, rng.standard_normal((2, 3))])  # 4 points on the support, 2 off it
+    want = ss.multivariate_normal.logpdf(x, mean, cov, allow_singular=True)
+    assert np.isinf(want[4:]).all()
+    f = lambda x, m, c: stats.multivariate_normal.logpdf(x, m, c, allow_singular=True)
+    args = (fnp.asarray(x), fnp.asarray(mean), fnp.asarray(cov))
+    np.testing.assert_allclose(np.asarray(f(*args)), want, rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(fgrad.jit(f)(*args)), want, rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(stats.multivariate_normal.pdf(*args, allow_singular=True)),
+                               ss.multivariate_normal.pdf(x, mean, cov, allow_singular=True), rtol=1e-10)
+    # positive definite: the eigh path equals the Cholesky one; and scipy's
+    b = rng.standard_normal((3, 3))
+    pd = fnp.asarray(b @ b.T + np.eye(3))
+    np.testing.assert_allclose(np.asarray(f(args[0], args[1], pd)),
+                               np.asarray(stats.multivariate_normal.logpdf(args[0], args[1], pd)), rtol=1e-12)
+    # derivative in the mean, along the support, by central differences of scipy's density
+    g = np.asarray(fgrad.grad(lambda m: fnp.sum(f(args[0][:4], m, args[2])))(args[1]))
+    h = 1e-6 * a[:, 0]  # a direction inside the span of cov
+    fd = (ss.multivariate_normal.logpdf(on, mean + h, cov, allow_singular=True).sum()
+          - ss.multivariate_normal.logpdf(on, mean - h, cov, allow_singular=True).sum()) / 2e-6
+    np.testing.assert_allclose(g @ a[:, 0], fd, rtol=1e-5)
+    with pytest.raises(ValueError, match="semi-definite"):
+        f(fnp.zeros(2), fnp.zeros(2), fnp.array([[1.0, 2.0], [2.0, 1.0]]))

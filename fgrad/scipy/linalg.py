@@ -157,7 +157,8 @@ def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_fin
     Returns ``(c, lower)`` as scipy does; ``c`` holds the factor in the triangle
     ``lower`` names (``a = c c^T`` for ``lower=True``, ``a = c^T c`` otherwise) and zeros
     in the other (scipy leaves whatever was there). The input is symmetrised,
-    ``(a + a^T) / 2``, as fgrad's ``cholesky`` does. Not positive definite: NaN entries.
+    ``(a + a^T) / 2``, as fgrad's ``cholesky`` does. A matrix that is not positive
+    definite raises ``numpy.linalg.LinAlgError``, as scipy's (JAX returns NaN entries).
 
     Args:
         a: ``(..., n, n)`` real symmetric positive-definite Tensor.
@@ -171,6 +172,8 @@ def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_fin
     Raises:
         ShapeError: ``a`` is not square.
         DTypeError: complex or non-numeric input.
+        numpy.linalg.LinAlgError: (a ValueError) a matrix is not positive definite;
+            eagerly at the call, under ``jit`` when the compiled function runs.
 
     Example:
         >>> from fgrad.scipy.linalg import cho_factor

@@ -688,25 +688,25 @@ def _int_tuple(value: Any, fn: str, arg: str) -> tuple[int, ...]:
     return tuple(_args.index(v, fn, arg, what="an int or a tuple of ints") for v in value)
 
 
-def _pad_widths(pad_width: Any, ndim: int) -> tuple:
+def _pad_widths(pad_width: Any, ndim: int, arg: str = "pad_width") -> tuple:
     try:
         widths = np.asarray(pad_width)
     except (TypeError, ValueError):
         widths = np.asarray(None)
     if widths.dtype.kind not in "iu":
         raise DTypeError(
-            f"pad: pad_width must be an int, a (before, after) pair or one pair per axis, of "
+            f"pad: {arg} must be an int, a (before, after) pair or one pair per axis, of "
             f"ints, got {_args.describe(pad_width)}"
         )
     try:
         widths = np.broadcast_to(widths, (ndim, 2))
     except ValueError:
         raise ShapeError(
-            f"pad: pad_width {pad_width!r} does not give a (before, after) pair for each of the "
+            f"pad: {arg} {pad_width!r} does not give a (before, after) pair for each of the "
             f"{ndim} axes"
         ) from None
     if (widths < 0).any():
-        raise ShapeError(f"pad: pad_width {pad_width!r} must be non-negative")
+        raise ShapeError(f"pad: {arg} {pad_width!r} must be non-negative")
     return tuple((int(b), int(a)) for b, a in widths)
 
 
@@ -737,13 +737,17 @@ def pad(
         pad_width: ``((before, after),) * n``, one ``(before, after)`` for all axes, or one
             int for all sides.
         mode: ``"constant"`` (``constant_values``), ``"edge"`` (repeat the border),
-            ``"reflect"`` (mirror without the border), ``"symmetric"`` (mirror with it) or
-            ``"wrap"`` (periodic).
+            ``"reflect"`` (mirror without the border), ``"symmetric"`` (mirror with it),
+            ``"wrap"`` (periodic), ``"maximum"``/``"minimum"``/``"mean"``/``"median"``
+            (that statistic of ``stat_length`` entries at each side; integer arrays round
+            it half to even, as numpy) or ``"linear_ramp"`` (from ``end_values`` to the
+            border, ``linspace(end, border, width, endpoint=False)``, floored for integers).
         constant_values: a Python scalar or a 0-d Tensor (also a traced one) for
             ``"constant"`` mode.
         reflect_type: ``"even"`` (numpy's default) for ``"reflect"`` and ``"symmetric"``.
-        kwargs: numpy's ``stat_length`` and ``end_values`` belong to modes fgrad does
-            not have, and are refused.
+        kwargs: numpy's ``stat_length`` (the statistic modes: ints as ``pad_width``;
+            default the whole axis) and ``end_values`` (``"linear_ramp"``: concrete real
+            scalars, as ``pad_width``; default 0).
 
     Returns:
         Tensor of ``array.dtype``, axis ``d`` longer by ``sum(pad_width[d])``.
@@ -751,17 +755,25 @@ def pad(
     Raises:
         DTypeError: ``pad_width`` holds something other than ints.
         ShapeError: a malformed ``pad_width``, or padding an empty axis in a non-constant mode.
-        ValueError: an unknown mode, or ``constant_values`` that is not a scalar.
+        ValueError: an unknown mode, ``constant_values`` that is not a scalar, or a zero
+            ``stat_length``.
+        TypeError: an unknown keyword argument.
 
     Example:
         >>> fnp.pad(fnp.array([1.0, 2.0, 3.0]), 2, mode="reflect")
         Tensor([3., 2., 1., 2., 3., 2., 1.], dtype=float64)
+        >>> fnp.pad(fnp.array([1.0, 2.0, 6.0]), (1, 2), mode="mean", stat_length=2)
+        Tensor([1.5, 1. , 2. , 6. , 4. , 4. ], dtype=float64)
+        >>> fnp.pad(fnp.array([4.0, 2.0]), 2, mode="linear_ramp", end_values=(0.0, 6.0))
+        Tensor([0., 2., 4., 2., 4., 6.], dtype=float64)
     """
+    stat_length, end_values = kwargs.pop("stat_length", None), kwargs.pop("end_values", None)
     if kwargs:
-        raise TypeError(
-            f"pad: {sorted(kwargs)} not supported (fgrad's modes are 'constant', 'edge', "
-            "'reflect', 'symmetric' and 'wrap')"
-        )
+        raise TypeError(f"pad: unexpected keyword arguments {sorted(kwargs)}")
+    for name, given, modes in (("stat_length", stat_length is not None, _PAD_STATS),
+                               ("end_values", end_values is not None, ("linear_ramp",))):
+        if given and mode not in modes:  # numpy refuses them too
+            raise TypeError(f"pad: {name} is an option of mode {' / '.join(modes)}, not {mode!r}")
     if _args.choice(reflect_type, "pad", "reflect_type", ("even", "odd")) == "odd":
         raise ValueError("pad: reflect_type='odd' is not supported; use 'even'")
     array = _tensor(array, "pad")
@@ -792,13 +804,18 @@ def pad(
             constant_values.item() if isinstance(constant_values, np.generic) else constant_values
         )
         return _s.pad(array, pad_width=widths, constant=value)
-    if mode not in ("edge", "reflect", "symmetric", "wrap"):
-        raise ValueError(
-            f"pad: mode {mode!r} is not supported; use 'constant', 'edge', 'reflect', "
-            "'symmetric' or 'wrap'"
-        )
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: mode {mode!r} is not supported; use one of {_PAD_MODES}")
     from fgrad.numpy._indexing import take
 
+    stats = ends = None
+    if mode in _PAD_STATS:
+        stats = (tuple((n, n) for n in shape) if stat_length is None  # the whole axis
+                 else _pad_widths(stat_length, len(shape), "stat_length"))
+        if any(0 in pair and (b or a) for pair, (b, a) in zip(stats, widths)):
+            raise ValueError(f"pad: stat_length must be positive, got {stat_length!r}")
+    elif mode == "linear_ramp":
+        ends = _pad_ends(0 if end_values is None else end_values, len(shape))
     for d, (b, a) in enumerate(widths):
         if not (b or a):
             continue
@@ -806,8 +823,85 @@ def pad(
             raise ShapeError(
                 f"pad: cannot pad the empty axis {d} of shape {shape} in mode {mode!r}"
             )
-        array = take(array, _pad_positions(shape[d], b, a, mode), axis=d)
+        if stats is not None:
+            array = _pad_stat(array, d, b, a, stats[d], mode)
+        elif ends is not None:
+            array = _pad_ramp(array, d, b, a, ends[d])
+        else:
+            array = take(array, _pad_positions(shape[d], b, a, mode), axis=d)
     return array
+
+
+_PAD_STATS = ("maximum", "mean", "median", "minimum")
+_PAD_MODES = ("constant", "edge", "linear_ramp", *_PAD_STATS, "reflect", "symmetric", "wrap")
+
+
+def _pad_ends(end_values: Any, ndim: int) -> np.ndarray:
+    """linear_ramp's ``end_values``: concrete scalars, broadcast to ``(ndim, 2)``."""
+    try:
+        ends = np.broadcast_to(np.asarray(end_values), (ndim, 2))
+    except ValueError:
+        raise ShapeError(
+            f"pad: end_values {end_values!r} does not give a (before, after) pair for each of "
+            f"the {ndim} axes"
+        ) from None
+    if ends.dtype.kind not in "biuf":
+        raise DTypeError(f"pad: end_values must be real numbers, got {_args.describe(end_values)}")
+    return ends
+
+
+def _as_pad_dtype(value: Any, dtype: np.dtype, rounding: str) -> Any:
+    """numpy casts a padded statistic back to the array's dtype, rounding (mean, median:
+    half to even) or flooring (linear_ramp, as ``linspace`` into integers) first."""
+    from fgrad.ops import elementwise as _e
+
+    if np.dtype(dtype).kind in "iub" and np.dtype(value.dtype).kind in "fc":
+        value = _e.round(value) if rounding == "round" else _e.floor(value)
+    return value if value.dtype == dtype else _e.astype(value, dtype=np.dtype(dtype))
+
+
+def _pad_stat(array: Any, d: int, before: int, after: int, lengths: tuple, mode: str) -> Any:
+    """Axis ``d`` padded with a statistic of its first ``lengths[0]`` (before) and last
+    ``lengths[1]`` (after) entries, numpy's ``maximum``/``minimum``/``mean``/``median``."""
+    from fgrad.numpy import _reductions as _red
+    from fgrad.numpy import _sorting as _so
+
+    reduce = {"maximum": _red.max, "minimum": _red.min, "mean": _red.mean,
+              "median": _so.median}[mode]
+    n = shape_of(array)[d]
+    parts = []
+    for width, lo, hi in ((before, 0, min(lengths[0], n)), (after, n - min(lengths[1], n), n)):
+        if width == 0:
+            parts.append(None)
+            continue
+        region = array[(slice(None),) * d + (slice(lo, hi),)]
+        value = _as_pad_dtype(reduce(region, axis=d, keepdims=True), array.dtype, "round")
+        shape = list(shape_of(array))
+        shape[d] = width
+        parts.append(_s.broadcast_to(value, shape=tuple(shape)))
+    return concatenate([p for p in (parts[0], array, parts[1]) if p is not None], axis=d)
+
+
+def _pad_ramp(array: Any, d: int, before: int, after: int, ends: np.ndarray) -> Any:
+    """Axis ``d`` padded with linear ramps from ``ends`` to the edge values, the edge
+    excluded (numpy's ``linear_ramp``: ``linspace(end, edge, width, endpoint=False)``)."""
+    from fgrad.ops import elementwise as _e
+
+    n, ndim = shape_of(array)[d], len(shape_of(array))
+    parts = []
+    for width, edge_at, end, flip in ((before, 0, ends[0], False), (after, n - 1, ends[1], True)):
+        if width == 0:
+            parts.append(None)
+            continue
+        edge = array[(slice(None),) * d + (slice(edge_at, edge_at + 1),)]
+        frac = np.arange(width, dtype=np.float64) / width  # 0 at the end value, -> 1 at the edge
+        frac = (frac[::-1] if flip else frac).reshape((1,) * d + (width,) + (1,) * (ndim - d - 1))
+        kind = np.dtype(array.dtype).kind
+        step = edge if kind in "fc" else _e.astype(edge, dtype=np.dtype(np.float64))
+        ramp = _e.add(end, _e.multiply(_e.subtract(step, end), asarray(frac.astype(
+            step.dtype if kind == "f" else np.float64))))
+        parts.append(_as_pad_dtype(ramp, array.dtype, "floor"))
+    return concatenate([p for p in (parts[0], array, parts[1]) if p is not None], axis=d)
 
 
 def tile(A: Any, reps: Any) -> Any:

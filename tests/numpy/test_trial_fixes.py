@@ -219,3 +219,47 @@ def test_issue_14_insert_with_boolean_mask():
     assert_allclose(np.asarray(ct), [2.0, 4.0])  # d/dv sum(v^2) = 2 v
     with pytest.raises(ValueError, match="1-d"):
         fnp.insert(a, np.array([[True, False]]), 9.0)
+
+
+# ------------------------------------------------------------------ pad's statistic and ramp modes
+
+_PAD_CASES = [
+    ("maximum", {}), ("minimum", {}), ("mean", {}), ("median", {}),
+    ("mean", {"stat_length": 2}), ("median", {"stat_length": ((1, 2), (3, 1))}),
+    ("maximum", {"stat_length": (1, 3)}), ("minimum", {"stat_length": 1}),
+    ("linear_ramp", {}), ("linear_ramp", {"end_values": (5, -3)}),
+    ("linear_ramp", {"end_values": ((1, 2), (3, 4))}),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "uint8"])
+@pytest.mark.parametrize("mode,kwargs", _PAD_CASES)
+def test_issue_14_pad_statistic_and_ramp_modes_match_numpy(mode, kwargs, dtype):
+    x = (_RNG.normal(size=(3, 4)) * 10).astype(dtype) if dtype != "uint8" else (
+        _RNG.integers(0, 255, (3, 4)).astype(dtype))
+    for pad_width in (2, ((1, 0), (0, 3)), ((0, 0), (2, 1))):
+        want = np.pad(x, pad_width, mode, **kwargs)
+        got = fnp.pad(x, pad_width, mode, **kwargs)
+        assert got.dtype == want.dtype
+        assert_allclose(np.asarray(got), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["maximum", "mean", "median", "linear_ramp"])
+def test_issue_14_pad_modes_differentiate_and_batch(mode):
+    x = _RNG.normal(size=(2, 5))
+    f = lambda v: fnp.pad(v, (2, 1), mode)  # noqa: E731
+    fgrad.test_util.check_grads(f, (x[0],), order=1)
+    want = np.stack([np.pad(v, (2, 1), mode) for v in x])
+    assert_allclose(np.asarray(fgrad.vmap(f)(x)), want, rtol=1e-12)
+    assert_allclose(np.asarray(fgrad.jit(f)(x[0])), want[0], rtol=1e-12)
+    g = fgrad.jit(fgrad.grad(lambda v: fnp.sum(f(v) ** 2)))(x[0])
+    assert_allclose(np.asarray(g), np.asarray(fgrad.grad(lambda v: fnp.sum(f(v) ** 2))(x[0])))
+
+
+def test_issue_14_pad_refuses_options_of_other_modes():
+    with pytest.raises(TypeError, match="stat_length"):
+        fnp.pad(np.ones(3), 1, "edge", stat_length=2)
+    with pytest.raises(TypeError, match="end_values"):
+        fnp.pad(np.ones(3), 1, "mean", end_values=2)
+    with pytest.raises(ValueError, match="stat_length"):
+        fnp.pad(np.ones(3), 1, "mean", stat_length=0)

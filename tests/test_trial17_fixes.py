@@ -143,3 +143,27 @@ def test_multivariate_normal_allow_singular_against_scipy():
     np.testing.assert_allclose(g @ a[:, 0], fd, rtol=1e-5)
     with pytest.raises(ValueError, match="semi-definite"):
         f(fnp.zeros(2), fnp.zeros(2), fnp.array([[1.0, 2.0], [2.0, 1.0]]))
+
+
+# ---------------------------------------------------------------- 4. minimize and closed-over values
+
+
+def test_minimize_refuses_a_differentiated_closure_in_every_mode():
+    from fgrad.scipy.optimize import minimize
+    f = lambda c: minimize(lambda x: fnp.sum((x - c) ** 2), fnp.zeros(2)).x[0]
+    for g in (fgrad.grad(f), fgrad.jit(fgrad.grad(f))):
+        with pytest.raises(TypeError, match="minimize: .*pass the value in args"):
+            g(1.0)
+    with pytest.raises(TypeError, match="custom_vjp minimize"):
+        fgrad.grad(fgrad.jit(f))(1.0)  # jit hides the value: the rule refuses it
+    np.testing.assert_allclose(float(f(1.0)), 1.0, atol=1e-8)  # undifferentiated, fine
+    np.testing.assert_allclose(float(fgrad.jit(f)(1.0)), 1.0, atol=1e-8)
+    # the same through args: implicit differentiation, d x*_0 / dc = 1
+    h = lambda c: minimize(lambda x, c: fnp.sum((x - c) ** 2 * fnp.array([1.0, 3.0])), fnp.zeros(2), (c,)).x[0]
+    for g in (fgrad.grad(h), fgrad.jit(fgrad.grad(h)), fgrad.grad(fgrad.jit(h))):
+        np.testing.assert_allclose(float(g(1.0)), 1.0, rtol=1e-8)
+    # without args, x0 gets a zero derivative (the loop is not unrolled)
+    z = fgrad.grad(lambda x0: minimize(lambda x: fnp.sum((x - 2.0) ** 2), x0).x[0])(fnp.zeros(2))
+    np.testing.assert_array_equal(np.asarray(z), [0.0, 0.0])
+    from fgrad.scipy import optimize
+    assert "* w" not in optimize.minimize.__doc__

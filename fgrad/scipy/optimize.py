@@ -30,6 +30,8 @@ from fgrad.errors import ShapeError as _ShapeError
 from fgrad.flatten_util import ravel_pytree as _ravel_pytree
 from fgrad.ops.elementwise import stop_gradient as _stop_gradient
 from fgrad.tensor import Tensor as _Tensor
+from fgrad.transforms.ad import JVPTracer as _JVPTracer
+from fgrad.transforms.ad import ReverseTracer as _ReverseTracer
 from fgrad.transforms.autodiff import grad as _grad
 from fgrad.transforms.autodiff import value_and_grad as _value_and_grad
 from fgrad.transforms.autodiff import vjp as _vjp
@@ -358,6 +360,25 @@ def _options(method: str, n: int, tol: Any, options: Any) -> dict:
     return opts
 
 
+def _refuse_differentiated_closure(fun: Callable) -> None:
+    """Raise when ``fun`` closes over a value that ``grad``/``jvp`` differentiates: the
+    implicit derivative covers ``args`` only. (Values reached otherwise, or traced by a
+    ``jit`` inside ``grad``, meet the same refusal from the rule, when differentiated.)"""
+    for cell in getattr(fun, "__closure__", None) or ():
+        try:
+            leaves = _tree.leaves(cell.cell_contents)
+        except (ValueError, TypeError):  # an empty cell, or not a pytree
+            continue
+        for leaf in leaves:
+            if isinstance(leaf, (_ReverseTracer, _JVPTracer)):
+                raise TypeError(
+                    f"minimize: fun closes over a value that is being differentiated "
+                    f"({leaf.aval}); minimize's result is differentiable only in args, by "
+                    "implicit differentiation at the minimum: pass the value in args, as "
+                    "minimize(lambda x, c: ..., x0, args=(c,))"
+                )
+
+
 def minimize(
     fun: Callable,
     x0: Any,
@@ -379,8 +400,9 @@ def minimize(
     ``grad_x f(x*, theta) = 0``, so ``dx*/dtheta = -H^-1 d^2 f / dx dtheta`` with the exact
     Hessian ``H`` at ``x*`` (a ``custom_vjp``: reverse mode, as JAX's ``custom_root``);
     ``fun`` and ``jac`` are recomputed at ``x*`` and differentiate through it. ``x0`` gets
-    a zero derivative, and a value ``fun`` closes over gets none (differentiating through
-    one raises: pass it in ``args``).
+    a zero derivative. A differentiated value that ``fun`` closes over gets none: it
+    raises TypeError (eagerly, under ``jit`` and ``vmap`` alike) naming ``minimize`` and
+    saying to pass it in ``args``.
 
     Args:
         fun: ``fun(x, *args) -> scalar``, ``x`` with ``x0``'s structure.
@@ -402,7 +424,8 @@ def minimize(
         ValueError: an unknown method or option, or inconsistent Wolfe constants.
         ShapeError: ``fun`` does not return a scalar, or ``x0`` has no leaves.
         DTypeError: a leaf of ``x0`` is not real floating.
-        TypeError: ``fun`` is not callable, or ``args`` is not a tuple.
+        TypeError: ``fun`` is not callable, or ``args`` is not a tuple; a value ``fun``
+            closes over is differentiated (pass it in ``args``).
 
     Example:
         >>> from fgrad.scipy.optimize import minimize
@@ -410,7 +433,7 @@ def minimize(
         >>> res = minimize(rosen, fnp.zeros(3), method="BFGS")
         >>> fnp.round(res.x, 5), bool(res.success)
         (Tensor([1., 1., 1.], dtype=float64), True)
-        >>> # the minimiser of sum((x - theta)^2 * w) moves one for one with theta
+        >>> # the minimiser of sum((x - theta)^2) moves one for one with theta
         >>> f = lambda theta: minimize(lambda x, t: fnp.sum((x - t) ** 2), fnp.zeros(2), (theta,)).x[0]
         >>> fnp.round(fgrad.grad(f)(fnp.array([1.0, 2.0])), 6)
         Tensor([1., 0.], dtype=float64)
@@ -456,12 +479,14 @@ def minimize(
         (params_ct,) = pull(v)
         return None, _tree.map(lambda c: -c, params_ct)
 
-    if args:
-        implicit = _custom_vjp(argmin)
-        implicit.defvjp(fwd, bwd)
-        out = implicit(x0_flat, args)
-    else:
-        out = argmin(x0_flat, args)
+    _refuse_differentiated_closure(fun)
+    # Always the implicit rule, also without args: the loops are never differentiated
+    # (eagerly they would be unrolled, under jit they cannot be), so a value fun closes
+    # over gets no derivative in every mode; the rule's error then names minimize.
+    argmin.__name__ = argmin.__qualname__ = "minimize"
+    implicit = _custom_vjp(argmin)
+    implicit.defvjp(fwd, bwd)
+    out = implicit(x0_flat, args)
     if len(out) == 6:
         x, success, status, h, nfev, nit = out
         h = _stop_gradient(h)

@@ -95,6 +95,17 @@ class Op:
         "_fast",
     )
 
+    def __getattr__(self, name):
+        # Only on a failed lookup (never on the call path): numpy's ufunc methods get a pointer.
+        if name in ("at", "reduce", "accumulate", "outer", "reduceat"):
+            verb = {"multiply": "multiply", "minimum": "min", "maximum": "max"}.get(self.name)
+            raise AttributeError(
+                f"{self.name}.{name}: fgrad ops are not numpy ufuncs and have no ufunc methods; "
+                f"for {self.name}.at(x, idx, v) use x = x.at[idx].{verb or 'add'}(v) (a new "
+                "Tensor), for reduce/accumulate/outer the functions (fnp.sum, fnp.cumsum, ...)"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def __init__(self, name, kernel, aval_rule, jvp, vjp, nondiff, multiple_results, check):
         self.name = name
         self.kernel = kernel

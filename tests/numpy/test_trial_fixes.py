@@ -263,3 +263,17 @@ def test_issue_14_pad_refuses_options_of_other_modes():
         fnp.pad(np.ones(3), 1, "mean", end_values=2)
     with pytest.raises(ValueError, match="stat_length"):
         fnp.pad(np.ones(3), 1, "mean", stat_length=0)
+
+
+# ------------------------------------------------------------------ ufunc methods
+
+
+def test_issue_14_ufunc_methods_point_to_functional_updates():
+    for op, method, hint in ((fnp.add, "at", r"x\.at\[idx\]\.add\(v\)"),
+                             (fnp.maximum, "at", r"x\.at\[idx\]\.max\(v\)"),
+                             (fnp.multiply, "reduce", r"fnp\.sum")):
+        with pytest.raises(AttributeError, match=hint):
+            getattr(op, method)
+    assert not hasattr(fnp.add, "no_such_attribute")
+    x = fnp.zeros(3)
+    assert_allclose(np.asarray(x.at[np.array([0, 0, 2])].add(1.0)), [2.0, 0.0, 1.0])

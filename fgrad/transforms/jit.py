@@ -364,7 +364,7 @@ class Jitted:
             if xp is not np:  # on cupy, chains of elementwise nodes run as one kernel each
                 from fgrad.transforms.fusion import fuse_for  # its tables: only when needed
 
-                run_graph = fuse_for(graph, xp)
+                run_graph = fuse_for(run_graph, xp)
             elif config.cpu_compile and not donated:  # numba kernels (fresh outputs: a
                 # donated input's buffer stays numpy's in-place steps')
                 from fgrad.transforms.fusion import fuse_for

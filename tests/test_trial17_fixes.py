@@ -167,3 +167,53 @@ def test_minimize_refuses_a_differentiated_closure_in_every_mode():
     np.testing.assert_array_equal(np.asarray(z), [0.0, 0.0])
     from fgrad.scipy import optimize
     assert "* w" not in optimize.minimize.__doc__
+
+
+# ---------------------------------------------------------------- 5. optim: prefix masks and labels
+
+
+def _nested():
+    return {"conv": {"w": fnp.ones((2, 2)), "b": fnp.ones(2)}, "rnn": {"w": fnp.ones(3), "u": (fnp.ones(1), fnp.ones(1))}}
+
+
+def test_multi_transform_and_masked_take_prefix_labels():
+    from fgrad import optim
+    params = _nested()
+    grads = fgrad.tree.map(lambda x: 2.0 * fnp.ones_like(x), params)
+    opt = optim.multi_transform({"frozen": optim.set_to_zero(), "adam": optim.adam(0.1)},
+                                {"conv": "frozen", "rnn": "adam"})
+    state = opt.init(params)
+    step = fgrad.jit(lambda g, s, p: opt.update(g, s, p))
+    for update in (opt.update, step):
+        updates, _ = update(grads, state, params)
+        for leaf in fgrad.tree.leaves(updates["conv"]):
+            np.testing.assert_array_equal(np.asarray(leaf), 0.0)
+        for leaf in fgrad.tree.leaves(updates["rnn"]):
+            np.testing.assert_allclose(np.asarray(leaf), -0.1, rtol=1e-6)  # adam's first step
+    # a prefix gives the same result as the full per-leaf labels
+    full = fgrad.tree.map(lambda _: "adam", params)
+    full["conv"] = fgrad.tree.map(lambda _: "frozen", params["conv"])
+    opt_full = optim.multi_transform({"frozen": optim.set_to_zero(), "adam": optim.adam(0.1)}, full)
+    u_full, _ = opt_full.update(grads, opt_full.init(params), params)
+    for a, b in zip(fgrad.tree.leaves(u_full), fgrad.tree.leaves(opt.update(grads, state, params)[0])):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # masked: a bool at an inner node
+    m = optim.masked(optim.scale(-1.0), {"conv": False, "rnn": {"w": True, "u": False}})
+    u, _ = m.update(grads, m.init(params))
+    assert float(u["conv"]["w"][0, 0]) == 2.0 and float(u["rnn"]["w"][0]) == -2.0
+    assert float(u["rnn"]["u"][1][0]) == 2.0
+    # neither the structure nor a prefix: named errors
+    for bad in ({"cnov": False, "rnn": True}, {"conv": False}, {"conv": {"w": {"x": True}, "b": True}, "rnn": True}):
+        with pytest.raises(ValueError, match="nor a prefix"):
+            optim.masked(optim.scale(-1.0), bad).init(params)
+
+
+def test_set_to_zero_and_identity():
+    from fgrad import optim
+    g = {"a": fnp.array([1.0, -2.0], dtype="float32"), "b": (fnp.array(3.0),)}
+    z, s = optim.set_to_zero().update(g, optim.set_to_zero().init(g))
+    assert z["a"].dtype == np.float32 and s == optim.EmptyState()
+    np.testing.assert_array_equal(np.asarray(z["a"]), [0.0, 0.0])
+    i, _ = optim.identity().update(g, optim.identity().init(g))
+    assert i["a"] is g["a"] and i["b"][0] is g["b"][0]
+    assert {"set_to_zero", "identity"} <= set(dir(optim)) and {"set_to_zero", "identity"} <= set(optim.__all__)

@@ -110,11 +110,13 @@ from fgrad.optim._transforms import (
     chain,
     clip_by_global_norm,
     global_norm,
+    identity,
     scale,
     scale_by_adam,
     scale_by_learning_rate,
     scale_by_radam,
     scale_by_rms,
+    set_to_zero,
     trace,
 )
 from fgrad.optim._wrappers import (
@@ -140,12 +142,12 @@ __all__ = sorted(
         "adafactor", "adagrad", "adam", "adamw", "add_decayed_weights", "apply_updates",
         "chain", "clip_by_block_rms", "clip_by_global_norm", "constant_schedule",
         "cosine_decay_schedule", "ema", "exponential_decay", "global_norm",
-        "incremental_update", "join_schedules", "lamb", "linear_schedule", "linear_warmup",
+        "identity", "incremental_update", "join_schedules", "lamb", "linear_schedule", "linear_warmup",
         "lion", "lookahead", "masked", "multi_transform", "nadam", "piecewise_constant_schedule",
         "polynomial_schedule", "radam", "rmsprop", "scale", "scale_by_adam",
         "scale_by_factored_rms", "scale_by_learning_rate", "scale_by_lion",
         "scale_by_param_block_rms", "scale_by_radam", "scale_by_rms", "scale_by_rss",
-        "scale_by_trust_ratio", "sgd", "trace", "warmup_cosine_decay_schedule",
+        "scale_by_trust_ratio", "set_to_zero", "sgd", "trace", "warmup_cosine_decay_schedule",
     ]
 )
 

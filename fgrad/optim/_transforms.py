@@ -106,6 +106,61 @@ def scale(step_size: float) -> GradientTransformation:
     return GradientTransformation(init, update)
 
 
+def set_to_zero() -> GradientTransformation:
+    """Replace every update by zeros: the params it is applied to stay as they are.
+
+    As optax's ``set_to_zero``; with :func:`multi_transform` (or :func:`masked`) it
+    freezes a group of params. It keeps no state (so a frozen group costs no optimiser
+    buffers).
+
+    Returns:
+        A :class:`GradientTransformation` with state :class:`EmptyState`; updates are
+        zeros of the structure, shapes and dtypes of ``u``.
+
+    Example:
+        >>> t = set_to_zero()
+        >>> t.update({"w": fnp.array([2.0, -4.0])}, t.init(None))[0]
+        {'w': Tensor([0., 0.], dtype=float64)}
+
+    References:
+        ``optax.set_to_zero``.
+    """
+
+    def init(params: Any) -> EmptyState:
+        return EmptyState()
+
+    def update(updates: Any, state: EmptyState, params: Any = None):
+        return tree.map(fnp.zeros_like, updates), state
+
+    return GradientTransformation(init, update)
+
+
+def identity() -> GradientTransformation:
+    """Pass the updates through unchanged (a no-op stage, for example one label's
+    transformation in :func:`multi_transform`).
+
+    Returns:
+        A :class:`GradientTransformation` with state :class:`EmptyState`; the updates are
+        returned as given.
+
+    Example:
+        >>> t = identity()
+        >>> t.update(fnp.array([2.0, -4.0]), t.init(None))[0]
+        Tensor([ 2., -4.], dtype=float64)
+
+    References:
+        ``optax.identity``.
+    """
+
+    def init(params: Any) -> EmptyState:
+        return EmptyState()
+
+    def update(updates: Any, state: EmptyState, params: Any = None):
+        return updates, state
+
+    return GradientTransformation(init, update)
+
+
 def scale_by_learning_rate(
     learning_rate: ScalarOrSchedule, flip_sign: bool = True
 ) -> GradientTransformation:

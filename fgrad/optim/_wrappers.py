@@ -46,17 +46,32 @@ class MaskedState(NamedTuple):
 
 
 def _per_leaf(name: str, what: str, spec: Any, tree_: Any) -> list:
-    """The leaves of ``spec`` (a pytree with the structure of ``tree_``, or a function
-    ``tree_ -> such a pytree``), in the leaf order of ``tree_``; checked, so that a wrong
-    mask or label pytree is an error naming ``what``, not a silent misalignment."""
+    """The leaves of ``spec`` broadcast to the leaves of ``tree_``, in its leaf order.
+
+    ``spec`` is a pytree with the structure of ``tree_`` or a *prefix* of it (a leaf of
+    ``spec`` at an inner node applies to every leaf below, as optax's masks and labels),
+    or a function ``tree_ -> such a pytree``. Checked, so that a wrong mask or label
+    pytree is an error naming ``what``, not a silent misalignment."""
     spec_tree = spec(tree_) if callable(spec) else spec
-    want, got = tree.structure(tree_), tree.structure(spec_tree)
-    if want != got:
+    pairs, want = tree.flatten_with_path(tree_)
+    spec_pairs, got = tree.flatten_with_path(spec_tree)
+    if want == got:
+        return [leaf for _, leaf in spec_pairs]
+    by_path = dict(spec_pairs)
+    out, used = [], set()
+    for path, _ in pairs:
+        prefix = next((path[:k] for k in range(len(path) + 1) if path[:k] in by_path), None)
+        if prefix is None:
+            break
+        used.add(prefix)
+        out.append(by_path[prefix])
+    if len(out) != len(pairs) or len(used) != len(by_path):
         raise ValueError(
-            f"{name}: {what} has structure {got} where the params have {want}; give one "
-            f"per leaf of params (or a function params -> such a pytree)"
+            f"{name}: {what} has structure {got}, which is neither the structure of the "
+            f"params, {want}, nor a prefix of it; give one entry per leaf of params, or one "
+            f"per subtree (a prefix), or a function params -> such a pytree"
         )
-    return tree.leaves(spec_tree)
+    return out
 
 
 def _mask_leaves(name: str, mask: Any, tree_: Any) -> list[bool]:
@@ -80,9 +95,11 @@ def masked(inner: GradientTransformation, mask: Any) -> GradientTransformation:
 
     Args:
         inner: the :class:`GradientTransformation` to apply to the selected leaves.
-        mask: a pytree of bools with the structure of ``params``, or a function ``params ->
-            such a pytree``. The bools are static: which leaves ``inner`` sees is decided
-            in Python, also under ``jit``.
+        mask: a pytree of bools with the structure of ``params`` or a prefix of it (a
+            bool at an inner node, ``{"encoder": False, "head": True}`` over nested params,
+            applies to every leaf below it, as optax's), or a function ``params -> such a
+            pytree``. The bools are static: which leaves ``inner`` sees is decided in
+            Python, also under ``jit``.
 
     Returns:
         A :class:`GradientTransformation` with state :class:`MaskedState`; updates keep the
@@ -90,7 +107,7 @@ def masked(inner: GradientTransformation, mask: Any) -> GradientTransformation:
 
     Raises:
         TypeError: ``inner`` is not a :class:`GradientTransformation`.
-        ValueError: the mask's structure differs from that of the params.
+        ValueError: the mask's structure is neither that of the params nor a prefix of it.
 
     Example:
         >>> t = masked(fgrad.optim.scale(-0.5), {"frozen": False, "w": True})
@@ -138,8 +155,9 @@ def multi_transform(
 
     Args:
         transforms: a dict ``label -> GradientTransformation``.
-        param_labels: a pytree of labels (hashable, usually str), or a function ``params ->
-            such a pytree``.
+        param_labels: a pytree of labels (hashable, usually str) with the structure of
+            ``params`` or a prefix of it (a label at an inner node applies to every leaf
+            below it, as optax's), or a function ``params -> such a pytree``.
 
     Returns:
         A :class:`GradientTransformation` with state :class:`MultiTransformState`; updates
@@ -147,8 +165,8 @@ def multi_transform(
 
     Raises:
         TypeError: ``transforms`` is not a dict of :class:`GradientTransformation`.
-        ValueError: a leaf's label has no transformation; the labels' structure differs
-            from that of the params.
+        ValueError: a leaf's label has no transformation; the labels' structure is
+            neither that of the params nor a prefix of it.
 
     Example:
         >>> sgd = fgrad.optim.sgd
@@ -157,6 +175,13 @@ def multi_transform(
         >>> updates, state = opt.update(grads, opt.init(grads))
         >>> updates
         {'b': Tensor([-1.], dtype=float64), 'w': Tensor([-0.1], dtype=float64)}
+        >>> # labels as a prefix of nested params; set_to_zero freezes a group
+        >>> params = {"conv": {"w": fnp.ones(2), "b": fnp.ones(1)}, "head": {"w": fnp.ones(2)}}
+        >>> opt = multi_transform({"frozen": fgrad.optim.set_to_zero(), "train": sgd(0.1)},
+        ...                       {"conv": "frozen", "head": "train"})
+        >>> updates, _ = opt.update(params, opt.init(params), params)
+        >>> updates["conv"]["w"], updates["head"]["w"]
+        (Tensor([0., 0.], dtype=float64), Tensor([-0.1, -0.1], dtype=float64))
     """
     name = "multi_transform"
     if not isinstance(transforms, Mapping):

@@ -12,8 +12,8 @@ The loop runs over the output seen as ``(rows, cols)``: an input varies over bot
 the columns only (a bias), over the rows only, or is one value; a group whose broadcasts
 do not split so stays on numpy. ``exp``, ``log`` and ``tanh`` (and the sigmoid and the
 GELU gate, which call them) are the functions below, not numba's: numba calls the scalar
-C library for ``np.exp``, which stops the loop from being vectorised (about 12x slower
-than numpy's SIMD loop on a million float32). They are written as range reduction plus a
+C library for ``np.exp``, which stops the loop from being vectorised (4.5 ms for a million
+float32 here, against numpy's SIMD loop's 0.6 ms). They are written as range reduction plus a
 polynomial (the Cephes library's ``expf``/``exp``/``logf``/``log``/``tanhf``/``tanh``),
 with ``2**n`` and the exponent of ``x`` read and built through the float's bits, and only
 selects for the special values, so LLVM vectorises them; they are within a few ulp of
@@ -100,7 +100,8 @@ def math_functions() -> dict:
                 n1 = builder.ashr(n, ir.Constant(ity, 1))
                 out = args[0]
                 for half in (n1, builder.sub(n, n1)):
-                    e = builder.shl(builder.add(half, ir.Constant(ity, bias)), ir.Constant(ity, mant))
+                    e = builder.add(half, ir.Constant(ity, bias))
+                    e = builder.shl(e, ir.Constant(ity, mant))
                     out = builder.fmul(out, builder.bitcast(e, out.type))
                 return out
 
@@ -172,8 +173,10 @@ def math_functions() -> dict:
         r = xc - kf * 6.93145751953125e-1
         r = r - kf * 1.42860682030941723212e-6
         z = r * r
-        p = ((1.26177193074810590878e-4 * z + 3.02994407707441961300e-2) * z + 9.99999999999999999910e-1) * r
-        q = ((3.00198505138664455042e-6 * z + 2.52448340349684104192e-3) * z + 2.27265548208155028766e-1) * z
+        p = 1.26177193074810590878e-4 * z + 3.02994407707441961300e-2
+        p = (p * z + 9.99999999999999999910e-1) * r
+        q = 3.00198505138664455042e-6 * z + 2.52448340349684104192e-3
+        q = (q * z + 2.27265548208155028766e-1) * z
         q = q + 2.00000000000000000009e0
         y = scale64(1.0 + 2.0 * (p / (q - p)), kb)
         return y if x == x else x
@@ -260,8 +263,10 @@ def math_functions() -> dict:
         big = 1.0 - 2.0 / (exp64(a + a) + 1.0)
         big = -big if x < 0.0 else big
         s = x * x
-        p = (-9.64399179425052238628e-1 * s - 9.92877231001918586564e1) * s - 1.61468768441708447952e3
-        q = ((s + 1.12811678491632931402e2) * s + 2.23548839060100448583e3) * s + 4.84406305325125486048e3
+        p = -9.64399179425052238628e-1 * s - 9.92877231001918586564e1
+        p = p * s - 1.61468768441708447952e3
+        q = (s + 1.12811678491632931402e2) * s + 2.23548839060100448583e3
+        q = q * s + 4.84406305325125486048e3
         small = x + x * s * (p / q)
         small = small if a != 0.0 else x
         return big if a >= 0.625 else small
@@ -390,7 +395,9 @@ class _Emitter:
         return self.temp(f"np.{dtype.name}({_np_name(fusion._FUNCTIONS[fn][2])}({joined}))"), dtype
 
 
-def render_numba(group: fusion.ElementwiseGroup, input_shapes: list | None = None) -> tuple[str, list]:
+def render_numba(
+    group: fusion.ElementwiseGroup, input_shapes: list | None = None
+) -> tuple[str, list]:
     """The group as the source of a numba loop ``_kernel(in0, ..., out0, ...)``.
 
     The loop runs over the output seen as ``(rows, cols)``; each input is read over both
@@ -432,7 +439,7 @@ def render_numba(group: fusion.ElementwiseGroup, input_shapes: list | None = Non
             "as rows and columns; the group runs as numpy calls"
         )
     k, kinds = split
-    types = {("in", i): fusion._input_dtype(x) for i, x in enumerate(group.inputs)}
+    types = {("in", i): _in_dtype(x) for i, x in enumerate(group.inputs)}
     em = _Emitter(group)
     step_names = []
     try:
@@ -466,6 +473,9 @@ def render_numba(group: fusion.ElementwiseGroup, input_shapes: list | None = Non
         for fn, dtype in sorted(em.uses, key=str)
     ]
     return "\n".join(header + src) + "\n", [(kind, k) for kind in kinds]
+
+
+_in_dtype = fusion._input_dtype
 
 
 def _shape_of(x: Any) -> tuple:
@@ -534,7 +544,8 @@ def numba_kernel(group: fusion.ElementwiseGroup) -> Callable | None:
         >>> bool(np.allclose(kernel(np, x)[0], np.exp(x) * 2, rtol=1e-6))
         True
     """
-    what = f"{[n.op.name for n in group.nodes]} {np.dtype(group.dtype).name if group.dtype else 'bool'}{list(group.shape)}"
+    dtype = np.dtype(group.dtype).name if group.dtype else "bool"
+    what = f"{[n.op.name for n in group.nodes]} {dtype}{list(group.shape)}"
     why = _pays(group)
     if why is None:
         start = time.perf_counter()
@@ -574,7 +585,7 @@ def _typed(kernel: Any, group: fusion.ElementwiseGroup, patterns: list) -> Any:
     """``kernel`` compiled (or loaded) for the group's dtypes, by a call on empty arrays."""
     out = tuple(group.shape)
     ins = [
-        np.zeros((1,) if kind == _ONE else (0,) * len(_view_shape(kind, k, out)), fusion._input_dtype(x))
+        np.zeros((1,) if kind == _ONE else (0,) * len(_view_shape(kind, k, out)), _in_dtype(x))
         for x, (kind, k) in zip(group.inputs, patterns)
     ]
     outs = [np.zeros((0, 0), np.dtype(v.aval.dtype)) for v in group.outputs]
@@ -590,7 +601,7 @@ def _runner(kernel: Any, group: fusion.ElementwiseGroup, patterns: list) -> Call
     shape2 = _view_shape(_BOTH, k, out)
     views = [_view_shape(kind, k, out) for kind, k in patterns]
     dtypes = [np.dtype(v.aval.dtype) for v in group.outputs]
-    in_dtypes = [fusion._input_dtype(x) for x in group.inputs]
+    in_dtypes = [_in_dtype(x) for x in group.inputs]
 
     def run(xp: Any, *inputs: Any) -> tuple:
         args = [

@@ -72,7 +72,7 @@ def _one_group(f, *args):
     kept: one kernel for many independent ops."""
     graph = fgrad.make_graph(f)(*args)
     plans = [fusion._plan(node) for node in graph.nodes]
-    assert all(p is not None for p in plans), [n.op.name for n, p in zip(graph.nodes, plans) if p is None]
+    assert all(p is not None for p in plans), [n.op.name for n in graph.nodes]
     dtypes = {p.dtype for p in plans} - {None}
     escaping = {id(v) for node in graph.nodes for v in node.outputs}
     return graph, fusion._make_group(list(graph.nodes), plans, dtypes.pop(), escaping)
@@ -108,7 +108,8 @@ def _compare(name, got, want):
         scale = _SCALE.get(name)
         if scale is not None:  # cancellation: ulps of the terms, not of the result
             with np.errstate(invalid="ignore"):
-                close = np.abs(got.astype(np.float64) - want) <= _ULPS * np.finfo(want.dtype).eps * scale
+                err = np.abs(got.astype(np.float64) - want)
+                close = err <= _ULPS * np.finfo(want.dtype).eps * scale
             ulps = np.where(close, 0, ulps)
         assert ulps.max() <= _ULPS, (name, int(ulps.max()), got[ulps > _ULPS], want[ulps > _ULPS])
 
@@ -225,8 +226,9 @@ def test_exp_log_tanh_within_a_few_ulp_on_dense_grids_and_exact_at_special_value
     grids, n_special = _grids(dtype)
     n = max(g.size for g in grids.values())
     xs = {k: np.resize(g, n) for k, g in grids.items()}  # one length: one group
-    graph, group = _one_group(lambda a, b, c: (fnp.exp(a), fnp.log(b), fnp.tanh(c)), xs["exp"], xs["log"], xs["tanh"])
-    outs = _run_group(graph, group, [xs["exp"], xs["log"], xs["tanh"]])
+    args = [xs["exp"], xs["log"], xs["tanh"]]
+    graph, group = _one_group(lambda a, b, c: (fnp.exp(a), fnp.log(b), fnp.tanh(c)), *args)
+    outs = _run_group(graph, group, args)
     for (name, x), got in zip(xs.items(), outs):
         m = grids[name].size
         got, x = got[:m], x[:m]
@@ -244,11 +246,8 @@ def test_exp_log_tanh_within_a_few_ulp_on_dense_grids_and_exact_at_special_value
                 exact = getattr(np, name)(x.astype(np.float64)).astype(np.float32)
             assert _ulp_distance(got, exact).max() <= 2, name
     # the loop is vectorised: LLVM's vector loop, in vector registers on x86 with AVX2
-    assert "vector.body" in "".join(outs_dispatcher(group).inspect_llvm().values())
-
-
-def outs_dispatcher(group):
-    return fusion_numba._make(group).dispatcher
+    llvm = "".join(fusion_numba._make(group).dispatcher.inspect_llvm().values())
+    assert "vector.body" in llvm
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 registers")
@@ -314,8 +313,10 @@ def test_fused_chains_under_jit_equal_the_unfused_program(dtype, log):
             else:  # math functions a few ulp apart, relative to the result's scale
                 tol = ulps * np.finfo(dtype).eps
                 np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.max(np.abs(want)))
-    compiled = [r.getMessage() for r in log.records if "fused group" in r.getMessage() and "numpy calls" not in r.getMessage()]
-    assert any("tanh" in m for m in compiled) and any("'subtract', 'multiply'" in m for m in compiled), compiled
+    messages = [r.getMessage() for r in log.records]
+    compiled = [m for m in messages if "fused group" in m and "numpy calls" not in m]
+    assert any("tanh" in m for m in compiled), compiled
+    assert any("'subtract', 'multiply'" in m for m in compiled), compiled
 
 
 def test_what_stays_on_numpy_and_why(log):
@@ -337,7 +338,8 @@ def test_a_group_numba_cannot_compile_stays_on_numpy(log, monkeypatch):
     x = np.linspace(-3.0, 3.0, 1 << 16).astype(np.float32)
     (got,), (want,) = _on_and_off(lambda x: fnp.tanh(x) * 2.0 + 1.0, x)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-    assert "numba could not compile it: TypingError" in " ".join(r.getMessage() for r in log.records)
+    messages = " ".join(r.getMessage() for r in log.records)
+    assert "numba could not compile it: TypingError" in messages
 
 
 def test_without_numba_programs_are_not_fused(monkeypatch):
@@ -355,11 +357,15 @@ def test_the_disk_cache_serves_a_second_process(tmp_path):
         fgrad.config.cpu_compile = fgrad.config.log_compiles = True
         x = np.linspace(-2.0, 2.0, 1 << 16).astype(np.float32)
         y = fgrad.jit(lambda x: x * fnp.tanh(x * 0.5 + 0.25))(x)
-        print(float(np.max(np.abs(np.asarray(y) - x * np.tanh(x * np.float32(0.5) + np.float32(0.25))))))
+        want = x * np.tanh(x * np.float32(0.5) + np.float32(0.25))
+        print(float(np.max(np.abs(np.asarray(y) - want))))
     """)
     env = {**os.environ, "FGRAD_CACHE_DIR": str(tmp_path), "PYTHONPATH": os.getcwd()}
-    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
-            for _ in range(2)]
+    runs = [
+        subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                       timeout=120)
+        for _ in range(2)
+    ]
     for run in runs:
         assert run.returncode == 0, run.stderr
         assert float(run.stdout) <= 1e-6

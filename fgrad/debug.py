@@ -19,6 +19,7 @@ Reference: ``jax.debug`` (https://docs.jax.dev/en/latest/debugging.html).
 from __future__ import annotations
 
 import builtins as _builtins
+import string as _string
 from collections.abc import Callable as _Callable
 from typing import Any as _Any
 
@@ -92,6 +93,34 @@ def callback(callback: _Callable, *args: _Any, ordered: bool = False, **kwargs: 
     _record(callback, getattr(callback, "__name__", "callback"), args, kwargs)
 
 
+def _check_specs(fmt: str, args: tuple, kwargs: dict) -> None:
+    """Refuse, before anything is recorded, a format spec on a non-scalar array: Python's
+    ``format`` would raise TypeError inside the callback (numpy's ``ndarray.__format__``
+    takes a spec only for 0-d arrays), where it would surface as the op's failure."""
+    auto = 0
+    for _, field, spec, conversion in _string.Formatter().parse(fmt):
+        if field is None:
+            continue
+        name = field.split(".", 1)[0].split("[", 1)[0]
+        head: _Any = name
+        if name == "":
+            head, auto = auto, auto + 1
+        elif name.isdigit():
+            head = int(name)
+        if not spec or conversion or name != field or "{" in spec:
+            continue  # no spec, a conversion (!r), an attribute or index, a nested spec
+        value = (args[head] if head < len(args) else None) if isinstance(head, int) else kwargs.get(head)
+        shape = getattr(value, "shape", None)
+        if shape is not None and len(shape) > 0:
+            raise TypeError(
+                f"debug.print: the field {{{field}:{spec}}} gets an array of shape "
+                f"{tuple(shape)} ({value.dtype}), and a non-scalar array cannot take a format "
+                f"spec such as {spec!r} (Python's format of a numpy array raises TypeError, "
+                "as JAX's debug.print does): use {} to print the whole array, or pass a "
+                "scalar (an element, or a reduction)"
+            )
+
+
 def print(fmt: str, *args: _Any, ordered: bool = False, **kwargs: _Any) -> None:  # noqa: A001
     """Print ``fmt.format(*args, **kwargs)`` with the values the program computes, from
     eager code or inside ``jit``, ``vmap``, ``grad`` and control-flow bodies.
@@ -106,7 +135,11 @@ def print(fmt: str, *args: _Any, ordered: bool = False, **kwargs: _Any) -> None:
         **kwargs: pytrees formatted by name.
 
     Raises:
-        TypeError: ``fmt`` is not a str.
+        TypeError: ``fmt`` is not a str; a field with a format spec (``{:.2f}``) names an
+            array that is not a scalar (as Python's ``format`` of a numpy array and JAX's
+            ``debug.print``: use ``{}``, or print an element), raised where ``print`` is
+            called (for ``jit``, when it traces).
+        ValueError: ``fmt`` is not a valid template (as ``str.format``).
 
     Example:
         >>> f = fgrad.jit(lambda x: (fgrad.debug.print("x = {x}", x=x), x + 1.0)[1])
@@ -115,9 +148,12 @@ def print(fmt: str, *args: _Any, ordered: bool = False, **kwargs: _Any) -> None:
         >>> _ = fgrad.vmap(lambda x: fgrad.debug.print("{}", x))(fnp.array([3.0, 4.0]))
         3.0
         4.0
+        >>> fgrad.debug.print("{:.2f}", fnp.array(1.0))  # a format spec needs a scalar
+        1.00
     """
     if not isinstance(fmt, str):
         raise TypeError(f"debug.print: fmt must be a str, got {type(fmt).__name__}")
+    _check_specs(fmt, args, kwargs)
 
     def show(*a: _Any, **kw: _Any) -> None:
         _builtins.print(fmt.format(*a, **kw))

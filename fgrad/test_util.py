@@ -13,7 +13,12 @@ from fgrad import _args, tree
 from fgrad.tensor import Tensor, asarray
 from fgrad.transforms.autodiff import jvp, vjp
 
-__all__ = ["check_grads", "op_cases", "op_args"]
+__all__ = ["check_grads", "op_args", "op_cases"]
+
+
+def __dir__() -> list[str]:
+    """Only the public names (the imports above are implementation details)."""
+    return sorted(__all__)
 
 
 def _np(x: Any) -> np.ndarray:

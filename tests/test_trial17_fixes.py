@@ -217,3 +217,30 @@ def test_set_to_zero_and_identity():
     i, _ = optim.identity().update(g, optim.identity().init(g))
     assert i["a"] is g["a"] and i["b"][0] is g["b"][0]
     assert {"set_to_zero", "identity"} <= set(dir(optim)) and {"set_to_zero", "identity"} <= set(optim.__all__)
+
+
+# ---------------------------------------------------------------- 6, 7. test_util's names; debug.print specs
+
+
+def test_test_util_lists_only_public_names():
+    from fgrad import test_util
+    assert dir(test_util) == sorted(test_util.__all__) == ["check_grads", "op_args", "op_cases"]
+    for name in test_util.__all__:
+        assert callable(getattr(test_util, name))
+
+
+def test_debug_print_format_spec_on_a_non_scalar_array(capsys):
+    x = fnp.array([1.0, 2.0])
+    with pytest.raises(TypeError) as python_error:
+        "{:.2f}".format(np.asarray(x))  # the type Python's format raises
+    for call in (lambda: fgrad.debug.print("{:.2f}", x),
+                 lambda: fgrad.jit(lambda v: fgrad.debug.print("v = {v:.2f}", v=v))(x),
+                 lambda: fgrad.debug.print("{} {:>6}", 1.0, x)):
+        with pytest.raises(type(python_error.value), match=r"shape \(2,\).*non-scalar array cannot take a format spec"):
+            call()
+    capsys.readouterr()
+    # scalars (0-d arrays, each example under vmap, Python numbers) take it; {} and !r do too
+    fgrad.debug.print("{:.2f} {x:.1f}", fnp.array(1.0), x=2.0)
+    fgrad.vmap(lambda v: fgrad.debug.print("{:.3f}", v))(x)
+    fgrad.debug.print("{} {!r:>3}", x, x)
+    assert capsys.readouterr().out.splitlines() == ["1.00 2.0", "1.000", "2.000", "[1. 2.] array([1., 2.])"]

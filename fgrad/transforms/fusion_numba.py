@@ -25,7 +25,7 @@ numpy's infinities.
 Fusing costs a compile (about 0.1-0.5 s a group, once: kernels are cached on disk keyed by
 the generated source, as ``cpu_compile``'s loops) and a few microseconds a call, so a group
 fuses only where it pays: when it holds enough elements times operations
-(:data:`MIN_WORK`), and never for one cheap op alone (numpy's loop is as fast). A group
+(:data:`MIN_WORK`), and never for one op alone (numpy's own loop is as fast). A group
 that numba cannot compile stays on numpy. ``config.log_compiles`` says what compiled, what
 came from the disk cache and what stayed on numpy, and why.
 
@@ -62,6 +62,7 @@ its loop, a numpy ufunc with ``out=`` about 0.6 us, and two ufuncs over 64 x 256
 take as long as their fused kernel (5 us)."""
 
 _F32, _F64, _BOOL = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool_)
+_OWN_MATH = frozenset({"exp", "log", "tanh"})  # _math_functions' (the rest: numba's)
 
 
 class _Unsupported(Exception):
@@ -72,7 +73,7 @@ class _Unsupported(Exception):
 
 
 @functools.cache
-def math_functions() -> dict:
+def _math_functions() -> dict:
     """The vectorisable ``exp``, ``log``, ``tanh`` for float32 and float64, as numba
     functions ``{("exp", np.float32): f, ...}`` (made on first use: they import numba)."""
     import numba
@@ -383,7 +384,7 @@ class _Emitter:
         joined = ", ".join(names)
         if fn in ("isnan", "isinf", "isfinite"):
             return self.temp(f"np.{fn}({joined})"), _BOOL
-        if (fn, dtype) in math_functions():
+        if fn in _OWN_MATH:
             self.uses.add((fn, dtype))
             return self.temp(f"{fn}_{dtype.name}({joined})"), dtype
         if fn == "fabs":
@@ -497,8 +498,8 @@ def _math_digest() -> str:
 
 _MODULE_HEAD = (
     "import math\nimport numpy as np\nimport numba\n"
-    "from fgrad.transforms.fusion_numba import math_functions\n"
-    "_math = math_functions()\n"
+    "from fgrad.transforms.fusion_numba import _math_functions\n"
+    "_math = _math_functions()\n"
 )
 _DECORATOR = '@numba.njit(cache=True, nogil=True, error_model="numpy")\n'
 

@@ -91,6 +91,9 @@ class Tracer(Tensor):
     """A value seen by a running transform. Behaves like a Tensor inside the function."""
 
     __slots__ = ("_trace",)
+    # True for the differentiating modes' tracers: a Python number made from one would
+    # silently drop its derivative, so float() refuses (as JAX's ConcretizationTypeError).
+    differentiated = False
 
     @property
     def aval(self) -> ShapeDtype:  # pragma: no cover - every subclass overrides
@@ -128,13 +131,13 @@ class Tracer(Tensor):
         return bool(concrete_value(self))
 
     def __float__(self) -> float:
-        return float(concrete_value(self))
+        return float(_undifferentiated(self, "float()"))
 
     def __int__(self) -> int:
         return int(concrete_value(self))
 
     def __complex__(self) -> complex:
-        return complex(concrete_value(self))
+        return complex(_undifferentiated(self, "complex()"))
 
     def __index__(self) -> int:
         return concrete_value(self).__index__()
@@ -143,10 +146,10 @@ class Tracer(Tensor):
         return self  # a traced value: nothing is computing it yet
 
     def item(self) -> Any:
-        return concrete_value(self).item()
+        return _undifferentiated(self, ".item()").item()
 
     def tolist(self) -> Any:
-        return concrete_value(self).tolist()
+        return _undifferentiated(self, ".tolist()").tolist()
 
     def __array__(self, dtype=None, copy=None):
         try:
@@ -186,6 +189,25 @@ class Tracer(Tensor):
         if getattr(value, "ndim", 0) == 0:
             return format(value.item() if hasattr(value, "item") else value, spec)
         raise TypeError(f"unsupported format string {spec!r} for a traced value {self.aval}")
+
+
+def _undifferentiated(x: Tracer, what: str) -> Any:
+    """``concrete_value(x)``, refused when a transform differentiates ``x``.
+
+    int(), bool() and comparisons stay allowed (piecewise constant: their derivative is 0,
+    so Python control flow works under grad, as in JAX).
+    """
+    t = x
+    while isinstance(t, Tracer):
+        if t.differentiated:
+            raise ConcretizationError(
+                f"{what} of a value being differentiated ({type(t).__name__} {t.aval}) would "
+                "drop its derivative and give a silently wrong gradient. Keep it a Tensor "
+                "(compute with fgrad.numpy), or use fgrad.stop_gradient(x) first if a constant "
+                "is meant"
+            )
+        t = t._concrete()
+    return t._data if isinstance(t, Tensor) else t
 
 
 def concrete_value(x: Any) -> Any:

@@ -81,6 +81,7 @@ class _Node:
 
 class ReverseTracer(Tracer):
     __slots__ = ("primal", "node", "index")
+    differentiated = True
 
     def __init__(self, trace, primal, node, index):
         self._trace = trace
@@ -287,6 +288,7 @@ def _lower_tree(x: Any, trace: Trace) -> Any:
 
 class JVPTracer(Tracer):
     __slots__ = ("primal", "tangent")
+    differentiated = True
 
     def __init__(self, trace, primal, tangent):
         self._trace = trace

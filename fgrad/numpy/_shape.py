@@ -896,10 +896,10 @@ def _pad_ramp(array: Any, d: int, before: int, after: int, ends: np.ndarray) -> 
         edge = array[(slice(None),) * d + (slice(edge_at, edge_at + 1),)]
         frac = np.arange(width, dtype=np.float64) / width  # 0 at the end value, -> 1 at the edge
         frac = (frac[::-1] if flip else frac).reshape((1,) * d + (width,) + (1,) * (ndim - d - 1))
-        kind = np.dtype(array.dtype).kind
-        step = edge if kind in "fc" else _e.astype(edge, dtype=np.dtype(np.float64))
-        ramp = _e.add(end, _e.multiply(_e.subtract(step, end), asarray(frac.astype(
-            step.dtype if kind == "f" else np.float64))))
+        if np.dtype(array.dtype).kind not in "fc":  # integers: the ramp in float64, floored
+            edge = _e.astype(edge, dtype=np.dtype(np.float64))
+        # in float64 (end and frac are), cast back to the array's dtype as numpy's linspace
+        ramp = _e.add(end, _e.multiply(_e.subtract(edge, end), asarray(frac)))
         parts.append(_as_pad_dtype(ramp, array.dtype, "floor"))
     return concatenate([p for p in (parts[0], array, parts[1]) if p is not None], axis=d)
 

@@ -742,8 +742,9 @@ def pad(
             (that statistic of ``stat_length`` entries at each side; integer arrays round
             it half to even, as numpy) or ``"linear_ramp"`` (from ``end_values`` to the
             border, ``linspace(end, border, width, endpoint=False)``, floored for integers).
-        constant_values: a Python scalar or a 0-d Tensor (also a traced one) for
-            ``"constant"`` mode.
+        constant_values: for ``"constant"`` mode, a Python scalar or a 0-d Tensor (also a
+            traced one), or concrete numbers per side, as ``pad_width``
+            (``((before, after),) * n``, one pair, or one number).
         reflect_type: ``"even"`` (numpy's default) for ``"reflect"`` and ``"symmetric"``.
         kwargs: numpy's ``stat_length`` (the statistic modes: ints as ``pad_width``;
             default the whole axis) and ``end_values`` (``"linear_ramp"``: concrete real
@@ -755,8 +756,8 @@ def pad(
     Raises:
         DTypeError: ``pad_width`` holds something other than ints.
         ShapeError: a malformed ``pad_width``, or padding an empty axis in a non-constant mode.
-        ValueError: an unknown mode, ``constant_values`` that is not a scalar, or a zero
-            ``stat_length``.
+        ValueError: an unknown mode, ``constant_values`` a Tensor that is not 0-d, or a
+            zero ``stat_length``.
         TypeError: an unknown keyword argument.
 
     Example:
@@ -785,14 +786,22 @@ def pad(
         )
     if mode == "constant":
         array_value = isinstance(constant_values, Tensor) and constant_values.ndim == 0
-        if not array_value and not isinstance(
-            constant_values, (int, float, complex, bool, np.number, np.bool_)
-        ):
+        scalar = isinstance(constant_values, (int, float, complex, bool, np.number, np.bool_))
+        if isinstance(constant_values, Tensor) and not array_value:
             raise ValueError(
-                "pad: constant_values must be a scalar (a Python number or a 0-d Tensor); "
-                "for per-side constants pad with 0 and add a padded mask times the values"
+                "pad: constant_values must be a scalar, a 0-d Tensor or concrete per-side "
+                "numbers; for traced per-side constants pad with 0 and add a padded mask "
+                "times the values"
             )
         if not any(b or a for b, a in widths):
+            return array
+        if not array_value and not scalar:  # per side: axis by axis, later axes own corners
+            sides = _pad_ends(constant_values, len(shape), "constant_values")
+            for d, ((b, a), values) in enumerate(zip(widths, sides)):
+                for width, value, pair in ((b, values[0], (b, 0)), (a, values[1], (0, a))):
+                    if width:
+                        one = tuple(pair if i == d else (0, 0) for i in range(len(shape)))
+                        array = _s.pad(array, pad_width=one, constant=value.item())
             return array
         if array_value:  # maybe traced: select it on the border
             from fgrad.numpy._elementwise import where  # a sibling module of this layer
@@ -836,17 +845,18 @@ _PAD_STATS = ("maximum", "mean", "median", "minimum")
 _PAD_MODES = ("constant", "edge", "linear_ramp", *_PAD_STATS, "reflect", "symmetric", "wrap")
 
 
-def _pad_ends(end_values: Any, ndim: int) -> np.ndarray:
-    """linear_ramp's ``end_values``: concrete scalars, broadcast to ``(ndim, 2)``."""
+def _pad_ends(values: Any, ndim: int, arg: str = "end_values") -> np.ndarray:
+    """Concrete numbers per side (``end_values``, ``constant_values``), broadcast to
+    ``(ndim, 2)`` as ``pad_width`` is."""
     try:
-        ends = np.broadcast_to(np.asarray(end_values), (ndim, 2))
-    except ValueError:
+        ends = np.broadcast_to(np.asarray(values), (ndim, 2))
+    except (ValueError, TypeError):
         raise ShapeError(
-            f"pad: end_values {end_values!r} does not give a (before, after) pair for each of "
-            f"the {ndim} axes"
+            f"pad: {arg} {values!r} does not give a (before, after) pair for each of the "
+            f"{ndim} axes"
         ) from None
-    if ends.dtype.kind not in "biuf":
-        raise DTypeError(f"pad: end_values must be real numbers, got {_args.describe(end_values)}")
+    if ends.dtype.kind not in "biufc":
+        raise DTypeError(f"pad: {arg} must be numbers, got {_args.describe(values)}")
     return ends
 
 

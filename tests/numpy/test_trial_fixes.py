@@ -277,3 +277,19 @@ def test_issue_14_ufunc_methods_point_to_functional_updates():
     assert not hasattr(fnp.add, "no_such_attribute")
     x = fnp.zeros(3)
     assert_allclose(np.asarray(x.at[np.array([0, 0, 2])].add(1.0)), [2.0, 0.0, 1.0])
+
+
+@pytest.mark.parametrize("constant_values", [((1, 2), (3, 4)), (7, 8), [5], ((1.5, 2), (3, 4))])
+def test_issue_14_pad_per_side_constant_values(constant_values):
+    x = _RNG.normal(size=(2, 3))
+    for dtype in (np.float64, np.int32):
+        for pad_width in (1, ((1, 0), (2, 1)), ((0, 0), (1, 1))):
+            want = np.pad(x.astype(dtype), pad_width, constant_values=constant_values)
+            got = fnp.pad(x.astype(dtype), pad_width, constant_values=constant_values)
+            assert got.dtype == want.dtype and (np.asarray(got) == want).all()
+    f = lambda v: fnp.pad(v, 1, constant_values=constant_values)  # noqa: E731
+    stack = _RNG.normal(size=(4, 2, 3))
+    want = np.stack([np.pad(v, 1, constant_values=constant_values) for v in stack])
+    assert_allclose(np.asarray(fgrad.jit(fgrad.vmap(f))(stack)), want)
+    # d/dx sum(pad(x)^2) = 2 x: the constants carry no derivative
+    assert_allclose(np.asarray(fgrad.grad(lambda v: fnp.sum(f(v) ** 2))(x)), 2 * x)

@@ -745,7 +745,8 @@ def pad(
         constant_values: for ``"constant"`` mode, a Python scalar or a 0-d Tensor (also a
             traced one), or concrete numbers per side, as ``pad_width``
             (``((before, after),) * n``, one pair, or one number).
-        reflect_type: ``"even"`` (numpy's default) for ``"reflect"`` and ``"symmetric"``.
+        reflect_type: for ``"reflect"`` and ``"symmetric"``: ``"even"`` (numpy's default,
+            a mirror) or ``"odd"`` (``2 * edge - mirror``, numpy's odd extension).
         kwargs: numpy's ``stat_length`` (the statistic modes: ints as ``pad_width``;
             default the whole axis) and ``end_values`` (``"linear_ramp"``: concrete real
             scalars, as ``pad_width``; default 0).
@@ -775,8 +776,7 @@ def pad(
                                ("end_values", end_values is not None, ("linear_ramp",))):
         if given and mode not in modes:  # numpy refuses them too
             raise TypeError(f"pad: {name} is an option of mode {' / '.join(modes)}, not {mode!r}")
-    if _args.choice(reflect_type, "pad", "reflect_type", ("even", "odd")) == "odd":
-        raise ValueError("pad: reflect_type='odd' is not supported; use 'even'")
+    odd = _args.choice(reflect_type, "pad", "reflect_type", ("even", "odd")) == "odd"
     array = _tensor(array, "pad")
     shape = shape_of(array)
     widths = _pad_widths(pad_width, len(shape))
@@ -836,6 +836,8 @@ def pad(
             array = _pad_stat(array, d, b, a, stats[d], mode)
         elif ends is not None:
             array = _pad_ramp(array, d, b, a, ends[d])
+        elif odd and mode in ("reflect", "symmetric") and shape[d] > 1:
+            array = _pad_odd(array, d, b, a, mode == "symmetric")
         else:
             array = take(array, _pad_positions(shape[d], b, a, mode), axis=d)
     return array
@@ -890,6 +892,30 @@ def _pad_stat(array: Any, d: int, before: int, after: int, lengths: tuple, mode:
         shape[d] = width
         parts.append(_s.broadcast_to(value, shape=tuple(shape)))
     return concatenate([p for p in (parts[0], array, parts[1]) if p is not None], axis=d)
+
+
+def _pad_odd(array: Any, d: int, before: int, after: int, include_edge: bool) -> Any:
+    """Axis ``d`` padded with the odd reflection ``2 * edge - mirror`` (numpy's
+    ``reflect_type="odd"``), in chunks of at most one period, each mirrored about the edge
+    the last chunk made, as numpy's loop (so a wide pad continues the trend)."""
+    from fgrad.ops import elementwise as _e
+
+    n = shape_of(array)[d]
+    period = n if include_edge else n - 1
+    cut = lambda x, lo, hi: x[(slice(None),) * d + (slice(lo, hi),)]  # noqa: E731
+    for side, width in ((0, before), (1, after)):
+        while width:
+            k = min(width, period)
+            m = shape_of(array)[d]
+            if side == 0:
+                edge, src = cut(array, 0, 1), cut(array, 1 - include_edge, k + 1 - include_edge)
+            else:
+                edge = cut(array, m - 1, m)
+                src = cut(array, m - k - 1 + include_edge, m - 1 + include_edge)
+            chunk = _e.subtract(_e.multiply(edge, 2), flip(src, d))
+            array = concatenate([chunk, array] if side == 0 else [array, chunk], axis=d)
+            width -= k
+    return array
 
 
 def _pad_ramp(array: Any, d: int, before: int, after: int, ends: np.ndarray) -> Any:

@@ -293,3 +293,20 @@ def test_issue_14_pad_per_side_constant_values(constant_values):
     assert_allclose(np.asarray(fgrad.jit(fgrad.vmap(f))(stack)), want)
     # d/dx sum(pad(x)^2) = 2 x: the constants carry no derivative
     assert_allclose(np.asarray(fgrad.grad(lambda v: fnp.sum(f(v) ** 2))(x)), 2 * x)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "symmetric"])
+def test_issue_14_pad_odd_reflection(mode):
+    for n in range(1, 6):
+        for dtype in (np.float64, np.int64):
+            x = (_RNG.normal(size=(n, 3)) * 5).astype(dtype)
+            for pad_width in (1, 3, 9, ((0, 7), (4, 0)), ((6, 1), (2, 2))):
+                want = np.pad(x, pad_width, mode, reflect_type="odd")
+                got = fnp.pad(x, pad_width, mode, reflect_type="odd")
+                assert got.dtype == want.dtype
+                assert_allclose(np.asarray(got), want, rtol=1e-12, err_msg=f"{n} {pad_width}")
+    f = lambda v: fnp.pad(v, (4, 2), mode, reflect_type="odd")  # noqa: E731
+    x = _RNG.normal(size=(3, 3))
+    fgrad.test_util.check_grads(f, (x[0],), order=1)
+    want = np.stack([np.pad(v, (4, 2), mode, reflect_type="odd") for v in x])
+    assert_allclose(np.asarray(fgrad.jit(fgrad.vmap(f))(x)), want, rtol=1e-12)

@@ -1016,7 +1016,8 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
         if w.shape != want:
             raise ShapeError(
                 f"average: weights of shape {w.shape} differ from a's shape {a.shape} and from "
-                f"the shape {want} of the reduced axes {tuple(given)}; pass weights of one of these")
+                f"the shape {want} of the reduced axes {tuple(given)}; pass weights of one of "
+                "these")
         order = sorted(range(len(given)), key=given.__getitem__)
         w = _sh.transpose(w, order) if order != list(range(len(given))) else w
         w = _sh.reshape(w, tuple(a.shape[d] if d in given else 1 for d in range(a.ndim)))

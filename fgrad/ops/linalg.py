@@ -1709,8 +1709,10 @@ def _pinv_aval(x, *, rtol):
 
 
 def _pinv_kernel(xp, x, *, rtol):
-    if x.dtype.kind in "biu":  # numpy's pinv asks finfo of its input: ints read as float64
-        x = x.astype(xp.float64)
+    isdtype = getattr(xp, "isdtype", None)  # the Array API's spelling (array_api_strict too)
+    integral = isdtype(x.dtype, ("bool", "integral")) if isdtype else x.dtype.kind in "biu"
+    if integral:  # numpy's pinv asks finfo of its input: ints read as float64
+        x = xp.astype(x, xp.float64) if hasattr(xp, "astype") else x.astype(xp.float64)
     if getattr(xp, "__name__", "").startswith("cupy"):  # cupy's pinv names it rcond
         m, n = x.shape[-2:]
         return xp.linalg.pinv(x, rcond=rtol if rtol is not None else max(m, n) * 2.2e-16)

@@ -71,7 +71,9 @@ class RetraceMonitor:
         new = (in_tree, static, leaf_sigs)
         best, best_rank = None, None
         paths = tree.leaf_paths(in_tree) if self.seen else []
-        for old in reversed(self.seen):  # of equally close ones, the most recent
+        # A snapshot: another thread's miss may append while this one compares (the
+        # deque's iterator would raise "deque mutated during iteration").
+        for old in reversed(tuple(self.seen)):  # of equally close ones, the most recent
             diffs = self._differences(old, new, paths)
             # A signature of the same tree structure is closer than any of another one;
             # then the fewer fields (shape, dtype, value) differ, the closer.

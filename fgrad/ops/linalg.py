@@ -48,7 +48,8 @@ from fgrad.ops.elementwise import (
 )
 from fgrad.ops.reduction import cumprod, shift, tie_weights
 from fgrad.ops.reduction import sum as _sum
-from fgrad.ops.shape import permute_dims, reshape
+from fgrad.ops.indexing import getitem
+from fgrad.ops.shape import concatenate, permute_dims, reshape
 from fgrad.tensor import ShapeDtype
 
 # ------------------------------------------------------------------------ helpers
@@ -1235,12 +1236,20 @@ def _qr_aval(x, *, mode):
 
 def _qr_check_diff(x, mode):
     m, n = shape_of(x)[-2:]
-    if m < n or (mode == "complete" and m != n):
+    if mode == "complete" and m > n:
         raise NotImplementedError(
-            f"qr: derivatives need a tall or square input and mode='reduced'; got "
-            f"{_describe(x)} with mode={mode!r} (as JAX). Differentiate qr of the transpose "
-            "or use an SVD"
+            f"qr: derivatives of mode='complete' need m <= n; got {_describe(x)}: the last "
+            f"{m - n} columns of Q are any orthonormal completion, which has no derivative. "
+            "Use mode='reduced' (the same R, and the Q columns that are defined)"
         )
+
+
+def _split_wide(v, m: int):
+    """``(v[..., :m], v[..., m:])``: a wide matrix's square part and the rest."""
+    shape = shape_of(v)
+    head = tuple((0, d, 1) for d in shape[:-1])  # getitem's static (start, stop, step) form
+    return (getitem(v, index=head + ((0, m, 1),)),
+            getitem(v, index=head + ((m, shape[-1], 1),)))
 
 
 def _right_solve(x, r):
@@ -1257,6 +1266,14 @@ def _imag_diagonal(c):
 def _qr_jvp(t, out, x, *, mode):
     _qr_check_diff(x, mode)
     q, r = out
+    m, n = shape_of(x)[-2:]
+    if m < n:
+        # x = [X Y] with X square: Q R_X = X is X's QR and R = [R_X, Q^H Y] (Householder QR
+        # of the first m columns depends on them alone), so dR_Y = dQ^H Y + Q^H dY.
+        (tx, ty), (rx, _), (_, y) = _split_wide(t, m), _split_wide(r, m), _split_wide(x, m)
+        dq, drx = _qr_jvp(tx, (q, rx), _split_wide(x, m)[0], mode="reduced")
+        dry = add(matmul(_H(dq), y), matmul(_H(q), ty))
+        return dq, concatenate(drx, dry, axis=ndim_of(x) - 1)
     dx_rinv = _right_solve(t, r)
     c = matmul(_H(q), dx_rinv)  # = Q^H dQ (skew-Hermitian) + dR R^-1 (upper)
     low = tril(c, k=-1)
@@ -1273,6 +1290,13 @@ def _qr_jvp(t, out, x, *, mode):
 def _qr_vjp(ct, out, x, *, mode):
     _qr_check_diff(x, mode)
     q, r = out
+    m, n = shape_of(x)[-2:]
+    if m < n:  # the transpose of the wide case of _qr_jvp
+        (ct_rx, ct_ry), (rx, _), (xx, y) = _split_wide(ct[1], m), _split_wide(r, m), _split_wide(x, m)
+        ct_y = matmul(_cj(q), ct_ry)  # from Q^H dY
+        ct_q = add(ct[0], _cj(matmul(y, _mT(ct_ry))))  # from dQ^H Y, antilinear in dQ
+        (ct_x,) = _qr_vjp((ct_q, ct_rx), (q, rx), xx, mode="reduced")
+        return (concatenate(ct_x, ct_y, axis=ndim_of(x) - 1),)
     # The adjoint under Re tr(X^H Y), with the cotangents conjugated in and out for JAX's
     # pairing (nothing for real input): M = R_bar R^H - Q^H Q_bar, G = the Hermitian
     # matrix with M's strict upper triangle and real diagonal, A_bar = (Q_bar + Q G) R^-H.
@@ -1293,14 +1317,17 @@ qr = defop(
     batch=_stack_batch,
     vjp=_qr_vjp,
     check=Check(
-        shapes=(((3, 3),), ((4, 3),), ((2, 4, 3),)),
+        shapes=(((3, 3),), ((4, 3),), ((2, 4, 3),), ((2, 4),), ((2, 3, 5),)),
         params=({"mode": "reduced"},),
         make_args=_matrices,
     ),
     doc="""QR decomposition ``x = Q R`` of each matrix, ``Q`` orthonormal columns, ``R`` upper.
 
-    Derivatives for input of shape ``(..., m, n)`` with ``m >= n`` and ``mode="reduced"``
-    (as JAX); ``R`` must be non-singular (full column rank). For complex input ``Q`` is
+    Derivatives for every shape ``(..., m, n)`` in ``mode="reduced"`` and for
+    ``mode="complete"`` with ``m <= n`` (where it is the same factorisation); the leading
+    ``min(m, n)`` square block of ``R`` must be non-singular. A wide input ``[X Y]`` is
+    differentiated as ``X``'s QR and ``R_Y = Q^H Y`` (JAX does the same). Complete mode of
+    a tall input has no derivative: its extra columns of ``Q`` are an arbitrary completion. For complex input ``Q`` is
     unitary and ``R`` has a real diagonal (LAPACK's), which fixes the phase of each column
     of ``Q``, so the derivative is unique.
 
@@ -1314,7 +1341,7 @@ qr = defop(
 
     Raises:
         ShapeError: ``x`` has fewer than two dimensions.
-        NotImplementedError: a derivative for ``m < n`` or complete mode.
+        NotImplementedError: a derivative of complete mode for ``m > n``.
 
     Example:
         >>> q, r = fnp.linalg.qr(fnp.array([[3.0, 1.0], [4.0, 2.0]]))

@@ -292,12 +292,25 @@ def test_qr(shape):
     check_grads(lambda x: tuple(fnp.linalg.qr(x)), (_t(a),), order=2, modes=MODES)
 
 
-def test_qr_modes_and_wide_derivative_error():
+def test_qr_modes_wide_derivatives_and_the_complete_mode_error():
     a = _t(_rng(11).standard_normal((4, 2)))
     assert fnp.linalg.qr(a, mode="complete").Q.shape == (4, 4)
     assert fnp.linalg.qr(a, mode="r").shape == (2, 2)
-    with pytest.raises(NotImplementedError, match="qr.*m < n|qr.*tall"):
-        fgrad.grad(lambda x: fnp.sum(fnp.linalg.qr(x).Q))(fnp.ones((2, 3)))
+    with pytest.raises(NotImplementedError, match="mode='complete' need m <= n"):
+        fgrad.grad(lambda x: fnp.sum(fnp.linalg.qr(x, mode="complete").Q))(a)
+    # Wide input: JAX 0.10.2's values at this matrix (x64), Q and R parts alike.
+    w = np.array([[0.12573022, -0.13210486, 0.64042265], [0.10490012, -0.53566937, 0.36159505]])
+    g_r = fgrad.grad(lambda x: fnp.sum(fnp.linalg.qr(x).R))(w)
+    g_q = fgrad.grad(lambda x: fnp.sum(fnp.linalg.qr(x, mode="complete").Q))(w)
+    np.testing.assert_allclose(np.asarray(g_r), [[-1.47410117, -1.40848049, -1.40848049],
+                                                 [0.20586235, 0.12721132, 0.12721132]], atol=1e-8)
+    np.testing.assert_allclose(np.asarray(g_q), [[6.00826172, 0.0, 0.0], [-7.20132701, 0.0, 0.0]],
+                               atol=1e-8)
+    for wrap in (lambda f: f, fgrad.jit):
+        again = wrap(fgrad.grad(lambda x: fnp.sum(fnp.linalg.qr(x).R)))(w)
+        np.testing.assert_allclose(np.asarray(again), np.asarray(g_r), rtol=1e-12)
+    check_grads(lambda x: tuple(fnp.linalg.qr(x)), (_t(w),), order=2, modes=MODES)
+    assert np.isfinite(np.asarray(g_q)).all()
 
 
 def _distinct_spectrum(rng, n, batch=()):

@@ -253,7 +253,7 @@ def test_issue_12_complex_svd_pinv_derivatives(shape):
     _check_complex(lambda x: fnp.linalg.matrix_norm(x, ord="fro"), a)
 
 
-@pytest.mark.parametrize("shape", [(3, 3), (4, 3), (2, 4, 3)])
+@pytest.mark.parametrize("shape", [(3, 3), (4, 3), (2, 4, 3), (2, 4), (2, 3, 5)])
 def test_issue_12_complex_qr_derivatives(shape):
     rng = _rng(9)
     a = _cnormal(rng, shape) + 2 * np.eye(*shape[-2:])

@@ -246,15 +246,28 @@ def _run(model, tokenizer, prompts, max_tokens, sampler, key, chat, stop, trunca
             "fgrad.random.key(seed); or use sampling.greedy()"
         )
     config = model.config
+    if not hasattr(config, "context_length"):  # an encoder (load() returns one for BERT folders)
+        raise TypeError(
+            f"generate: needs a decoder language model (fgrad.llm.model.Model); got a "
+            f"{type(model).__name__}, which encodes text but does not generate it: use "
+            "fgrad.llm.bert.load_encoder(folder).encode(texts) for sentence embeddings"
+        )
     context = config.context_length
     ids = [_prompt_ids(tokenizer, p, chat) for p in prompts]
+    which = (lambda i: "the prompt") if len(ids) == 1 else (lambda i: f"prompt {i}")
     for i, row in enumerate(ids):
         if not row:
-            raise ValueError(f"generate: prompt {i} is empty; give at least one token")
+            raise ValueError(f"generate: {which(i)} is empty; give at least one token")
+        bad = [t for t in row if not 0 <= t < config.vocab_size]
+        if bad:
+            raise IndexError(
+                f"generate: {which(i)} holds token id {bad[0]}, outside the vocabulary "
+                f"[0, {config.vocab_size})"
+            )
         if len(row) >= context:
             if not truncate:
                 raise PromptTooLongError(
-                    f"generate: the prompt has {len(row)} tokens, but the model's context is "
+                    f"generate: {which(i)} has {len(row)} tokens, but the model's context is "
                     f"{context}: it may have at most {context - 1} to leave room for a new "
                     "token; shorten it, or pass truncate=True to keep its last "
                     f"{max(1, context - max(int(max_tokens), 1))} tokens"

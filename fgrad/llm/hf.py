@@ -89,10 +89,13 @@ def _config(folder: str) -> dict[str, Any]:
         raise _fail(folder, "config.json does not hold a JSON object")
     arch = config.get("model_type")
     if arch not in ARCHITECTURES:
-        raise _fail(
-            folder,
-            f"config.json's model_type is {arch!r}, which fgrad.llm does not read "
-            f"(supported: {', '.join(ARCHITECTURES)})",
+        from fgrad.llm.bert import _RELATIVES  # why BERT's relatives are not read
+        from fgrad.llm.config import UnsupportedModelError
+
+        why = f" ({arch} {_RELATIVES[arch]})" if arch in _RELATIVES else ""
+        raise UnsupportedModelError(
+            f"fgrad.llm.hf.read: {folder}: config.json's model_type is {arch!r}, which "
+            f"fgrad.llm does not read{why} (supported: {', '.join(ARCHITECTURES)})"
         )
     return config
 
@@ -149,9 +152,11 @@ def read(folder: str | os.PathLike, *, dtype: str = "float32") -> HFCheckpoint:
         names).
 
     Raises:
+        fgrad.llm.config.UnsupportedModelError: (a ValueError) a ``model_type`` fgrad.llm
+            does not read (the message names it, says why for BERT's relatives, and lists
+            the supported ones).
         ValueError: ``dtype`` is not one of the two; no ``config.json``, or one that is not
-            JSON; a ``model_type`` fgrad.llm does not read (the message names it and lists
-            the supported ones); no weights file; shards missing (named); an index whose
+            JSON; no weights file; shards missing (named); an index whose
             tensors are not where it says; a truncated or corrupt safetensors file (the
             message names it).
         ImportError: the ``safetensors`` (or, for bfloat16 weights, ``ml_dtypes``)

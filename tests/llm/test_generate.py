@@ -84,3 +84,21 @@ def test_cache_is_a_pytree(tiny):
     assert len(leaves) == 2 * model.config.n_layers + 2
     assert cache.keys[0].shape == (2, model.config.n_kv_heads, 16, model.config.d_head)
     assert cache.nbytes == 2 * model.config.n_layers * 2 * 2 * 16 * 16 * 4
+
+
+def test_bad_token_ids_and_encoders_are_refused(tiny):
+    model, tok = tiny
+    vocab = model.config.vocab_size
+    for bad in (-1, vocab):
+        with pytest.raises(IndexError, match=f"token id {bad}, outside the vocabulary"):
+            list(generate(model, None, [5, bad], 2, stop=()))
+    with pytest.raises(IndexError, match="prompt 1 holds token id -3"):
+        generate_batch(model, None, [[5, 6], [-3]], 2, stop=())
+    with pytest.raises(ValueError, match="the prompt is empty"):
+        list(generate(model, None, [], 2))
+    from fgrad.llm import bert
+
+    cfg = bert.BertConfig(vocab_size=8, d_model=8, n_layers=1, n_heads=2, d_ff=8)
+    encoder = bert.BertEncoder(cfg).bind(bert.BertEncoder(cfg).init(random.key(0)))
+    with pytest.raises(TypeError, match="needs a decoder.*BertModel.*load_encoder"):
+        list(generate(encoder, None, [1, 2], 2))

@@ -116,6 +116,14 @@ def test_unknown_model_type_names_itself(tmp_path):
         hf.read(folder)
 
 
+def test_bert_relatives_say_why_they_are_not_read(tmp_path):
+    from fgrad.llm.config import UnsupportedModelError
+
+    folder, _ = _folder(tmp_path, config={"model_type": "distilbert"})
+    with pytest.raises(UnsupportedModelError, match=r"'distilbert'.*\(distilbert names its layers"):
+        hf.read(folder)
+
+
 def test_config_that_is_not_json(tmp_path):
     folder, _ = _folder(tmp_path)
     open(os.path.join(folder, "config.json"), "w").write("{not json")

@@ -1,9 +1,15 @@
 """Prefill and decode speed of SmolLM2-135M-Instruct: fgrad (float32, kept quantized) and,
-when importable, transformers + torch on the same file and threads.
+when importable, transformers + torch and llama.cpp (``llama-cpp-python``) on the same file
+and threads.
 
     python benchmarks/llm.py                 # 2 threads, 200-token prompt, 128 tokens
     python benchmarks/llm.py --threads 1 --decode 32 --prompt-tokens 64   # quicker
-    /path/to/venv-with-torch/bin/python benchmarks/llm.py   # adds the transformers rows
+    /path/to/venv-with-torch/bin/python benchmarks/llm.py   # adds the peers' rows
+
+llama.cpp runs the file as it is (Q4_1, its own kernels), with its repacking buffer types
+off (``use_extra_bufts``): on an AMX-capable CPU they use tile instructions, which fault
+where the kernel does not grant them (seen on the CI-class machine), and without them
+llama.cpp multiplies the Q4_1 blocks with its AVX-512 kernels.
 
 Prefill: tokens per second of one prefill of a ``--prompt-tokens`` prompt (after a
 warm-up run that traces it). Decode: tokens per second of ``--decode`` greedy tokens
@@ -28,7 +34,7 @@ def _args(argv):
     parser.add_argument("--prompt-tokens", type=int, default=200)
     parser.add_argument("--decode", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=2, help="timed runs; the best counts")
-    parser.add_argument("--no-torch", action="store_true", help="skip transformers + torch")
+    parser.add_argument("--no-torch", action="store_true", help="skip the peers (transformers + torch, llama.cpp)")
     return parser.parse_args(argv)
 
 
@@ -110,6 +116,47 @@ def time_torch(path, ids, n_decode, repeats, threads):
     return prefill, decode, out
 
 
+def time_llamacpp(path, ids, n_decode, repeats, threads):
+    """(prefill tokens/s, decode tokens/s, ids) of llama.cpp on the GGUF file, or None."""
+    try:
+        import llama_cpp
+        from llama_cpp import llama_cpp as low  # the bindings Llama reads its defaults from
+    except ImportError:
+        return None
+    params = low.llama_model_default_params
+
+    def without_repacking():
+        p = params()
+        p.use_extra_bufts = False  # see the module docstring
+        return p
+
+    low.llama_model_default_params = without_repacking
+    try:
+        llm = llama_cpp.Llama(model_path=path, n_ctx=len(ids) + n_decode + 8, n_threads=threads,
+                              n_threads_batch=threads, n_batch=max(512, len(ids)), verbose=False)
+    finally:
+        low.llama_model_default_params = params
+    prefill = decode = 0.0
+    out = None
+    for i in range(repeats + 1):
+        llm.reset()
+        start = time.perf_counter()
+        llm.eval(ids)
+        t_prefill = time.perf_counter() - start
+        tokens = []
+        start = time.perf_counter()
+        for _ in range(n_decode):
+            nxt = int(llm.sample(top_k=1, temp=0.0))  # greedy from the last logits
+            tokens.append(nxt)
+            llm.eval([nxt])
+        t_decode = time.perf_counter() - start
+        out = tokens
+        if i:
+            prefill = max(prefill, len(ids) / t_prefill)
+            decode = max(decode, n_decode / t_decode)
+    return prefill, decode, out
+
+
 def main(argv=None):
     args = _args(argv)
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -141,6 +188,12 @@ def main(argv=None):
         if got is not None:
             nbytes = bytes_per_token(model32, cache_len)
             rows.append(("transformers+torch f32", got[0], got[1], nbytes,
+                         100 * got[1] / (bw * 1e9 / nbytes), got[2] == reference))
+    if not args.no_torch:
+        got = time_llamacpp(path, ids, args.decode, args.repeats, args.threads)
+        if got is not None:
+            nbytes = bytes_per_token(load(path, dtype=None)[0], cache_len)
+            rows.append(("llama.cpp Q4_1", got[0], got[1], nbytes,
                          100 * got[1] / (bw * 1e9 / nbytes), got[2] == reference))
     print()
     print(f"{'':24}{'prefill tok/s':>14}{'decode tok/s':>14}{'MB/token':>10}{'% of bound':>12}  same tokens")

@@ -22,7 +22,7 @@ def run_module():
         sys.path.remove(str(BENCHMARKS))
 
 
-@pytest.mark.parametrize("section", ["op", "mlp", "transformer", "hvp", "memory", "rk4", "lstm"])
+@pytest.mark.parametrize("section", ["op", "mlp", "transformer", "hvp", "memory", "rk4", "lstm", "fused"])
 def test_runner_section_runs_on_tiny_sizes(run_module, section, capsys):
     found = run_module.main(["--quick", "--tiny", "--only", section])
     out = capsys.readouterr().out

@@ -50,11 +50,21 @@ class _Slow(Exception):
     """The quick argument walk met something only the general path handles."""
 
 
+_PLAIN = (type(None), bool, int, float, str, bytes)
+
+
+def _plain(aux: Any) -> bool:
+    """Static data that hashes by value (None, numbers, strings, types, tuples of them)."""
+    if type(aux) in _PLAIN or isinstance(aux, type):
+        return True
+    return type(aux) in (tuple, frozenset) and all(_plain(a) for a in aux)
+
+
 def _walk(x: Any, datas: list, sig: list) -> Any:
     """The structure of the argument pytree ``x``; arrays go to ``datas``, their
     signatures (and static Python scalars) to ``sig``; traced Python scalars go to both.
     Raises _Slow for anything but Tensors, numpy arrays, Python scalars, None, tuples,
-    lists and dicts."""
+    lists, dicts, namedtuples and registered pytree nodes."""
     t = type(x)
     if t is Tensor:
         d = x._data
@@ -79,6 +89,16 @@ def _walk(x: Any, datas: list, sig: list) -> Any:
         return 0
     if x is None:
         return 2
+    # Registered pytree nodes (a KV cache, a bound model) and namedtuples (layer params):
+    # the node's type and static data stand in the key, as in the TreeDef.
+    node = tree._REGISTRY.get(t)
+    if node is not None:
+        children, aux = node.flatten(x)
+        if not _plain(aux):  # keyed by identity (a module object): the TreeDef compares it
+            raise _Slow
+        return (t, exact_key(aux), *[_walk(c, datas, sig) for c in children])
+    if issubclass(t, tuple) and hasattr(t, "_fields") and not getattr(t, "_pytree_leaf", False):
+        return (t, *[_walk(c, datas, sig) for c in x])
     raise _Slow
 
 

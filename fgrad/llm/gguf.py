@@ -49,7 +49,7 @@ import numpy as np
 
 from fgrad.llm import quants
 from fgrad.llm.quantized import QuantizedWeight
-from fgrad.tensor import _wrap
+from fgrad.tensor import asarray
 
 __all__ = ["GGUFFile", "TensorInfo", "read"]
 
@@ -390,10 +390,11 @@ def _load(buf: Any, info: TensorInfo, dtype: str | None) -> Any:
     data = raw.reshape(*rows, row_bytes)
     try:
         if dtype is None and info.qtype not in ("F32", "F16", "BF16"):
-            blocks = np.array(data.reshape(*rows, -1, t.bytes_per_block))  # a copy: own memory
-            # A Tensor, not the array: jit copies raw numpy arguments at every call (the
-            # caller might reuse them), which cost a decode step the whole model's bytes.
-            return QuantizedWeight(_wrap(blocks), info.qtype, info.shape)
+            # A Tensor (a copy: own memory, off the map), not a raw array: jit copies raw
+            # numpy arguments at every call (the caller might reuse them), which cost a
+            # decode step the whole model's bytes.
+            blocks = asarray(data.reshape(*rows, -1, t.bytes_per_block), copy=True)
+            return QuantizedWeight(blocks, info.qtype, info.shape)
         out = quants.dequantize(data, info.qtype, dtype=dtype or "float32")
         return out.reshape(info.shape)
     finally:

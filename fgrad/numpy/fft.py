@@ -16,8 +16,6 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-import numpy
-
 from fgrad import _args, dtypes
 from fgrad._args import names_errors as _named
 from fgrad.errors import DTypeError, ShapeError
@@ -781,10 +779,7 @@ def rfftfreq(n: int, d: Any = 1.0, device: Any = None, *, dtype: Any = None) -> 
 def _as_frequency_dtype(freqs: Tensor, dtype: Any, fn: str) -> Tensor:
     if dtype is None:
         return freqs
-    try:
-        want = numpy.dtype(dtype)
-    except TypeError:
-        raise DTypeError(f"{fn}: dtype must be a real floating dtype, got {dtype!r}") from None
+    want = _args.dtype(dtype, fn)
     if not dtypes.is_floating(want):
         raise DTypeError(f"{fn}: dtype must be a real floating dtype, got {want}")
     return _astype(freqs, dtype=want)

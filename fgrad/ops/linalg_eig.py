@@ -42,13 +42,15 @@ def _complex_dtype(name: str, x) -> np.dtype:
     return np.result_type(_linalg_dtype(name, x), np.complex64)
 
 
-def _geev(xp, name: str, x):
-    if not hasattr(xp.linalg, "eig"):
+def _solver(xp, name: str):
+    """``xp.linalg.eig`` or ``eigvals``; cupy has neither (only the Hermitian ``eigh``)."""
+    fn = getattr(xp.linalg, name, None)
+    if fn is None:
         raise DTypeError(
             f"{name}: {xp.__name__} has no general eigensolver; move the matrix to the CPU "
             "(fgrad.device_put(x, 'cpu')), or use eigh/eigvalsh for Hermitian matrices"
         )
-    return xp.linalg.eig(x)
+    return fn
 
 
 def _complex_result(xp, arrays, dtype):
@@ -61,9 +63,7 @@ def _eigvals_aval(x):
 
 
 def _eigvals_kernel(xp, x):
-    dtype = _complex_dtype("eigvals", x)
-    return _complex_result(xp, (xp.linalg.eigvals(x) if hasattr(xp.linalg, "eigvals")
-                                else _geev(xp, "eigvals", x)[0],), dtype)[0]
+    return _complex_result(xp, (_solver(xp, "eigvals")(x),), _complex_dtype("eigvals", x))[0]
 
 
 def _eigenvectors(x):
@@ -143,7 +143,7 @@ def _eig_aval(x):
 
 
 def _eig_kernel(xp, x):
-    return _complex_result(xp, _geev(xp, "eig", x), _complex_dtype("eig", x))
+    return _complex_result(xp, _solver(xp, "eig")(x), _complex_dtype("eig", x))
 
 
 def _no_eigenvector_derivative(*_):

@@ -22,6 +22,17 @@ special values). The other math functions are numba's (libm), arithmetic rounds 
 separate ufuncs do (no contraction into fused multiply-adds), and division by zero gives
 numpy's infinities.
 
+Each kernel is compiled twice from one source, as a serial loop and, for groups of at
+least :data:`PARALLEL_SIZE` elements, a ``parallel=True`` one whose ``prange`` runs over the
+rows (or, for few rows, over chunks of each row) on numba's threads. A process-wide lock,
+taken without waiting, admits one thread at a time to the parallel loops; a thread that
+finds it held runs the serial loop: numba's ``workqueue`` threading layer (its default
+where neither OpenMP nor TBB loads) aborts the process when two threads enter parallel
+code at once, and fgrad runs transforms from several threads. With OpenMP (what numba
+picks here) or TBB the lock only keeps two kernels from each taking every core. One
+thread (``NUMBA_NUM_THREADS=1``, or ``numba.set_num_threads(1)`` in the calling thread)
+runs the serial loop.
+
 Fusing costs a compile (about 0.1-0.5 s a group, once: kernels are cached on disk keyed by
 the generated source, as ``cpu_compile``'s loops) and a few microseconds a call, so a group
 fuses only where it pays: when it holds enough elements times operations
@@ -41,6 +52,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -51,7 +63,7 @@ from fgrad._config import config
 from fgrad.core.graph import Graph, Var
 from fgrad.transforms import cpu_compile, fusion
 
-__all__ = ["MIN_WORK", "fuse_numpy", "numba_kernel", "render_numba"]
+__all__ = ["MIN_WORK", "PARALLEL_SIZE", "fuse_numpy", "numba_kernel", "render_numba"]
 
 _log = logging.getLogger("fgrad")
 
@@ -60,6 +72,17 @@ MIN_WORK = 1 << 15
 group below it stays on numpy. Measured on float32: a kernel call costs about 3 us before
 its loop, a numpy ufunc with ``out=`` about 0.6 us, and two ufuncs over 64 x 256 elements
 take as long as their fused kernel (5 us)."""
+
+PARALLEL_SIZE = 1 << 22
+"""The fewest elements (of a group's shape) for which a group also gets a parallel kernel
+(numba's threads), used where no other thread is inside one (see :func:`_call`).
+Measured on the shared 2-core machine, parallel over serial, interleaved: with the other
+core idle 0.5-0.8 from (64, 1024) float32 up (GELU, layer-norm's groups); with another
+process busy on it, a parallel loop waits for its descheduled thread: 2-6x slower for
+(512..1024, 1024), 1.0-1.4x for (4096, 1024). So threads only where a serial loop takes
+about 10 ms, where that worst case stays bounded. Elements, not elements x operations:
+the serial loops took 2.5-3 ns an element whether they held 2 ops or 9 (memory traffic
+and the per-row loop, not arithmetic, set their time)."""
 
 _F32, _F64, _BOOL = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool_)
 _OWN_MATH = frozenset({"exp", "log", "tanh"})  # _math_functions' (the rest: numba's)
@@ -430,7 +453,7 @@ def render_numba(
         >>> print(source.splitlines()[0])
         tanh_float32 = _math[('tanh', np.dtype('float32'))]
         >>> print(source.splitlines()[1])
-        def _kernel(in0, in1, out0):
+        def _kernel(in0, in1, out0, nsplit):
     """
     shapes = input_shapes if input_shapes is not None else [_shape_of(x) for x in group.inputs]
     split = _split(tuple(group.shape), shapes)
@@ -458,12 +481,17 @@ def render_numba(
     params = [f"in{i}" for i in range(n_in)] + [f"out{j}" for j in range(n_out)]
     consts = [line for line in em.lines if line.startswith("K")]
     body = [line for line in em.lines if not line.startswith("K")]
-    src = [f"def _kernel({', '.join(params)}):", "    rows, cols = out0.shape"]
+    src = [f"def _kernel({', '.join(params)}, nsplit):", "    rows, cols = out0.shape"]
+    src.append("    step = -(-cols // nsplit)")
     src += [f"    {line}" for line in consts]
     src += [f"    x{i} = in{i}[0]" for i, kind in enumerate(kinds) if kind == _ONE]
-    src.append("    for r in range(rows):")
+    # task t: row t // nsplit, its (t % nsplit)-th column chunk (all of it when nsplit = 1)
+    src.append("    for t in numba.prange(rows * nsplit):")
+    src.append("        r = t // nsplit")
+    src.append("        lo = (t - r * nsplit) * step")
+    src.append("        hi = min(lo + step, cols)")
     src += [f"        x{i} = in{i}[r]" for i, kind in enumerate(kinds) if kind == _ROWS]
-    src.append("        for c in range(cols):")
+    src.append("        for c in range(lo, hi):")
     src += [f"            x{i} = in{i}[r, c]" for i, kind in enumerate(kinds) if kind == _BOTH]
     src += [f"            x{i} = in{i}[c]" for i, kind in enumerate(kinds) if kind == _COLS]
     src += [f"            {line}" for line in body]
@@ -501,15 +529,19 @@ _MODULE_HEAD = (
     "from fgrad.transforms.fusion_numba import _math_functions\n"
     "_math = _math_functions()\n"
 )
-_DECORATOR = '@numba.njit(cache=True, nogil=True, error_model="numpy")\n'
+_FLAGS = 'cache=True, nogil=True, error_model="numpy"'
 
 
-def _compile(source: str) -> Callable:
-    """The ``_kernel`` of ``source``, as a numba dispatcher (compiled on first call, or
-    loaded from numba's disk cache)."""
-    text = f"# fgrad fused kernel, math {_math_digest()}\n{_MODULE_HEAD}\n\n"
-    text += source.replace("def _kernel(", _DECORATOR + "def _kernel(", 1)
-    return cpu_compile.load_module(text, "fgrad_fused")._kernel
+def _compile(source: str) -> tuple[Any, Any]:
+    """The ``_kernel`` of ``source`` as two numba dispatchers, ``(serial, parallel)``: the
+    same loop, its ``prange`` a plain range in the first and split over numba's threads in
+    the second (each compiled on its first call, or loaded from numba's disk cache)."""
+    head, _, func = source.partition("def _kernel(")
+    text = f"# fgrad fused kernel, math {_math_digest()}\n{_MODULE_HEAD}{head}\n\n"
+    text += f"@numba.njit({_FLAGS})\ndef _kernel({func}\n\n"
+    text += f"@numba.njit({_FLAGS}, parallel=True)\ndef _kernel_parallel({func}"
+    module = cpu_compile.load_module(text, "fgrad_fused")
+    return module._kernel, module._kernel_parallel
 
 
 def _pays(group: fusion.ElementwiseGroup) -> str | None:
@@ -562,19 +594,35 @@ def numba_kernel(group: fusion.ElementwiseGroup) -> Callable | None:
             _log.warning("jit: fused group %s runs as numpy calls: %s", what, why)
         return None
     if config.log_compiles:
-        hits = sum(run.dispatcher.stats.cache_hits.values())
-        how = "loaded from numba's disk cache" if hits else "compiled with numba"
-        _log.warning("jit: fused group %s %s (%.2f s)", what, how, time.perf_counter() - start)
+        _log.warning("jit: fused group %s %s (%.2f s)", what, _how(run), time.perf_counter() - start)
     return run
+
+
+def _how(run: Callable) -> str:
+    """How a kernel came to be, for the log: compiled or loaded, serial or with threads."""
+    kernels = [k for k in (run.dispatcher, run.parallel) if k is not None]
+    hits = sum(sum(k.stats.cache_hits.values()) for k in kernels)
+    how = "loaded from numba's disk cache" if hits else "compiled with numba"
+    return how + (" (serial and parallel loops)" if run.parallel is not None else "")
 
 
 def _make(group: fusion.ElementwiseGroup) -> Callable:
     """The group's kernel, whether or not it pays; raises ValueError where it does not
-    render, numba's error where it does not compile."""
+    render, numba's error where it does not compile. The parallel variant is compiled
+    only for groups of at least :data:`PARALLEL_SIZE` elements, where numba has threads."""
     shapes = [_shape_of(x) for x in group.inputs]
     source, patterns = render_numba(group, shapes)
-    kernel = _typed(_compile(source), group, patterns)
-    return _runner(kernel, group, patterns)
+    serial, parallel = _compile(source)
+    serial = _typed(serial, group, patterns)
+    parallel = _typed(parallel, group, patterns) if _threads_pay(group) else None
+    return _runner(serial, parallel, group, patterns)
+
+
+def _threads_pay(group: Any) -> bool:
+    import numba
+
+    size = int(np.prod(group.shape, dtype=np.int64))
+    return numba.config.NUMBA_NUM_THREADS > 1 and size >= PARALLEL_SIZE
 
 
 def _view_shape(kind: str, k: int, out: tuple) -> tuple:
@@ -583,20 +631,61 @@ def _view_shape(kind: str, k: int, out: tuple) -> tuple:
 
 
 def _typed(kernel: Any, group: fusion.ElementwiseGroup, patterns: list) -> Any:
-    """``kernel`` compiled (or loaded) for the group's dtypes, by a call on empty arrays."""
+    """``kernel`` compiled (or loaded) for the group's dtypes, without running it (a
+    parallel kernel runs only under :data:`_PARALLEL`)."""
     out = tuple(group.shape)
     ins = [
         np.zeros((1,) if kind == _ONE else (0,) * len(_view_shape(kind, k, out)), _in_dtype(x))
         for x, (kind, k) in zip(group.inputs, patterns)
     ]
     outs = [np.zeros((0, 0), np.dtype(v.aval.dtype)) for v in group.outputs]
-    kernel(*ins, *outs)
+    return _compiled(kernel, [*ins, *outs, 1])
+
+
+def _compiled(kernel: Any, args: list) -> Any:
+    import numba
+
+    kernel.compile(tuple(numba.typeof(a) for a in args))
     return kernel
 
 
-def _runner(kernel: Any, group: fusion.ElementwiseGroup, patterns: list) -> Callable:
+# Held by the thread running a parallel kernel. numba's default threading layer where
+# neither OpenMP nor TBB loads (workqueue) aborts the process when two threads enter
+# parallel code at once; a second thread runs the serial loop instead. With OpenMP or TBB
+# (safe concurrently) it keeps two kernels from each taking every core.
+_PARALLEL = threading.Lock()
+
+
+def _splits(rows: int, threads: int) -> int:
+    """Column chunks per row of a parallel loop: 1 where the rows alone give every thread
+    a few tasks, else enough chunks for four tasks a thread."""
+    return 1 if rows >= 4 * threads else -(-4 * threads // rows)
+
+
+def _call(serial: Any, parallel: Any, rows: int, args: list) -> None:
+    """``parallel(*args, nsplit)`` where numba has more than one thread and no other
+    thread is inside a parallel kernel; ``serial(*args, 1)`` otherwise."""
+    if parallel is not None and _PARALLEL.acquire(blocking=False):
+        try:
+            threads = _get_num_threads()
+            if threads > 1:
+                parallel(*args, _splits(rows, threads))
+                return
+        finally:
+            _PARALLEL.release()
+    serial(*args, 1)
+
+
+def _get_num_threads() -> int:
+    import numba  # imported already: a kernel exists
+
+    return numba.get_num_threads()  # per thread (numba.set_num_threads), at most NUMBA_NUM_THREADS
+
+
+def _runner(serial: Any, parallel: Any, group: fusion.ElementwiseGroup, patterns: list) -> Callable:
     """``(xp, *inputs) -> outputs``: the inputs viewed as the loop reads them, fresh
-    outputs; ``.dispatcher`` is the numba function (``inspect_asm`` shows its loop)."""
+    outputs; ``.dispatcher`` is the serial numba function (``inspect_asm`` shows its
+    loop), ``.parallel`` the threaded one (None when the group is too small for threads)."""
     out = tuple(group.shape)
     k = patterns[0][1] if patterns else _split(out, [])[0]
     shape2 = _view_shape(_BOTH, k, out)
@@ -610,10 +699,11 @@ def _runner(kernel: Any, group: fusion.ElementwiseGroup, patterns: list) -> Call
             for a, dt, view in zip(inputs, in_dtypes, views)
         ]
         outs = tuple(np.empty(out, dtype) for dtype in dtypes)
-        kernel(*args, *(o.reshape(shape2) for o in outs))
+        _call(serial, parallel, shape2[0], [*args, *(o.reshape(shape2) for o in outs)])
         return outs
 
-    run.dispatcher = kernel
+    run.dispatcher = serial
+    run.parallel = parallel
     return run
 
 

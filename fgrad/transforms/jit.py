@@ -60,9 +60,10 @@ def _plain(aux: Any) -> bool:
     return type(aux) in (tuple, frozenset) and all(_plain(a) for a in aux)
 
 
-def _walk(x: Any, datas: list, sig: list) -> Any:
+def _walk(x: Any, datas: list, sig: list, raw: list) -> Any:
     """The structure of the argument pytree ``x``; arrays go to ``datas``, their
-    signatures (and static Python scalars) to ``sig``; traced Python scalars go to both.
+    signatures (and static Python scalars) to ``sig``; traced Python scalars go to both;
+    the positions in ``datas`` of numpy arrays (not Tensors) to ``raw``.
     Raises _Slow for anything but Tensors, numpy arrays, Python scalars, None, tuples,
     lists, dicts, namedtuples and registered pytree nodes."""
     t = type(x)
@@ -72,10 +73,10 @@ def _walk(x: Any, datas: list, sig: list) -> Any:
         sig.append((type(d), d.shape, d.dtype))
         return 0
     if t is tuple or t is list:
-        return (t, *[_walk(c, datas, sig) for c in x])
+        return (t, *[_walk(c, datas, sig, raw) for c in x])
     if t is dict:
         keys = sorted(x)
-        return (dict, tuple(keys), *[_walk(x[k], datas, sig) for k in keys])
+        return (dict, tuple(keys), *[_walk(x[k], datas, sig, raw) for k in keys])
     if t in _TRACED_SCALARS:
         datas.append(x)
         sig.append((t,))
@@ -84,7 +85,8 @@ def _walk(x: Any, datas: list, sig: list) -> Any:
         sig.append((t, exact_key(x)))
         return 1
     if t is np.ndarray:
-        datas.append(x.copy())  # the caller may reuse its buffer: outputs must not alias it
+        raw.append(len(datas))  # copied where an output may alias it (_private)
+        datas.append(x)
         sig.append((t, x.shape, x.dtype))
         return 0
     if x is None:
@@ -96,9 +98,9 @@ def _walk(x: Any, datas: list, sig: list) -> Any:
         children, aux = node.flatten(x)
         if not _plain(aux):  # keyed by identity (a module object): the TreeDef compares it
             raise _Slow
-        return (t, exact_key(aux), *[_walk(c, datas, sig) for c in children])
+        return (t, exact_key(aux), *[_walk(c, datas, sig, raw) for c in children])
     if issubclass(t, tuple) and hasattr(t, "_fields") and not getattr(t, "_pytree_leaf", False):
-        return (t, *[_walk(c, datas, sig) for c in x])
+        return (t, *[_walk(c, datas, sig, raw) for c in x])
     raise _Slow
 
 
@@ -244,8 +246,9 @@ class Jitted:
         if not kwargs and self._walkable:
             datas: list = []
             sig: list = []
+            raw: list = []
             try:
-                fast_key = (_walk(args, datas, sig), tuple(sig))
+                fast_key = (_walk(args, datas, sig, raw), tuple(sig))
                 entry = self._fast.get(fast_key)
             except _Slow:  # a leaf or node the walk does not know (tracers among them)
                 fast_key = entry = None
@@ -254,6 +257,7 @@ class Jitted:
             if entry is not None:
                 self._hits += 1
                 program = entry[0]
+                _private(datas, raw, program)
                 outs = self._checked_run(program, datas) if config.debug_nans else _run(program, datas)
                 if self._donating:
                     self._consume(args, {})
@@ -271,12 +275,12 @@ class Jitted:
         if program is None or any(isinstance(x, Tracer) for x in arrays):
             # Inside another transform: replay op by op so that transform records it.
             return _replay(graph, arrays)
-        # Raw arrays are copied, as Tensors made from them would be: a caller that reuses
-        # its buffer must not see it in (possibly aliasing) outputs.
-        datas = [
-            x._data if isinstance(x, Tensor) else x if type(x) in _TRACED_SCALARS else x.copy()
-            for x in arrays
+        datas = [x._data if isinstance(x, Tensor) else x for x in arrays]
+        raw = [
+            i for i, x in enumerate(arrays)
+            if not isinstance(x, Tensor) and type(x) not in _TRACED_SCALARS
         ]
+        _private(datas, raw, program)
         build_out = _output_builder(graph.out_tree)
         if fast_key is not None:
             self._fast[fast_key] = (program, build_out)
@@ -543,6 +547,17 @@ def _namespace(leaves: list) -> Any:
             continue
         xp = backend.namespace_of(x._data if isinstance(x, Tensor) else x)
     return xp
+
+
+def _private(datas: list, raw: list, program: Program) -> None:
+    """Copy the caller's arrays (at positions ``raw`` of ``datas``, not Tensors) that an output
+    of ``program`` may alias, or that it may write into (donated), as a Tensor made from
+    them would be: a caller that reuses its buffer must never change a returned Tensor.
+    An array whose every output is a new one (``exp(x)``) is read in place: copying a
+    million float32 cost a quarter of the op itself."""
+    for i in raw:
+        if i in program.viewed_inputs:
+            datas[i] = datas[i].copy()
 
 
 def _run(program: Program, datas: list) -> list:

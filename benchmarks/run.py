@@ -14,23 +14,34 @@ between machines):
 5. ``memory``: peak memory (tracemalloc) of ``grad`` through 200 layers of ``tanh(x W)``
    (d 512, batch 64), with and without ``fgrad.checkpoint``, against the bytes of the
    activations reverse mode must keep;
-6. ``rk4``: a 200-step RK4 ``lax.scan`` (2-element state), forward and gradient, with
-   ``jit``'s scans as numpy calls and compiled by numba (``config.cpu_compile``);
+6. ``rk4``: a 200-step RK4 ``lax.scan`` (a 2-element state, and a 64-element one),
+   forward and gradient, with ``jit``'s scans as numpy calls and compiled by numba
+   (``config.cpu_compile``);
 7. ``lstm``: an LSTM (``nn.RNN`` over ``nn.LSTMCell``) over 100 steps, batch 32, hidden
-   128, forward and ``value_and_grad`` under ``jit``, against a hand-written numpy LSTM
-   (forward loop and backpropagation through time);
+   128, forward and ``value_and_grad`` under ``jit`` (the scan as numpy calls, and
+   compiled by numba), against a hand-written numpy LSTM (forward loop and
+   backpropagation through time);
 8. ``fused``: ``jit`` with its elementwise groups compiled by numba (``config.cpu_compile``
    on) and as numpy calls (off), against the numpy floor: exp and tanh of 1e6 float32,
    GELU and layer-norm of (4096, 1024) float32, the digits MLP step and the transformer
    block; rounds of interleaved timing give a range of ratios, and the first call's time
    (tracing plus compiling) is printed.
 
-Peers (PyTorch eager, autograd, JAX jit) are added when they import; only fgrad and numpy
-are needed. Times are the best of several repeats (timeit-style), the variants of a
-workload measured in interleaved rounds so that a change in machine load hits them alike.
-On a loaded machine use ``--cpu-time`` (process CPU time) with one BLAS thread::
+Peers (PyTorch eager, autograd, JAX jit) are added when they import, in every section
+but ``memory``; only fgrad and numpy are needed, and the header says which peers were
+left out. JAX runs the same maths under ``jax.jit`` (``jax.block_until_ready`` before the
+clock stops), float32 or float64 as the fgrad variant. When the run asks for one thread
+(``--threads 1``, or ``OPENBLAS_NUM_THREADS=1`` without ``--threads``) the runner sets
+``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1`` before
+importing jax, so XLA computes on one thread too. Times are the best of several repeats
+(timeit-style), the variants of a workload measured in interleaved rounds so that a
+change in machine load hits them alike. On a loaded machine use ``--cpu-time`` (process
+CPU time) with one BLAS thread::
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/run.py --cpu-time
+
+``--cpu-compile on|off`` sets ``fgrad.config.cpu_compile`` for the whole run (the
+``rk4``, ``lstm`` and ``fused`` sections time both settings whatever it says).
 
 Usage:
     python benchmarks/run.py                  # everything, a few minutes
@@ -68,6 +79,11 @@ SECTIONS = ("op", "mlp", "transformer", "hvp", "memory", "rk4", "lstm", "fused")
 # Performance targets (ratios to the numpy floor in the same run; benchmarks/README.md).
 TARGETS = {"mlp": 1.2, "transformer": 0.8}
 MEMORY_TARGET = 1.3
+# Issue 16's (the numba backend): jit with cpu_compile on, best round of the fused section,
+# at most this ratio to the floor; the RK4 gradient within RK4_JAX of JAX's jit and
+# RK4_SPEEDUP times faster than jit running the scan as numpy calls.
+FUSED_TARGETS = {"mlp": 0.5, "transformer": 0.7, "exp": 0.45, "tanh": 0.45}
+RK4_JAX, RK4_SPEEDUP = 2.0, 20.0
 
 
 # ------------------------------------------------------------------------ timing
@@ -264,8 +280,11 @@ def _np_lstm_value_and_grad(x, wi, wh, b):
 
 def lstm_workload(tiny: bool = False, peer_libs: dict | None = None) -> workloads.Workload:
     """An LSTM over 100 steps, batch 32, input and hidden 128 (float32): the forward pass,
-    and ``value_and_grad`` of ``mean(ys ** 2)`` in the cell's parameters."""
+    and ``value_and_grad`` of ``mean(ys ** 2)`` in the cell's parameters; fgrad's jit with
+    the scan as numpy calls and (numba installed) compiled, and JAX's jit of the same cell
+    over ``jax.lax.scan``."""
     from fgrad import nn, random
+    from fgrad.transforms import cpu_compile
 
     t_len, batch, d, hidden = (8, 4, 8, 8) if tiny else (100, 32, 128, 128)
     cell = nn.LSTMCell(d, hidden)
@@ -279,30 +298,78 @@ def lstm_workload(tiny: bool = False, peer_libs: dict | None = None) -> workload
         ys, _ = rnn.apply(params, x)
         return fgrad.numpy.mean(ys**2)
 
-    forward = fgrad.jit(lambda params, x: rnn.apply(params, x)[0])
-    value_and_grad = fgrad.jit(fgrad.value_and_grad(loss))
+    def fgrad_variants(on: bool) -> tuple[Callable, Callable]:
+        forward = fgrad.jit(lambda params, x: rnn.apply(params, x)[0])
+        value_and_grad = fgrad.jit(fgrad.value_and_grad(loss))
 
-    def fgrad_vg():
-        value, grads = value_and_grad(params, x)
-        return [np.asarray(value)] + [
-            np.asarray(g) for g in (grads.input_kernel, grads.hidden_kernel, grads.bias)
-        ]
+        def vg():
+            value, grads = value_and_grad(params, x)
+            return [np.asarray(value)] + [
+                np.asarray(g) for g in (grads.input_kernel, grads.hidden_kernel, grads.bias)
+            ]
 
-    variants = [
+        return (workloads._with_cpu_compile(on, lambda: [np.asarray(forward(params, x))]),
+                workloads._with_cpu_compile(on, vg))
+
+    fwd_off, vg_off = fgrad_variants(False)
+    fwds = [
         workloads.Variant("forward: numpy", lambda: [_np_lstm_forward(x_np, wi, wh, b)[0]],
                           note="a Python loop over time"),
-        workloads.Variant("forward: fgrad jit", lambda: [np.asarray(forward(params, x))],
-                          note="nn.RNN: one scan"),
+        workloads.Variant("forward: fgrad jit", fwd_off, note="nn.RNN: one scan"),
+    ]
+    vgs = [
         workloads.Variant("value_and_grad: numpy", lambda: _np_lstm_value_and_grad(x_np, wi, wh, b),
                           note="BPTT by hand"),
-        workloads.Variant("value_and_grad: fgrad jit", fgrad_vg),
+        workloads.Variant("value_and_grad: fgrad jit", vg_off),
     ]
+    if cpu_compile.available() and not tiny:
+        fwd_on, vg_on = fgrad_variants(True)
+        fwds.append(workloads.Variant("forward: fgrad jit + numba", fwd_on, note="cpu_compile"))
+        vgs.append(workloads.Variant("value_and_grad: fgrad jit + numba", vg_on, note="cpu_compile"))
+    jax = (peer_libs or {}).get("jax")
+    if jax is not None:
+        jax_fwd, jax_vg = _jax_lstm(jax, wi, wh, b, x_np)
+        fwds.append(workloads.Variant("forward: jax jit", jax_fwd, note="jax.lax.scan"))
+        vgs.append(workloads.Variant("value_and_grad: jax jit", jax_vg))
     return workloads.Workload(
         "lstm",
         f"LSTM (nn.RNN over nn.LSTMCell), {t_len} steps, batch {batch}, input {d}, hidden "
         f"{hidden}, float32 (groups: forward, value_and_grad)",
-        variants,
+        fwds + vgs,
     )
+
+
+def _jax_lstm(jax, wi, wh, b, x) -> tuple[Callable, Callable]:
+    """The LSTM of :func:`lstm_workload` in JAX (the input projection of all steps as one
+    product, then ``jax.lax.scan`` over ``h @ wh`` and the gates): forward and
+    ``value_and_grad`` of ``mean(ys ** 2)`` in ``(wi, wh, b)``, jitted."""
+    import jax.numpy as jnp
+
+    def forward(wi, wh, b, x):
+        t_len, batch, _ = x.shape
+        hidden = wh.shape[0]
+        xz = (x.reshape(t_len * batch, -1) @ wi + b).reshape(t_len, batch, 4 * hidden)
+
+        def step(carry, z_t):
+            h, c = carry
+            z = z_t + h @ wh
+            i, f, g, o = jnp.split(z, 4, axis=-1)  # PyTorch's gate order, as nn.LSTMCell
+            c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+            h = jax.nn.sigmoid(o) * jnp.tanh(c)
+            return (h, c), h
+
+        zeros = jnp.zeros((batch, hidden), x.dtype)
+        return jax.lax.scan(step, (zeros, zeros), xz)[1]
+
+    fwd = jax.jit(forward)
+    vg = jax.jit(jax.value_and_grad(lambda w: jnp.mean(forward(*w, x) ** 2)))
+    jw, jx = [jnp.asarray(a) for a in (wi, wh, b)], jnp.asarray(x)
+
+    def run_vg():
+        value, grads = jax.block_until_ready(vg(jw))
+        return [np.asarray(value)] + [np.asarray(g) for g in grads]
+
+    return lambda: [np.asarray(jax.block_until_ready(fwd(*jw, jx)))], run_vg
 
 
 workloads.WORKLOADS.setdefault("lstm", lstm_workload)
@@ -344,9 +411,9 @@ def run_memory(args, libs) -> dict:
 
 
 def _fused_cases(tiny: bool) -> list:
-    """(name, numpy floor, fgrad function, args) of the elementwise rows of ``fused``."""
-    import fgrad.numpy as fnp
-
+    """(name, function, args) of the elementwise rows of ``fused``: each function
+    ``f(xp, *xs)`` is written once over a numpy-like namespace (numpy for the floor,
+    fgrad.numpy, jax.numpy)."""
     rng = np.random.default_rng(0)
     n, shape = (4096, (64, 128)) if tiny else (1_000_000, (4096, 1024))
     v = rng.standard_normal(n).astype(np.float32)
@@ -354,26 +421,27 @@ def _fused_cases(tiny: bool) -> list:
     gain, bias = (rng.standard_normal(shape[-1]).astype(np.float32) for _ in range(2))
     c, a, eps = np.float32(np.sqrt(2.0 / np.pi)), np.float32(0.044715), np.float32(1e-5)
 
-    def gelu_np(x):
-        return np.float32(0.5) * x * (np.float32(1) + np.tanh(c * (x + a * x * x * x)))
+    def gelu(xp, x):  # the tanh form; Python floats are weak: float32 throughout
+        return 0.5 * x * (1.0 + xp.tanh(c * (x + a * x * x * x)))
 
-    def gelu(x):
-        return 0.5 * x * (1.0 + fnp.tanh(c * (x + a * x * x * x)))
-
-    def ln_np(x, g, b):
-        d = x - x.mean(-1, keepdims=True)
-        return d / np.sqrt((d * d).mean(-1, keepdims=True) + eps) * g + b
-
-    def ln(x, g, b):
-        d = x - fnp.mean(x, axis=-1, keepdims=True)
-        return d / fnp.sqrt(fnp.mean(d * d, axis=-1, keepdims=True) + eps) * g + b
+    def ln(xp, x, g, b):
+        d = x - xp.mean(x, axis=-1, keepdims=True)
+        return d / xp.sqrt(xp.mean(d * d, axis=-1, keepdims=True) + eps) * g + b
 
     return [
-        (f"exp f32[{n}]", np.exp, fnp.exp, (v,)),
-        (f"tanh f32[{n}]", np.tanh, fnp.tanh, (v,)),
-        (f"gelu f32{list(shape)}", gelu_np, gelu, (x,)),
-        (f"layer-norm f32{list(shape)}", ln_np, ln, (x, gain, bias)),
+        (f"exp f32[{n}]", lambda xp, v: xp.exp(v), (v,)),
+        (f"tanh f32[{n}]", lambda xp, v: xp.tanh(v), (v,)),
+        (f"gelu f32{list(shape)}", gelu, (x,)),
+        (f"layer-norm f32{list(shape)}", ln, (x, gain, bias)),
     ]
+
+
+def _jax_case(jax, f: Callable, xs: tuple) -> Callable:
+    """``f(jax.numpy, *xs)`` under ``jax.jit``, as a variant (results as numpy arrays)."""
+    import jax.numpy as jnp
+
+    jf, jxs = jax.jit(lambda *a: f(jnp, *a)), [jnp.asarray(x) for x in xs]
+    return lambda: [np.asarray(jax.block_until_ready(jf(*jxs)))]
 
 
 def _first_call(on: bool, fn: Callable) -> tuple[Callable, float, list]:
@@ -390,7 +458,8 @@ def _first_call(on: bool, fn: Callable) -> tuple[Callable, float, list]:
 
 
 def run_fused(args, libs) -> dict:
-    """jit with numba-fused elementwise groups (on) and without (off), against numpy."""
+    """jit with numba-fused elementwise groups (on) and without (off), against numpy, and
+    JAX's jit when it imports."""
     from fgrad.transforms import cpu_compile
 
     if not cpu_compile.available():
@@ -399,37 +468,61 @@ def run_fused(args, libs) -> dict:
     import llvmlite
     import numba
 
+    import fgrad.numpy as fnp
+
+    jax = libs.get("jax")
     print(f"  numba {numba.__version__}, llvmlite {llvmlite.__version__}; kernels cached in "
-          f"{cpu_compile._cache_dir()}")
+          f"{cpu_compile._cache_dir()}"
+          + (f"; jax {jax.__version__}" if jax is not None else "; jax not installed: no JAX column"))
     rows = []
-    for name, floor, f, xs in _fused_cases(args.tiny):
-        on, off = fgrad.jit(f), fgrad.jit(lambda *a, f=f: f(*a))
-        rows.append((name, lambda floor=floor, xs=xs: [floor(*xs)],
+    for name, f, xs in _fused_cases(args.tiny):
+        on = fgrad.jit(lambda *a, f=f: f(fnp, *a))
+        off = fgrad.jit(lambda *a, f=f: f(fnp, *a))
+        rows.append((name, lambda f=f, xs=xs: [f(np, *xs)],
                      lambda on=on, xs=xs: [np.asarray(on(*xs))],
-                     lambda off=off, xs=xs: [np.asarray(off(*xs))], 1e-5))
+                     lambda off=off, xs=xs: [np.asarray(off(*xs))],
+                     None if jax is None else _jax_case(jax, f, xs), 1e-5))
     for name in ("mlp", "transformer"):
         wl_on, wl_off = (workloads.WORKLOADS[name](args.tiny, {}) for _ in range(2))
         pick = {v.name: v.run for v in wl_on.variants}, {v.name: v.run for v in wl_off.variants}
-        rows.append((name, pick[0]["numpy"], pick[0]["fgrad jit"], pick[1]["fgrad jit"], wl_on.rtol))
+        jax_run = None
+        if jax is not None:
+            peers = workloads.WORKLOADS[name](args.tiny, {"jax": jax}).variants
+            jax_run = next(v.run for v in peers if v.name == "jax jit")
+        rows.append((name, pick[0]["numpy"], pick[0]["fgrad jit"], pick[1]["fgrad jit"], jax_run,
+                     wl_on.rtol))
     found: dict = {}
     rounds = 2 if args.quick else 4
-    print(f"  {'workload':28s} {'numpy':>11s} {'first call on / off':>21s} "
-          f"{'jit on / floor':>16s} {'jit off / floor':>16s}")
-    for name, floor, on, off, rtol in rows:
+    print(f"  {'workload':28s} {'numpy':>11s} {'first call on / off / jax':>26s} "
+          f"{'jit on / floor':>16s} {'jit off / floor':>16s} {'jax / floor':>14s}")
+    for name, floor, on, off, jax_run, rtol in rows:
         want = floor()
         _, t_on, got_on = _first_call(True, on)
         _, t_off, got_off = _first_call(False, off)
-        _check([workloads.Variant("numpy", floor), workloads.Variant("on", on),
-                workloads.Variant("off", off)], [want, got_on, got_off], rtol)
-        ratios_on, ratios_off, floors = [], [], []
+        runs, results = [floor, on, off], [want, got_on, got_off]
+        t_jax = float("nan")
+        if jax_run is not None:
+            start = time.perf_counter()
+            results.append(jax_run())  # JAX traces and compiles on its first call
+            t_jax = time.perf_counter() - start
+            runs.append(jax_run)
+        _check([workloads.Variant(k, r) for k, r in zip(("numpy", "on", "off", "jax"), runs)],
+               results, rtol)
+        ratios: dict = {"on": [], "off": [], "jax": []}
+        floors = []
         for _ in range(rounds):
-            t_floor, t_jon, t_joff = best_times([floor, on, off], args)
-            floors.append(t_floor)
-            ratios_on.append(t_jon / t_floor)
-            ratios_off.append(t_joff / t_floor)
-        found[name] = {"on": ratios_on, "off": ratios_off, "first on": t_on, "first off": t_off}
-        print(f"  {name:28s} {_fmt_time(min(floors))} {t_on:9.2f} s / {t_off:5.2f} s "
-              f"{min(ratios_on):7.2f}-{max(ratios_on):<7.2f} {min(ratios_off):7.2f}-{max(ratios_off):<7.2f}")
+            times = best_times(runs, args)
+            floors.append(times[0])
+            for key, t in zip(("on", "off", "jax"), times[1:]):
+                ratios[key].append(t / times[0])
+        found[name] = {**ratios, "floor": min(floors), "first on": t_on, "first off": t_off,
+                       "first jax": t_jax}
+
+        def span(rs):
+            return f"{min(rs):6.2f}-{max(rs):<6.2f}" if rs else f"{'-':>13s}"
+
+        print(f"  {name:28s} {_fmt_time(min(floors))} {t_on:7.2f} / {t_off:5.2f} / {t_jax:5.2f} s"
+              f"   {span(ratios['on'])}   {span(ratios['off'])}   {span(ratios['jax'])}")
     return found
 
 
@@ -470,6 +563,26 @@ def _set_threads(n: int | None, libs: dict) -> str:
     if torch is not None:
         torch.set_num_threads(n or os.cpu_count() or 1)
     return "; ".join(said)
+
+
+# One thread for XLA's CPU client, as issue 16 measured JAX: no Eigen thread pool for its
+# kernels, one intra-op thread. XLA reads XLA_FLAGS once, when jax is first imported.
+_XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
+def _pin_xla(threads: int | None) -> str:
+    """Set ``XLA_FLAGS`` for one thread when the run asks for one (``--threads 1``, or
+    ``OPENBLAS_NUM_THREADS=1`` without ``--threads``), before jax is imported; what was
+    done, for the header line."""
+    one = threads == 1 if threads is not None else os.environ.get("OPENBLAS_NUM_THREADS") == "1"
+    if not one:
+        return ""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if _XLA_ONE_THREAD not in flags:
+        if "jax" in sys.modules:
+            return "XLA not pinned to one thread: jax was imported before the runner"
+        os.environ["XLA_FLAGS"] = f"{flags} {_XLA_ONE_THREAD}".strip()
+    return f"XLA_FLAGS={os.environ['XLA_FLAGS']}"
 
 
 def _versus(label: str, ours: float, theirs: float) -> str:
@@ -527,9 +640,35 @@ def summary(found: dict) -> None:
             lines.append(
                 f"  memory {name}: peak / kept = {ratio:.2f} (target <= {MEMORY_TARGET}): {met}"
             )
+    lines += _issue16_lines(found)
     if lines:
         print("== targets (benchmarks/README.md)")
         print("\n".join(lines))
+
+
+def _issue16_lines(found: dict) -> list[str]:
+    """Issue 16's targets (``FUSED_TARGETS``, ``RK4_JAX``, ``RK4_SPEEDUP``) this run meets."""
+    lines = []
+    for row, r in (found.get("fused") or {}).items():
+        limit = FUSED_TARGETS.get(row.split()[0])
+        if limit is not None and r["on"]:
+            met = "met" if min(r["on"]) <= limit else "NOT met"
+            jax = f"; jax jit {min(r['jax']):.2f}" if r["jax"] else ""
+            lines.append(f"  {row} jit + numba / numpy floor = {min(r['on']):.2f} (target <= "
+                         f"{limit}{jax}): {met}")
+    rk = found.get("rk4") or {}
+    for tag in ("", " (64)"):
+        ours, jax = rk.get(f"grad{tag}: fgrad jit + numba"), rk.get(f"grad{tag}: jax jit")
+        plain = rk.get(f"grad{tag}: fgrad jit")
+        if ours and jax:
+            met = "met" if ours <= RK4_JAX * jax else "NOT met"
+            lines.append(f"  rk4 grad{tag} jit + numba / jax jit = {ours / jax:.2f} (target <= "
+                         f"{RK4_JAX}): {met}")
+        if ours and plain:
+            met = "met" if plain >= RK4_SPEEDUP * ours else "NOT met"
+            lines.append(f"  rk4 grad{tag} jit (numpy calls) / jit + numba = {plain / ours:.0f} "
+                         f"(target >= {RK4_SPEEDUP:.0f}): {met}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -564,20 +703,41 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--tiny", action="store_true", help="tiny problem sizes (the test suite)")
     parser.add_argument("--no-peers", action="store_true", help="leave PyTorch, autograd, JAX out")
+    parser.add_argument(
+        "--cpu-compile",
+        choices=("on", "off"),
+        default=None,
+        help="fgrad.config.cpu_compile for the whole run (default: fgrad's, on); the rk4, "
+        "lstm and fused sections time both settings side by side whatever this says",
+    )
     args = parser.parse_args(argv)
 
+    xla = "" if args.no_peers else _pin_xla(args.threads)
     libs = {} if args.no_peers else workloads.peers()
-    threads = _set_threads(args.threads, libs)
+    threads = "; ".join(filter(None, [_set_threads(args.threads, libs), xla]))
     if args.tune_malloc:
         threads = "; ".join(filter(None, [threads, _tune_malloc()]))
+    before = fgrad.config.cpu_compile
+    if args.cpu_compile is not None:
+        fgrad.config.cpu_compile = args.cpu_compile == "on"
     print("\n".join(op_overhead.machine_info()))
     versions = ", ".join(f"{k} {getattr(m, '__version__', '?')}" for k, m in libs.items())
+    missing = [] if args.no_peers else [k for k in workloads.PEERS if k not in libs]
     print(
         f"peers: {versions or 'none'}"
-        f"; clock: {'process CPU time' if args.cpu_time else 'wall time'}"
+        + (f" ({', '.join(missing)} not importable: left out)" if missing else "")
+        + f"; clock: {'process CPU time' if args.cpu_time else 'wall time'}"
         f"; OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}"
+        f"; fgrad.config.cpu_compile={fgrad.config.cpu_compile}"
         + (f"; {threads}" if threads else "")
     )
+    try:
+        return _run_sections(args, libs)
+    finally:
+        fgrad.config.cpu_compile = before
+
+
+def _run_sections(args, libs) -> dict:
     found = {}
     for name in args.only:
         print(f"\n== {name}")

@@ -55,10 +55,13 @@ def _try_import(name: str) -> Any:
         return None
 
 
+PEERS = ("torch", "autograd", "jax")
+
+
 def peers() -> dict[str, Any]:
-    """The peer libraries that import here: name -> module."""
+    """The peer libraries (of :data:`PEERS`) that import here: name -> module."""
     found = {}
-    for name in ("torch", "autograd", "jax"):
+    for name in PEERS:
         mod = _try_import(name)
         if mod is not None:
             found[name] = mod
@@ -681,88 +684,117 @@ def _rk4_loss(xp: Any, scan: Callable, n: int, dt: float) -> Callable:
 
 
 def rk4(tiny: bool = False, peer_libs: dict | None = None) -> Workload:
-    """A 200-step RK4 ``lax.scan`` of a damped pendulum (2-element state), forward and the
-    gradient of ``sum(theta_t^2) + sum(y_T)`` in its two parameters (float64).
+    """A 200-step RK4 ``lax.scan`` of damped pendulums, forward and the gradient of
+    ``sum(theta_t^2) + sum(y_T)`` in their two shared parameters (float64), for two state
+    sizes: one pendulum (state ``(2,)``) and 32 (state ``(2, 32)``, 64 elements).
 
     The numpy floors are Python loops: the forward solve, and for the gradient the forward
     sensitivities ``dy/dp`` carried beside the state (the Jacobians of the right-hand side
-    written by hand). fgrad's ``jit`` runs the scan as numpy calls, and with
-    ``fgrad.config.cpu_compile`` (numba installed) as one compiled loop.
+    written by hand, elementwise over the pendulums). fgrad's ``jit`` runs the scan as
+    numpy calls, and with ``fgrad.config.cpu_compile`` (numba installed) as one compiled
+    loop; JAX's ``jit`` runs ``jax.lax.scan`` of the same step.
     """
     n, dt = (20 if tiny else 200), 0.01
-    y0_np, p_np = np.array([1.0, 0.0]), np.array([9.8, 0.1])
+    p_np = np.array([9.8, 0.1])
+    from fgrad.transforms import cpu_compile
 
-    def f_np(y, p):
-        return np.array([y[1], -p[0] * np.sin(y[0]) - p[1] * y[1]])
-
-    def jac_np(y, p):  # d f / d y and d f / d p
-        return (
-            np.array([[0.0, 1.0], [-p[0] * np.cos(y[0]), -p[1]]]),
-            np.array([[0.0, 0.0], [-np.sin(y[0]), -y[1]]]),
+    numba = cpu_compile.available() and not tiny
+    jax = (peer_libs or {}).get("jax")
+    loss = _rk4_loss(fnp, lax.scan, n, dt)
+    if jax is not None:
+        jnp = importlib.import_module("jax.numpy")
+        jloss = _rk4_loss(jnp, importlib.import_module("jax.lax").scan, n, dt)
+    variants = []
+    counts = (1, 4) if tiny else (1, 32)
+    for pendulums in counts:
+        # one pendulum: state (2,); more: (2, pendulums), angles spread over [0.2, 1.5]
+        y0_np = np.array([1.0, 0.0]) if pendulums == 1 else np.stack(
+            [np.linspace(0.2, 1.5, pendulums), np.zeros(pendulums)]
         )
+        size = y0_np.size
+        fwd_np, grad_np = _rk4_numpy(y0_np, p_np, n, dt)
+        y0, p = fnp.asarray(y0_np), fnp.asarray(p_np)
+        fwd, grad = fgrad.jit(loss), fgrad.jit(fgrad.grad(loss, argnums=1))
+        tag = "" if size == 2 else f" ({size})"
+        fwds = [
+            Variant(f"forward{tag}: numpy", fwd_np, note="a Python loop"),
+            Variant(f"forward{tag}: fgrad jit",
+                    _with_cpu_compile(False, lambda fwd=fwd, y0=y0, p=p: [_to_numpy(fwd(y0, p))])),
+        ]
+        grads = [
+            Variant(f"grad{tag}: numpy", grad_np, note="forward sensitivities by hand"),
+            Variant(f"grad{tag}: fgrad jit",
+                    _with_cpu_compile(False, lambda grad=grad, y0=y0, p=p: [_to_numpy(grad(y0, p))])),
+        ]
+        if numba:
+            fwd_c, grad_c = fgrad.jit(loss), fgrad.jit(fgrad.grad(loss, argnums=1))
+            fwds.append(Variant(
+                f"forward{tag}: fgrad jit + numba", note="cpu_compile",
+                run=_with_cpu_compile(True, lambda f=fwd_c, y0=y0, p=p: [_to_numpy(f(y0, p))])))
+            grads.append(Variant(
+                f"grad{tag}: fgrad jit + numba", note="cpu_compile",
+                run=_with_cpu_compile(True, lambda g=grad_c, y0=y0, p=p: [_to_numpy(g(y0, p))])))
+        if jax is not None:
+            jf, jg = jax.jit(jloss), jax.jit(jax.grad(jloss, argnums=1))
+            jy0, jp = jnp.asarray(y0_np), jnp.asarray(p_np)
+            fwds.append(Variant(f"forward{tag}: jax jit",
+                                lambda jf=jf, a=jy0, b=jp: [np.asarray(jf(a, b).block_until_ready())]))
+            grads.append(Variant(f"grad{tag}: jax jit",
+                                 lambda jg=jg, a=jy0, b=jp: [np.asarray(jg(a, b).block_until_ready())]))
+        variants += fwds + grads
+    return Workload(
+        "rk4",
+        f"RK4 lax.scan, {n} steps of damped pendulums, float64 (groups: forward and grad of "
+        f"a 2-element state, then of a {2 * counts[1]}-element one: {counts[1]} pendulums)",
+        variants,
+        rtol=1e-9,
+    )
 
-    def np_forward():
-        y, total = y0_np, 0.0
+
+def _rk4_numpy(y0: np.ndarray, p: np.ndarray, n: int, dt: float) -> tuple[Callable, Callable]:
+    """The numpy floors of :func:`rk4` for the state ``y0`` (``(2,)`` or ``(2, m)``):
+    the forward loss, and its gradient in ``p`` by forward sensitivities ``S = dy/dp``
+    (``(2, 2)`` or ``(2, 2, m)``: state row, parameter, pendulum), stepped with the state
+    by the same RK4 stages: ``dS/dt = (df/dy) S + df/dp``."""
+
+    def f(y):
+        return np.stack([y[1], -p[0] * np.sin(y[0]) - p[1] * y[1]])
+
+    def f_sens(y, sens):  # (df/dy) S + df/dp, written out for df/dy = [[0, 1], [-p0 cos y0, -p1]]
+        dp = np.stack([np.zeros_like(y[0]), np.zeros_like(y[0]), -np.sin(y[0]), -y[1]])
+        dp = dp.reshape((2, 2) + y[0].shape)
+        return np.stack([sens[1], -p[0] * np.cos(y[0]) * sens[0] - p[1] * sens[1]]) + dp
+
+    def total(a):
+        return a.reshape(a.shape[0], -1).sum(axis=1) if a.ndim > 1 else a
+
+    def forward():
+        y, acc = y0, 0.0
         for _ in range(n):
-            k1 = f_np(y, p_np)
-            k2 = f_np(y + 0.5 * dt * k1, p_np)
-            k3 = f_np(y + 0.5 * dt * k2, p_np)
-            k4 = f_np(y + dt * k3, p_np)
+            k1 = f(y)
+            k2 = f(y + 0.5 * dt * k1)
+            k3 = f(y + 0.5 * dt * k2)
+            k4 = f(y + dt * k3)
             y = y + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
-            total += y[0] ** 2
-        return [np.asarray(total + y.sum())]
+            acc += np.sum(y[0] ** 2)
+        return [np.asarray(acc + y.sum())]
 
-    def np_grad():
-        y, sens, g = y0_np, np.zeros((2, 2)), np.zeros(2)
+    def grad():
+        y, sens, g = y0, np.zeros((2, 2) + y0.shape[1:]), np.zeros(2)
         for _ in range(n):
             ys, ss, ks, kss = [y], [sens], [], []
             for c in (0.5, 0.5, 1.0, None):
-                jy, jp = jac_np(ys[-1], p_np)
-                ks.append(f_np(ys[-1], p_np))
-                kss.append(jy @ ss[-1] + jp)
+                ks.append(f(ys[-1]))
+                kss.append(f_sens(ys[-1], ss[-1]))
                 if c is not None:
                     ys.append(y + c * dt * ks[-1])
                     ss.append(sens + c * dt * kss[-1])
             y = y + dt / 6.0 * (ks[0] + 2 * ks[1] + 2 * ks[2] + ks[3])
             sens = sens + dt / 6.0 * (kss[0] + 2 * kss[1] + 2 * kss[2] + kss[3])
-            g += 2.0 * y[0] * sens[0]
-        return [g + sens.sum(axis=0)]
+            g += total(2.0 * y[0] * sens[0])
+        return [g + total(sens.sum(axis=0))]
 
-    loss = _rk4_loss(fnp, lax.scan, n, dt)
-
-    y0, p = fnp.asarray(y0_np), fnp.asarray(p_np)
-    fwd = fgrad.jit(loss)
-    grad = fgrad.jit(fgrad.grad(loss, argnums=1))
-    variants = [
-        Variant("forward: numpy", np_forward, note="a Python loop"),
-        Variant("forward: fgrad jit", _with_cpu_compile(False, lambda: [_to_numpy(fwd(y0, p))])),
-    ]
-    grads = [
-        Variant("grad: numpy", np_grad, note="forward sensitivities by hand"),
-        Variant("grad: fgrad jit", _with_cpu_compile(False, lambda: [_to_numpy(grad(y0, p))])),
-    ]
-    from fgrad.transforms import cpu_compile
-
-    if cpu_compile.available() and not tiny:
-        fwd_c, grad_c = fgrad.jit(loss), fgrad.jit(fgrad.grad(loss, argnums=1))
-        variants.append(Variant("forward: fgrad jit + numba", _with_cpu_compile(True, lambda: [_to_numpy(fwd_c(y0, p))]), note="cpu_compile"))
-        grads.append(Variant("grad: fgrad jit + numba", _with_cpu_compile(True, lambda: [_to_numpy(grad_c(y0, p))]), note="cpu_compile"))
-    jax = (peer_libs or {}).get("jax")
-    if jax is not None:
-        jnp = importlib.import_module("jax.numpy")
-        jax_lax = importlib.import_module("jax.lax")
-
-        jloss = _rk4_loss(jnp, jax_lax.scan, n, dt)
-        jf, jg = jax.jit(jloss), jax.jit(jax.grad(jloss, argnums=1))
-        jy0, jp = jnp.asarray(y0_np), jnp.asarray(p_np)
-        variants.append(Variant("forward: jax jit", lambda: [np.asarray(jf(jy0, jp).block_until_ready())]))
-        grads.append(Variant("grad: jax jit", lambda: [np.asarray(jg(jy0, jp).block_until_ready())]))
-    return Workload(
-        "rk4",
-        f"RK4 lax.scan, {n} steps of a 2-element pendulum state, float64 (groups: forward, grad)",
-        variants + grads,
-        rtol=1e-9,
-    )
+    return forward, grad
 
 
 WORKLOADS: dict[str, Callable] = {

@@ -3,6 +3,7 @@ agree with the numpy floor. No timing is asserted (speed is a benchmark, never a
 
 import importlib.util
 import pathlib
+import re
 import sys
 
 import pytest
@@ -34,3 +35,25 @@ def test_runner_section_runs_on_tiny_sizes(run_module, section, capsys):
         assert "hvp / grad" in out
     if section == "memory":
         assert set(found["memory"]["peaks"]) >= {"numpy", "fgrad eager", "fgrad jit"}
+    if importlib.util.find_spec("jax") is not None:  # JAX's rows ran and matched the floor
+        if section in ("mlp", "transformer", "lstm"):
+            assert any(name.endswith("jax jit") for name in found[section])
+        if section == "rk4":
+            assert {"grad: jax jit", "grad (8): jax jit"} <= set(found[section])
+        if section == "fused":
+            assert all(row["jax"] for row in found[section].values())
+
+
+def test_jax_rows_are_left_out_when_jax_does_not_import(run_module, monkeypatch, capsys):
+    real = run_module.workloads._try_import
+    monkeypatch.setattr(
+        run_module.workloads, "_try_import", lambda name: None if name == "jax" else real(name)
+    )
+    found = run_module.main(["--quick", "--tiny", "--only", "mlp", "rk4", "lstm", "fused"])
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("peers:"))
+    assert re.search(r"\(([^)]*\b)?jax not importable: left out\)", header), header
+    for section in ("mlp", "rk4", "lstm"):
+        assert {"numpy", "fgrad jit"} & {n.split(": ")[-1] for n in found[section]}
+        assert not [name for name in found[section] if "jax" in name]
+    assert found["fused"] and all(row["jax"] == [] for row in found["fused"].values())
+

@@ -13,9 +13,18 @@ pytest.importorskip("numba")
 
 @pytest.mark.parametrize("qtype", ["Q4_1", "Q8_0"])
 @pytest.mark.parametrize("rows", [1, 3])
-def test_the_block_product_equals_dequantize_then_matmul(qtype, rows, monkeypatch):
+@pytest.mark.parametrize("out_f", [40, 41])  # Q4_1 takes rows in pairs: an odd last one
+@pytest.mark.parametrize("parallel", [False, True])
+def test_the_block_product_equals_dequantize_then_matmul(qtype, rows, out_f, parallel, monkeypatch):
+    import numba
+
     rng = np.random.default_rng(1)
-    out_f, in_f = 40, 96
+    in_f = 96
+    if parallel:  # every size takes the chunked prange loop (one chunk per thread)
+        monkeypatch.setattr(_qmv_numba, "PARALLEL_MIN", 0)
+        if numba.config.NUMBA_NUM_THREADS < 2:
+            pytest.skip("one numba thread")
+        monkeypatch.setattr(numba, "get_num_threads", lambda: 3)  # more chunks than pairs too
     blocks = quants.random_blocks(rng, qtype, out_f * in_f // 32).reshape(out_f, in_f // 32, -1)
     x = rng.standard_normal((rows, in_f)).astype(np.float32)
     w = quants.dequantize(blocks.reshape(-1, blocks.shape[-1]), qtype).reshape(out_f, in_f)
@@ -32,3 +41,20 @@ def test_the_block_product_equals_dequantize_then_matmul(qtype, rows, monkeypatc
 def test_other_types_and_many_rows_take_the_chunked_path():
     assert _qmv_numba.matvec("Q4_K") is None
     assert _qmv_numba.MAX_ROWS < 200  # a prefill's rows go through BLAS
+
+
+def test_python_threads_at_once_get_the_same_values(monkeypatch):
+    # numba's workqueue layer must not run two parallel kernels at once: a call that finds
+    # one running takes the serial loop. Either way the values are the same.
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(_qmv_numba, "PARALLEL_MIN", 0)
+    rng = np.random.default_rng(2)
+    blocks = quants.random_blocks(rng, "Q4_1", 64 * 8).reshape(64, 8, -1)
+    xs = [rng.standard_normal((1, 256)).astype(np.float32) for _ in range(16)]
+    mv = _qmv_numba.matvec("Q4_1")
+    want = [mv(x, blocks) for x in xs]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda x: mv(x, blocks), xs * 4))
+    for i, g in enumerate(got):
+        np.testing.assert_array_equal(g, want[i % 16])

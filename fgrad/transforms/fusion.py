@@ -730,7 +730,10 @@ def _cupy_kernel(xp: Any, group: ElementwiseGroup) -> Callable:
 
 
 def fuse_graph(
-    graph: Graph, make_kernel: Callable = numpy_kernel, constant: Callable | None = None
+    graph: Graph,
+    make_kernel: Callable = numpy_kernel,
+    constant: Callable | None = None,
+    min_size: int = 2,
 ) -> Graph:
     """``graph`` with each of its :func:`elementwise_groups` replaced by one Node.
 
@@ -745,6 +748,8 @@ def fuse_graph(
         make_kernel: makes the kernel of a group (default: the numpy rendering).
         constant: applied once to each constant array the kernels read (to move it to
             the kernels' device).
+        min_size: the fewest Nodes of a group offered to ``make_kernel`` (1: single
+            Nodes too, where ``make_kernel`` decides).
 
     Returns:
         A Graph with the same inputs and outputs, or ``graph`` itself when nothing fuses.
@@ -755,7 +760,7 @@ def fuse_graph(
         >>> [n.op.name for n in fuse_graph(g).nodes]
         ['fused_elementwise', 'sum']
     """
-    kernels = [(g, make_kernel(g)) for g in elementwise_groups(graph)]
+    kernels = [(g, make_kernel(g)) for g in elementwise_groups(graph, min_size)]
     groups = [g for g, kernel in kernels if kernel is not None]  # None: leave it unfused
     if not groups:
         return graph

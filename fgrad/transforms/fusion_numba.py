@@ -22,9 +22,12 @@ special values). The other math functions are numba's (libm), arithmetic rounds 
 separate ufuncs do (no contraction into fused multiply-adds), and division by zero gives
 numpy's infinities.
 
-Each kernel is compiled twice from one source, as a serial loop and, for groups of at
-least :data:`PARALLEL_SIZE` elements, a ``parallel=True`` one whose ``prange`` runs over the
-rows (or, for few rows, over chunks of each row) on numba's threads. A process-wide lock,
+Each kernel is compiled from one source as a serial loop and, for groups of at least
+:data:`PARALLEL_SIZE` elements, also as a ``parallel=True`` one whose ``prange`` runs
+over the rows (or, for few rows, over chunks of each row) on numba's threads. Where a
+group has both, each call runs the one that has been faster lately (the other is re-timed
+every 32nd call): on the shared machine threads halve a loop's time when the second core
+is idle and slow it down when another process holds that core. A process-wide lock,
 taken without waiting, admits one thread at a time to the parallel loops; a thread that
 finds it held runs the serial loop: numba's ``workqueue`` threading layer (its default
 where neither OpenMP nor TBB loads) aborts the process when two threads enter parallel
@@ -36,7 +39,9 @@ runs the serial loop.
 Fusing costs a compile (about 0.1-0.5 s a group, once: kernels are cached on disk keyed by
 the generated source, as ``cpu_compile``'s loops) and a few microseconds a call, so a group
 fuses only where it pays: when it holds enough elements times operations
-(:data:`MIN_WORK`), and never for one op alone (numpy's own loop is as fast). A group
+(:data:`MIN_WORK`), and two ops or more, or one op whose numpy kernel is several passes
+(sigmoid, erf, erfc); one exp, log or tanh alone stays on numpy, whose AVX-512 loop is as
+fast as this module's or faster (see :func:`_pays` for the figures). A group
 that numba cannot compile stays on numpy. ``config.log_compiles`` says what compiled, what
 came from the disk cache and what stayed on numpy, and why.
 
@@ -73,16 +78,15 @@ group below it stays on numpy. Measured on float32: a kernel call costs about 3 
 its loop, a numpy ufunc with ``out=`` about 0.6 us, and two ufuncs over 64 x 256 elements
 take as long as their fused kernel (5 us)."""
 
-PARALLEL_SIZE = 1 << 22
+PARALLEL_SIZE = 1 << 19
 """The fewest elements (of a group's shape) for which a group also gets a parallel kernel
-(numba's threads), used where no other thread is inside one (see :func:`_call`).
-Measured on the shared 2-core machine, parallel over serial, interleaved: with the other
-core idle 0.5-0.8 from (64, 1024) float32 up (GELU, layer-norm's groups); with another
-process busy on it, a parallel loop waits for its descheduled thread: 2-6x slower for
-(512..1024, 1024), 1.0-1.4x for (4096, 1024). So threads only where a serial loop takes
-about 10 ms, where that worst case stays bounded. Elements, not elements x operations:
-the serial loops took 2.5-3 ns an element whether they held 2 ops or 9 (memory traffic
-and the per-row loop, not arithmetic, set their time)."""
+(numba's threads); :class:`_Choice` then runs whichever loop has been faster lately,
+where no other thread is inside a parallel kernel (:func:`_call`). Measured on the shared
+2-core machine, parallel over serial loop, interleaved: with the other core idle 0.5-0.8
+from (64, 1024) float32 up (GELU, layer-norm's groups); with another process busy on it,
+a parallel loop waits for its descheduled thread: 1.1-1.6x for (4096, 1024), and 2-40x
+at (1024, 1024), where a serial loop takes 0.1-1.5 ms. Compiling the parallel loop
+costs about 0.8 s more than the serial one (cold cache), so small groups do without."""
 
 _F32, _F64, _BOOL = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool_)
 _OWN_MATH = frozenset({"exp", "log", "tanh"})  # _math_functions' (the rest: numba's)
@@ -485,18 +489,22 @@ def render_numba(
     src.append("    step = -(-cols // nsplit)")
     src += [f"    {line}" for line in consts]
     src += [f"    x{i} = in{i}[0]" for i, kind in enumerate(kinds) if kind == _ONE]
-    # task t: row t // nsplit, its (t % nsplit)-th column chunk (all of it when nsplit = 1)
+    # task t: row t // nsplit, its (t % nsplit)-th column chunk (all of it when nsplit = 1),
+    # read through slices so that the loop's index starts at 0: numba then drops the
+    # negative-index wraparound that keeps LLVM from vectorising the loop
     src.append("    for t in numba.prange(rows * nsplit):")
     src.append("        r = t // nsplit")
     src.append("        lo = (t - r * nsplit) * step")
     src.append("        hi = min(lo + step, cols)")
     src += [f"        x{i} = in{i}[r]" for i, kind in enumerate(kinds) if kind == _ROWS]
-    src.append("        for c in range(lo, hi):")
-    src += [f"            x{i} = in{i}[r, c]" for i, kind in enumerate(kinds) if kind == _BOTH]
-    src += [f"            x{i} = in{i}[c]" for i, kind in enumerate(kinds) if kind == _COLS]
+    src += [f"        a{i} = in{i}[r, lo:hi]" for i, kind in enumerate(kinds) if kind == _BOTH]
+    src += [f"        a{i} = in{i}[lo:hi]" for i, kind in enumerate(kinds) if kind == _COLS]
+    src += [f"        o{j} = out{j}[r, lo:hi]" for j in range(n_out)]
+    src.append("        for c in range(max(hi - lo, 0)):")
+    src += [f"            x{i} = a{i}[c]" for i, kind in enumerate(kinds) if kind in (_BOTH, _COLS)]
     src += [f"            {line}" for line in body]
     for j, result in enumerate(group.results):
-        src.append(f"            out{j}[r, c] = v{result[1]}")
+        src.append(f"            o{j}[c] = v{result[1]}")
     header = [
         f"{fn}_{dtype.name} = _math[({fn!r}, np.dtype({dtype.name!r}))]"
         for fn, dtype in sorted(em.uses, key=str)
@@ -544,11 +552,26 @@ def _compile(source: str) -> tuple[Any, Any]:
     return module._kernel, module._kernel_parallel
 
 
+# Ops whose numpy kernel is several passes over memory (fgrad's sigmoid: exp, abs, where,
+# a division; erf and erfc: Cody's rational approximations, dozens of ufuncs) and so fuse
+# alone. Measured on 1e6 and 3e4 elements (the shared 2-core machine, one thread,
+# interleaved): the fused loop takes 0.2-0.4x the numpy kernel's time for sigmoid and
+# 0.1-0.3x for erf and erfc, float32 and float64.
+_PAYS_ALONE = frozenset({"sigmoid", "erf", "erfc"})
+
+
 def _pays(group: fusion.ElementwiseGroup) -> str | None:
-    """Why ``group`` should stay on numpy, or None when a fused kernel pays."""
+    """Why ``group`` should stay on numpy, or None when a fused kernel pays.
+
+    A group pays when it holds at least :data:`MIN_WORK` elements x operations and either
+    two ops or more, or one of ``_PAYS_ALONE``. One exp, log or tanh alone does not: on
+    1e6 float32 (the issue's target is 0.45x of ``np.exp``) the serial loop took 0.8-1.1x
+    numpy's time for exp, 1.4-2.5x for log and 1.7-2.8x for tanh (numpy's AVX-512 loops
+    against LLVM's), and the parallel one no less than the serial one with another
+    process on the second core (most of the time on the shared machine)."""
     names = [node.op.name for node in group.nodes]
-    size = int(np.prod(group.shape, dtype=np.int64))
-    if len(names) == 1:  # measured: numpy's SIMD loops match or beat one numba loop
+    size = _size(group)
+    if len(names) == 1 and names[0] not in _PAYS_ALONE:
         return f"one {names[0]} alone is as fast in numpy"
     if size * len(names) < MIN_WORK:
         return f"{size} elements x {len(names)} ops is below MIN_WORK ({MIN_WORK})"
@@ -590,7 +613,8 @@ def numba_kernel(group: fusion.ElementwiseGroup) -> Callable | None:
             first = str(err).splitlines()[0] if str(err) else ""
             why = f"numba could not compile it: {type(err).__name__}: {first}"
     if why is not None:
-        if config.log_compiles:
+        # one small op left alone is not news: only groups, or large single ops
+        if config.log_compiles and (len(group.nodes) > 1 or _size(group) >= MIN_WORK):
             _log.warning("jit: fused group %s runs as numpy calls: %s", what, why)
         return None
     if config.log_compiles:
@@ -618,11 +642,14 @@ def _make(group: fusion.ElementwiseGroup) -> Callable:
     return _runner(serial, parallel, group, patterns)
 
 
+def _size(group: Any) -> int:
+    return int(np.prod(group.shape, dtype=np.int64))
+
+
 def _threads_pay(group: Any) -> bool:
     import numba
 
-    size = int(np.prod(group.shape, dtype=np.int64))
-    return numba.config.NUMBA_NUM_THREADS > 1 and size >= PARALLEL_SIZE
+    return numba.config.NUMBA_NUM_THREADS > 1 and _size(group) >= PARALLEL_SIZE
 
 
 def _view_shape(kind: str, k: int, out: tuple) -> tuple:
@@ -662,18 +689,57 @@ def _splits(rows: int, threads: int) -> int:
     return 1 if rows >= 4 * threads else -(-4 * threads // rows)
 
 
-def _call(serial: Any, parallel: Any, rows: int, args: list) -> None:
-    """``parallel(*args, nsplit)`` where numba has more than one thread and no other
-    thread is inside a parallel kernel; ``serial(*args, 1)`` otherwise."""
-    if parallel is not None and _PARALLEL.acquire(blocking=False):
+class _Choice:
+    """Which loop of a kernel runs, by the time its recent calls took: each is timed on
+    its first call, then the faster runs, and every :attr:`PROBE`-th call the slower
+    one, so the choice follows the machine's load (on the shared 2-core machine threads
+    halve a loop's time when the other core is idle and double it or worse when another
+    process holds that core). The two loops give the same values to the bit."""
+
+    PROBE = 32
+    __slots__ = ("calls", "seconds")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.seconds = [0.0, 0.0]  # serial, parallel: 0 until timed, then a running mean
+
+    def parallel(self) -> bool:
+        """Whether the next call should run the parallel loop."""
+        self.calls += 1
+        serial, parallel = self.seconds
+        if not parallel or not serial:
+            return not parallel
+        faster = parallel < serial
+        return faster if self.calls % self.PROBE else not faster
+
+    def timed(self, which: int, seconds: float) -> None:
+        """Record a call of loop ``which`` (0 serial, 1 parallel): the faster loop's time
+        is a running mean; a probe of the slower one replaces its time (the load may
+        have changed since)."""
+        old, other = self.seconds[which], self.seconds[1 - which]
+        self.seconds[which] = 0.5 * (old + seconds) if old and old <= other else seconds
+
+
+def _call(serial: Any, parallel: Any, rows: int, args: list, choice: _Choice | None) -> None:
+    """``parallel(*args, nsplit)`` where ``choice`` picks it, numba has more than one
+    thread and no other thread is inside a parallel kernel; ``serial(*args, 1)``
+    otherwise (and always where ``parallel`` is None)."""
+    if parallel is not None and choice.parallel() and _PARALLEL.acquire(blocking=False):
         try:
             threads = _get_num_threads()
             if threads > 1:
+                start = time.perf_counter()
                 parallel(*args, _splits(rows, threads))
+                choice.timed(1, time.perf_counter() - start)
                 return
         finally:
             _PARALLEL.release()
+    if parallel is None:
+        serial(*args, 1)
+        return
+    start = time.perf_counter()
     serial(*args, 1)
+    choice.timed(0, time.perf_counter() - start)
 
 
 def _get_num_threads() -> int:
@@ -692,6 +758,7 @@ def _runner(serial: Any, parallel: Any, group: fusion.ElementwiseGroup, patterns
     views = [_view_shape(kind, k, out) for kind, k in patterns]
     dtypes = [np.dtype(v.aval.dtype) for v in group.outputs]
     in_dtypes = [_in_dtype(x) for x in group.inputs]
+    choice = _Choice()
 
     def run(xp: Any, *inputs: Any) -> tuple:
         args = [
@@ -699,11 +766,12 @@ def _runner(serial: Any, parallel: Any, group: fusion.ElementwiseGroup, patterns
             for a, dt, view in zip(inputs, in_dtypes, views)
         ]
         outs = tuple(np.empty(out, dtype) for dtype in dtypes)
-        _call(serial, parallel, shape2[0], [*args, *(o.reshape(shape2) for o in outs)])
+        _call(serial, parallel, shape2[0], [*args, *(o.reshape(shape2) for o in outs)], choice)
         return outs
 
     run.dispatcher = serial
     run.parallel = parallel
+    run.choice = choice
     return run
 
 
@@ -724,7 +792,7 @@ def fuse_numpy(graph: Graph) -> Graph:
         >>> fuse_numpy(g) is g  # 3 elements: a kernel would not pay
         True
     """
-    return fusion.fuse_graph(graph, numba_kernel)
+    return fusion.fuse_graph(graph, numba_kernel, min_size=1)
 
 
 def __dir__() -> list[str]:

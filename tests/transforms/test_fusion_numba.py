@@ -330,6 +330,24 @@ def test_what_stays_on_numpy_and_why(log):
     assert "below MIN_WORK" in messages
 
 
+def test_one_op_fuses_alone_only_where_its_numpy_kernel_is_several_passes(log):
+    x = np.linspace(-30.0, 30.0, 1 << 16).astype(np.float32)
+    sigmoid, erf = REGISTRY["sigmoid"], REGISTRY["erf"]
+    for f, ulps in ((sigmoid, 4), (erf, 8)):  # erf: Cody's float32 kernel against libm's
+        (got,), (want,) = _on_and_off(f, x)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=ulps * 1.2e-7,
+                                   atol=1e-37)
+    (got,), (want,) = _on_and_off(fnp.exp, x)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    fgrad.jit(lambda x: fnp.tanh(x))(x[:100])  # small: nothing to say
+    messages = [r.getMessage() for r in log.records]
+    assert any("['sigmoid'] float32[65536] compiled" in m for m in messages), messages
+    assert any("['erf'] float32[65536] compiled" in m for m in messages), messages
+    assert any("['exp'] float32[65536] runs as numpy calls: one exp alone" in m
+               for m in messages), messages
+    assert not any("['tanh']" in m for m in messages), messages
+
+
 def test_a_group_numba_cannot_compile_stays_on_numpy(log, monkeypatch):
     def broken(source):
         raise numba.core.errors.TypingError("no typing for this")

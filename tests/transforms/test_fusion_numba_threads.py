@@ -80,16 +80,33 @@ def test_a_parallel_kernel_is_entered_by_one_thread_at_a_time(monkeypatch):
     serial = lambda *a: calls.append(("serial", a[-1]))  # noqa: E731
     parallel = lambda *a: calls.append(("parallel", a[-1]))  # noqa: E731
     monkeypatch.setattr(fusion_numba, "_get_num_threads", lambda: 2)
-    fusion_numba._call(serial, parallel, 1000, [0])
-    fusion_numba._call(serial, parallel, 2, [0])  # few rows: column chunks, 4 tasks a thread
-    fusion_numba._call(serial, None, 1000, [0])  # no parallel variant (a small group)
+    first = fusion_numba._Choice()  # untimed: the first call runs the parallel loop
+    fusion_numba._call(serial, parallel, 1000, [0], first)
+    fusion_numba._call(serial, parallel, 2, [0], fusion_numba._Choice())  # few rows: 4 tasks a thread
+    fusion_numba._call(serial, None, 1000, [0], None)  # no parallel variant (a small group)
     with fusion_numba._PARALLEL:  # another thread is inside a parallel kernel
-        fusion_numba._call(serial, parallel, 1000, [0])
+        fusion_numba._call(serial, parallel, 1000, [0], fusion_numba._Choice())
     monkeypatch.setattr(fusion_numba, "_get_num_threads", lambda: 1)  # numba.set_num_threads(1)
-    fusion_numba._call(serial, parallel, 1000, [0])
+    fusion_numba._call(serial, parallel, 1000, [0], fusion_numba._Choice())
     assert calls == [("parallel", 1), ("parallel", 4), ("serial", 1), ("serial", 1), ("serial", 1)]
     assert fusion_numba._PARALLEL.acquire(blocking=False)  # released after each call
     fusion_numba._PARALLEL.release()
+    assert first.seconds[1] > 0 and first.seconds[0] == 0  # the parallel call was timed
+
+
+def test_the_faster_loop_runs_and_the_slower_one_is_probed():
+    choice = fusion_numba._Choice()
+    picks = []
+    for _ in range(3 * choice.PROBE):
+        picks.append(choice.parallel())
+        choice.timed(int(picks[-1]), 2.0 if picks[-1] else 1.0)  # parallel twice as slow
+    assert picks[:2] == [True, False]  # each timed once
+    probes = [k for k, p in enumerate(picks) if p][1:]
+    assert probes == [choice.PROBE - 1, 2 * choice.PROBE - 1, 3 * choice.PROBE - 1]  # every PROBE-th
+    for _ in range(choice.PROBE):  # the load changed: parallel now takes a quarter
+        pick = choice.parallel()
+        choice.timed(int(pick), 0.25 if pick else 1.0)
+    assert choice.parallel() and choice.seconds[1] == 0.25
 
 
 def _four_threads(f, args, want, rounds):

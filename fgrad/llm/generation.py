@@ -46,8 +46,9 @@ class PromptTooLongError(ValueError):
 def decode_fns(module: Any, sampler: Sampler) -> tuple:
     """The jitted ``(prefill, step, first)`` functions of a Transformer and a sampler.
 
-    * ``prefill(params, cache, tokens) -> (logits, cache)``: ``(batch, seq)`` tokens into
-      the cache (donated); the last position's ``(batch, vocab)`` logits;
+    * ``prefill(params, cache, tokens, fresh=False) -> (logits, cache)``: ``(batch, seq)``
+      tokens into the cache (donated); the last position's ``(batch, vocab)`` logits;
+      ``fresh`` (static): the cache is empty, attention reads the prompt's keys only;
     * ``step(params, cache, tokens, counts, key) -> (next, cache, counts, key)``: one
       position for every row (``tokens`` ``(batch, 1)``), sampled; cache and counts
       donated;
@@ -81,8 +82,8 @@ def decode_fns(module: Any, sampler: Sampler) -> tuple:
             counts = counts + nn.one_hot(nxt, vocab, dtype=counts.dtype)
         return nxt, counts, key
 
-    def prefill(params, cache, tokens):
-        logits, cache = module.apply(params, tokens, cache, last_only=True)
+    def prefill(params, cache, tokens, fresh=False):
+        logits, cache = module.apply(params, tokens, cache, last_only=True, fresh=fresh)
         return logits[:, -1], cache
 
     def step(params, cache, tokens, counts, key):
@@ -91,7 +92,7 @@ def decode_fns(module: Any, sampler: Sampler) -> tuple:
         return nxt, cache, counts, key
 
     fns = (
-        fgrad.jit(prefill, donate_argnums=(1,)),
+        fgrad.jit(prefill, donate_argnums=(1,), static_argnames=("fresh",)),
         fgrad.jit(step, donate_argnums=(1, 3)),
         fgrad.jit(draw, donate_argnums=(1,)),
     )
@@ -299,7 +300,7 @@ def _run(model, tokenizer, prompts, max_tokens, sampler, key, chat, stop, trunca
         return
     start = time.perf_counter()
     for s in range(0, length, int(chunk)):
-        logits, cache = prefill(params, cache, fnp.asarray(tokens[:, s : s + int(chunk)]))
+        logits, cache = prefill(params, cache, fnp.asarray(tokens[:, s : s + int(chunk)]), fresh=s == 0)
     nxt, counts, key = first(logits, counts, key)
     now = np.asarray(nxt).reshape(batch)
     if stats is not None:

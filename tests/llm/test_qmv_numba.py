@@ -7,6 +7,7 @@ import pytest
 import fgrad
 from fgrad.llm import _qmv_numba, quants
 from fgrad.llm import quantized as q
+from fgrad.transforms import numba_threads
 
 pytest.importorskip("numba")
 
@@ -20,7 +21,9 @@ def test_the_block_product_equals_dequantize_then_matmul(qtype, rows, out_f, par
 
     rng = np.random.default_rng(1)
     in_f = 96
-    if parallel:  # every size takes the chunked prange loop (one chunk per thread)
+    # Every call takes the loop asked for (the chunked prange loop: one chunk a thread).
+    monkeypatch.setattr(numba_threads.LoopChoice, "parallel", lambda self: parallel)
+    if parallel:
         monkeypatch.setattr(_qmv_numba, "PARALLEL_MIN", 0)
         if numba.config.NUMBA_NUM_THREADS < 2:
             pytest.skip("one numba thread")
@@ -49,6 +52,7 @@ def test_python_threads_at_once_get_the_same_values(monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
     monkeypatch.setattr(_qmv_numba, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(numba_threads.LoopChoice, "parallel", lambda self: True)
     rng = np.random.default_rng(2)
     blocks = quants.random_blocks(rng, "Q4_1", 64 * 8).reshape(64, 8, -1)
     xs = [rng.standard_normal((1, 256)).astype(np.float32) for _ in range(16)]

@@ -1,0 +1,112 @@
+"""When a numba kernel runs on numba's threads: one policy for every compiled kernel.
+
+fgrad's compiled kernels (fused elementwise groups, ``fgrad/transforms/fusion_numba.py``;
+kept-quantized products, ``fgrad/llm/_qmv_numba.py``) come as a serial loop and a
+``parallel=True`` one whose ``prange`` splits the work over numba's threads, both running
+the same compiled inner loop, so they give the same values to the bit. Which one a call
+runs:
+
+* **One parallel kernel at a time.** numba's ``workqueue`` threading layer (its default
+  where neither OpenMP nor TBB loads) aborts the process when two Python threads enter
+  parallel code at once, and fgrad runs transforms from several threads. A process-wide
+  lock, taken without waiting, admits one caller; a caller that finds it held runs the
+  serial loop. With OpenMP or TBB the lock only keeps two kernels from each taking every
+  core.
+* **Whichever has been faster lately** (:class:`LoopChoice`): on a shared machine threads
+  halve a loop's time when the other cores are idle, and make it several times slower
+  when another process holds a core (a parallel loop waits for its descheduled thread).
+  Each kernel (and shape) keeps the recent times of both loops and re-times the slower
+  one every :attr:`LoopChoice.PROBE`-th call, so the choice follows the machine's load.
+* One numba thread (``NUMBA_NUM_THREADS=1``, or ``numba.set_num_threads(1)`` in the
+  calling thread) runs the serial loop.
+
+Example:
+    >>> from fgrad.transforms.numba_threads import LoopChoice, run
+    >>> calls = []
+    >>> serial = lambda *args: calls.append(("serial", args[-1]))
+    >>> run(serial, None, (1, 2), LoopChoice())  # no parallel loop: the serial one
+    >>> calls
+    [('serial', 1)]
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["LoopChoice", "run"]
+
+_PARALLEL = threading.Lock()  # held while a parallel kernel runs (see the module docstring)
+
+
+class LoopChoice:
+    """Which loop of a kernel runs, by the time its recent calls took: each is timed on
+    its first call, then the faster runs, and every :attr:`PROBE`-th call the slower
+    one. The two loops give the same values to the bit, so the choice changes no result."""
+
+    PROBE = 32
+    __slots__ = ("calls", "seconds")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.seconds = [0.0, 0.0]  # serial, parallel: 0 until timed, then a running mean
+
+    def parallel(self) -> bool:
+        """Whether the next call should run the parallel loop."""
+        self.calls += 1
+        serial, parallel = self.seconds
+        if not parallel or not serial:
+            return not parallel
+        faster = parallel < serial
+        return faster if self.calls % self.PROBE else not faster
+
+    def timed(self, which: int, seconds: float) -> None:
+        """Record a call of loop ``which`` (0 serial, 1 parallel): the faster loop's time
+        is a running mean; a probe of the slower one replaces its time (the load may
+        have changed since)."""
+        old, other = self.seconds[which], self.seconds[1 - which]
+        self.seconds[which] = 0.5 * (old + seconds) if old and old <= other else seconds
+
+
+def run(
+    serial: Callable,
+    parallel: Callable | None,
+    args: tuple,
+    choice: LoopChoice,
+    splits: Callable[[int], int] = lambda threads: threads,
+) -> None:
+    """``parallel(*args, splits(threads))`` where ``choice`` picks it, numba has more than
+    one thread and no other thread is inside a parallel kernel; ``serial(*args, 1)``
+    otherwise (and always where ``parallel`` is None).
+
+    Args:
+        serial, parallel: the kernel's two loops (``parallel`` may be None); their last
+            argument is the number of pieces the work is split in.
+        args: the other arguments.
+        choice: the kernel's :class:`LoopChoice` (it records the time of this call).
+        splits: pieces for a number of threads (default: one a thread).
+    """
+    if parallel is not None and choice.parallel() and _PARALLEL.acquire(blocking=False):
+        try:
+            import numba  # imported already: a kernel exists
+
+            threads = numba.get_num_threads()  # per thread, at most NUMBA_NUM_THREADS
+            if threads > 1:
+                start = time.perf_counter()
+                parallel(*args, splits(threads))
+                choice.timed(1, time.perf_counter() - start)
+                return
+        finally:
+            _PARALLEL.release()
+    if parallel is None:
+        serial(*args, 1)
+        return
+    start = time.perf_counter()
+    serial(*args, 1)
+    choice.timed(0, time.perf_counter() - start)
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,0 +1,45 @@
+"""The serial-or-parallel policy of numba kernels: the faster loop runs, the slower one is
+re-timed now and then, and a thread that finds another inside a parallel kernel runs the
+serial loop."""
+
+import threading
+
+import pytest
+
+from fgrad.transforms import numba_threads
+from fgrad.transforms.numba_threads import LoopChoice
+
+
+def test_the_faster_loop_runs_and_the_slower_is_probed():
+    choice = LoopChoice()
+    assert choice.parallel() is True  # the parallel loop is timed first
+    choice.timed(1, 2.0)
+    assert choice.parallel() is False  # then the serial one
+    choice.timed(0, 1.0)
+    picks = [choice.parallel() for _ in range(2 * LoopChoice.PROBE)]
+    assert picks.count(True) == 2  # serial is faster: parallel only as a probe
+    choice.timed(1, 0.5)  # a probe found the parallel loop faster now: it replaces its time
+    assert choice.seconds[1] == 0.5 and choice.parallel() is True
+
+
+def test_a_second_thread_runs_the_serial_loop_while_a_parallel_kernel_runs():
+    numba = pytest.importorskip("numba")
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one numba thread")
+    inside, release = threading.Event(), threading.Event()
+    ran = []
+
+    def slow_parallel(*args):
+        ran.append("parallel")
+        inside.set()
+        release.wait(5)
+
+    choice = LoopChoice()
+    worker = threading.Thread(target=numba_threads.run, args=(None, slow_parallel, (), choice))
+    worker.start()
+    assert inside.wait(5)
+    other = LoopChoice()
+    numba_threads.run(lambda *a: ran.append(("serial", a[-1])), slow_parallel, (), other)
+    release.set()
+    worker.join()
+    assert ran == ["parallel", ("serial", 1)]

@@ -1015,12 +1015,14 @@ def _splits(rows: int, threads: int) -> int:
 
 class _Choice:
     """Which loop of a kernel runs, by the time its recent calls took: each is timed on
-    its first call, then the faster runs, and every :attr:`PROBE`-th call the slower
-    one, so the choice follows the machine's load (on the shared 2-core machine threads
-    halve a loop's time when the other core is idle and double it or worse when another
-    process holds that core). The two loops give the same values to the bit."""
+    its first call, then the parallel loop runs while its mean time is under
+    :attr:`MARGIN` of the serial loop's, and every :attr:`PROBE`-th call the other one
+    runs, so the choice follows the machine's load (on the shared 2-core machine threads
+    halve a loop's time when the other core is idle and slow it 1.4-1.8x when other
+    processes hold both). The two loops give the same values to the bit."""
 
     PROBE = 32
+    MARGIN = 0.8  # parallel must be clearly faster: its times vary more than serial's
     __slots__ = ("calls", "seconds")
 
     def __init__(self) -> None:
@@ -1033,15 +1035,17 @@ class _Choice:
         serial, parallel = self.seconds
         if not parallel or not serial:
             return not parallel
-        faster = parallel < serial
-        return faster if self.calls % self.PROBE else not faster
+        chosen = parallel < self.MARGIN * serial
+        return chosen if self.calls % self.PROBE else not chosen
 
     def timed(self, which: int, seconds: float) -> None:
-        """Record a call of loop ``which`` (0 serial, 1 parallel): the faster loop's time
-        is a running mean; a probe of the slower one replaces its time (the load may
+        """Record a call of loop ``which`` (0 serial, 1 parallel): the chosen loop's time
+        is a running mean; a probe of the other one replaces its time (the load may
         have changed since)."""
-        old, other = self.seconds[which], self.seconds[1 - which]
-        self.seconds[which] = 0.5 * (old + seconds) if old and old <= other else seconds
+        old = self.seconds[which]
+        serial, parallel = self.seconds
+        chosen = int(bool(serial and parallel and parallel < self.MARGIN * serial))
+        self.seconds[which] = 0.75 * old + 0.25 * seconds if old and which == chosen else seconds
 
 
 def _call(serial: Any, parallel: Any, rows: int, args: list, choice: _Choice | None,

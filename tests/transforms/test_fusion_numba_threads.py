@@ -107,6 +107,10 @@ def test_the_faster_loop_runs_and_the_slower_one_is_probed():
         pick = choice.parallel()
         choice.timed(int(pick), 0.25 if pick else 1.0)
     assert choice.parallel() and choice.seconds[1] == 0.25
+    for _ in range(8):  # parallel only slightly faster (within MARGIN): serial is kept
+        choice.timed(0, 1.0)
+    choice.seconds[1] = 0.9
+    assert [choice.parallel() for _ in range(choice.PROBE - 2)].count(True) <= 1
 
 
 def _four_threads(f, args, want, rounds):

@@ -182,3 +182,31 @@ def test_vmap_of_jit_of_grad_through_a_compiled_scan(compiled):
     np.testing.assert_allclose(
         np.asarray(got), [float(fgrad.grad(loss)(fnp.asarray(p))) for p in (0.3, 0.7, 1.1)], rtol=1e-13
     )
+
+
+@pytest.mark.parametrize("sa, sb", [((3, 4), (4,)), ((4,), (4, 3)), ((3, 4), (4, 2)), ((4,), (4,))])
+def test_tiny_matrix_products_in_a_loop_become_loops_with_blas_results(compiled, tmp_path, sa, sb):
+    rng = np.random.default_rng(1)
+    a, b = fnp.asarray(rng.standard_normal(sa)), fnp.asarray(rng.standard_normal(sb))
+
+    def f(a, b):
+        def body(c, _):
+            y = a @ (b * c)
+            return c * 0.9 + 0.1 * fnp.sum(y), y
+
+        return lax.scan(body, 1.0, None, length=6)
+
+    got, want = _both(fgrad.jit(f), a, b)
+    for g, w in zip(fgrad.tree.leaves(got), fgrad.tree.leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-14, atol=1e-15)
+    source = "".join(m.read_text() for m in (tmp_path / "numba").glob("fgrad_loop_*.py"))
+    assert "np.dot" not in source and "for p_" in source, source  # loops, not a BLAS call
+
+
+def test_a_larger_product_in_a_loop_stays_a_blas_call(compiled, tmp_path):
+    a = fnp.asarray(np.random.default_rng(2).standard_normal((20, 20)))
+    f = fgrad.jit(lambda a, x: lax.fori_loop(0, 3, lambda i, c: a @ c * 0.5, x))
+    got, want = _both(f, a, fnp.ones(20))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-14)
+    source = "".join(m.read_text() for m in (tmp_path / "numba").glob("fgrad_loop_*.py"))
+    assert "np.dot" in source

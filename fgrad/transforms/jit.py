@@ -26,7 +26,7 @@ import numpy as np
 from fgrad import backend, tree
 from fgrad._config import config
 from fgrad.core.debug import check_program
-from fgrad.core.graph import Graph
+from fgrad.core.graph import Graph, Var
 from fgrad.core.staging import STATIC_SCALARS, TRACED_SCALARS, stage
 from fgrad.core.trace import Tracer
 from fgrad.errors import ConcretizationError, FgradError
@@ -389,11 +389,15 @@ class Jitted:
                 from fgrad.transforms.fusion import fuse_for  # its tables: only when needed
 
                 run_graph = fuse_for(run_graph, xp)
-            elif config.cpu_compile and not donated:  # numba kernels (fresh outputs: a
-                # donated input's buffer stays numpy's in-place steps')
+            elif config.cpu_compile:  # numba kernels, where they pay
                 from fgrad.transforms.fusion import fuse_for
 
-                run_graph = fuse_for(run_graph, xp)
+                fused = fuse_for(run_graph, xp)
+                # A fused kernel writes a fresh array: where it would give an output that a
+                # donated input's buffer can take (an optimiser's update), numpy's in-place
+                # steps stay. A KV cache's outputs come from dynamic_update_slice: fused.
+                if not (donated and _fuses_a_donation_target(fused, donated)):
+                    run_graph = fused
             program = Program(run_graph, xp, donated, graph)
         if len(self._cache) >= _CACHE_SIZE:
             evicted = self._cache.pop(next(iter(self._cache)))[1]
@@ -411,6 +415,16 @@ class Jitted:
 
     def _consume(self, args: tuple, kwargs: dict) -> None:
         _consume(args, kwargs, self._donate_nums, self._donate_names, self._f)
+
+
+def _fuses_a_donation_target(graph: Graph, donated: tuple) -> bool:
+    """Whether a fused node of ``graph`` gives an output of the shape and dtype of a
+    donated input (one the memory plan could write into that input's buffer)."""
+    avals = {graph.invars[i].aval for i in donated}
+    targets = {id(v) for v in graph.outvars if isinstance(v, Var) and v.aval in avals}
+    return any(
+        id(v) in targets for node in graph.nodes if node.op.name.startswith("fused") for v in node.outputs
+    )
 
 
 def _closes_over_tracers(graph: Graph) -> bool:

@@ -179,3 +179,28 @@ def test_donate_argnames_for_a_keyword_only_parameter():
 def test_donate_argnames_must_name_a_parameter():
     with pytest.raises(ValueError, match=r"donate_argnames \['c'\] name no parameter"):
         fgrad.jit(lambda a, b: a + b, donate_argnames="c")
+
+
+def test_a_donated_cache_keeps_its_buffer_while_other_groups_fuse(monkeypatch):
+    # A KV cache's new arrays come from dynamic_update_slice (in place, into the donated
+    # buffer); an elementwise chain beside it may still run as a numba kernel.
+    pytest.importorskip("numba")
+    from fgrad.transforms import fusion_numba
+
+    monkeypatch.setattr(fgrad.config, "cpu_compile", True)
+    monkeypatch.setattr(fusion_numba, "MIN_WORK", 0)
+
+    def step(cache, x):
+        y = fnp.tanh(x) * 2.0 + 1.0
+        return y, fnp.dynamic_update_slice(cache, y[:4], (3,))
+
+    f = fgrad.jit(step, donate_argnums=0)
+    cache, x = fnp.zeros(1 << 14, dtype="float32"), _t(4096)
+    want_y = np.tanh(np.asarray(x)) * 2.0 + 1.0
+    data = id(cache._data)
+    y, new = f(cache, x)
+    assert id(new._data) == data  # the cache was written in place
+    np.testing.assert_allclose(np.asarray(y), want_y, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(new)[3:7], want_y[:4], rtol=1e-6, atol=1e-6)
+    graph, program = next(iter(f._cache.values()))
+    assert any(n.op.name.startswith("fused") for n in program.graph.nodes)

@@ -724,7 +724,7 @@ def rk4(tiny: bool = False, peer_libs: dict | None = None) -> Workload:
         grads = [
             Variant(f"grad{tag}: numpy", grad_np, note="forward sensitivities by hand"),
             Variant(f"grad{tag}: fgrad jit",
-                    _with_cpu_compile(False, lambda grad=grad, y0=y0, p=p: [_to_numpy(grad(y0, p))])),
+                    _with_cpu_compile(False, lambda g=grad, y0=y0, p=p: [_to_numpy(g(y0, p))])),
         ]
         if numba:
             fwd_c, grad_c = fgrad.jit(loss), fgrad.jit(fgrad.grad(loss, argnums=1))
@@ -738,9 +738,9 @@ def rk4(tiny: bool = False, peer_libs: dict | None = None) -> Workload:
             jf, jg = jax.jit(jloss), jax.jit(jax.grad(jloss, argnums=1))
             jy0, jp = jnp.asarray(y0_np), jnp.asarray(p_np)
             fwds.append(Variant(f"forward{tag}: jax jit",
-                                lambda jf=jf, a=jy0, b=jp: [np.asarray(jf(a, b).block_until_ready())]))
+                                lambda f=jf, a=jy0, b=jp: [np.asarray(f(a, b).block_until_ready())]))
             grads.append(Variant(f"grad{tag}: jax jit",
-                                 lambda jg=jg, a=jy0, b=jp: [np.asarray(jg(a, b).block_until_ready())]))
+                                 lambda g=jg, a=jy0, b=jp: [np.asarray(g(a, b).block_until_ready())]))
         variants += fwds + grads
     return Workload(
         "rk4",

@@ -26,7 +26,8 @@ VIEWING = {
     "cond": lambda x: lax.cond(True, lambda v: v, lambda v: v * 2.0, x),
     "while_loop without a step": lambda x: lax.while_loop(lambda v: False, lambda v: v + 1.0, x),
     "fori_loop of no steps": lambda x: lax.fori_loop(0, 0, lambda i, v: v + 1.0, x),
-    "scan passing the carry through": lambda x: lax.scan(lambda c, _: (c, None), x, None, length=3)[0],
+    "scan passing the carry through":
+        lambda x: lax.scan(lambda c, _: (c, None), x, None, length=3)[0],
 }
 FRESH = {
     "exp": fnp.exp,

@@ -32,17 +32,13 @@ numpy's pairwise sums in the last bits; max and min are exact.
 
 Each kernel is compiled from one source as a serial loop and, for groups of at least
 :data:`PARALLEL_SIZE` elements, also as a ``parallel=True`` one whose ``prange`` runs
-over the rows (or, for few rows, over chunks of each row) on numba's threads. Where a
-group has both, each call runs the one that has been faster lately (the other is re-timed
-every 32nd call): on the shared machine threads halve a loop's time when the second core
-is idle and slow it down when another process holds that core. A process-wide lock,
-taken without waiting, admits one thread at a time to the parallel loops; a thread that
-finds it held runs the serial loop: numba's ``workqueue`` threading layer (its default
-where neither OpenMP nor TBB loads) aborts the process when two threads enter parallel
-code at once, and fgrad runs transforms from several threads. With OpenMP (what numba
-picks here) or TBB the lock only keeps two kernels from each taking every core. One
-thread (``NUMBA_NUM_THREADS=1``, or ``numba.set_num_threads(1)`` in the calling thread)
-runs the serial loop.
+over the rows (or, for few rows, over chunks of each row) on numba's threads. Which one
+a call runs is ``fgrad.transforms.numba_threads``' policy, shared with fgrad's other
+compiled kernels: the one that has been faster lately (on the shared machine threads
+halve a loop's time when the second core is idle and slow it down when another process
+holds that core), one parallel kernel at a time in the process (numba's ``workqueue``
+threading layer aborts on concurrent entry; a second thread runs the serial loop), and
+the serial loop where numba has one thread.
 
 Fusing costs a compile (about 0.1-0.5 s a group, once: kernels are cached on disk keyed by
 the generated source, as ``cpu_compile``'s loops) and a few microseconds a call, so a group
@@ -65,7 +61,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -74,7 +69,7 @@ import numpy as np
 
 from fgrad._config import config
 from fgrad.core.graph import Graph, Var
-from fgrad.transforms import cpu_compile, fusion
+from fgrad.transforms import cpu_compile, fusion, numba_threads
 
 __all__ = [
     "MIN_WORK",
@@ -96,8 +91,8 @@ take as long as their fused kernel (5 us)."""
 
 PARALLEL_SIZE = 1 << 19
 """The fewest elements (of a group's shape) for which a group also gets a parallel kernel
-(numba's threads); :class:`_Choice` then runs whichever loop has been faster lately,
-where no other thread is inside a parallel kernel (:func:`_call`). Measured on the shared
+(numba's threads); ``numba_threads.run`` then runs whichever loop has been faster lately,
+where no other thread is inside a parallel kernel. Measured on the shared
 2-core machine, parallel over serial loop, interleaved: with the other core idle 0.5-0.8
 from (64, 1024) float32 up (GELU, layer-norm's groups); with another process busy on it,
 a parallel loop waits for its descheduled thread: 1.1-1.6x for (4096, 1024), and 2-40x
@@ -983,7 +978,7 @@ def _view_shape(kind: str, k: int, out: tuple) -> tuple:
 
 def _typed(kernel: Any, group: fusion.ElementwiseGroup, patterns: list) -> Any:
     """``kernel`` compiled (or loaded) for the group's dtypes, without running it (a
-    parallel kernel runs only under :data:`_PARALLEL`)."""
+    parallel kernel runs only under ``numba_threads``' lock)."""
     out = tuple(group.shape)
     ins = [
         np.zeros((1,) if kind == _ONE else (0,) * len(_view_shape(kind, k, out)), _in_dtype(x))
@@ -1000,81 +995,10 @@ def _compiled(kernel: Any, args: list) -> Any:
     return kernel
 
 
-# Held by the thread running a parallel kernel. numba's default threading layer where
-# neither OpenMP nor TBB loads (workqueue) aborts the process when two threads enter
-# parallel code at once; a second thread runs the serial loop instead. With OpenMP or TBB
-# (safe concurrently) it keeps two kernels from each taking every core.
-_PARALLEL = threading.Lock()
-
-
 def _splits(rows: int, threads: int) -> int:
     """Column chunks per row of a parallel loop: 1 where the rows alone give every thread
     a few tasks, else enough chunks for four tasks a thread."""
     return 1 if rows >= 4 * threads else -(-4 * threads // rows)
-
-
-class _Choice:
-    """Which loop of a kernel runs, by the time its recent calls took: each is timed on
-    its first call, then the parallel loop runs while its mean time is under
-    :attr:`MARGIN` of the serial loop's, and every :attr:`PROBE`-th call the other one
-    runs, so the choice follows the machine's load (on the shared 2-core machine threads
-    halve a loop's time when the other core is idle and slow it 1.4-1.8x when other
-    processes hold both). The two loops give the same values to the bit."""
-
-    PROBE = 32
-    MARGIN = 0.8  # parallel must be clearly faster: its times vary more than serial's
-    __slots__ = ("calls", "seconds")
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.seconds = [0.0, 0.0]  # serial, parallel: 0 until timed, then a running mean
-
-    def parallel(self) -> bool:
-        """Whether the next call should run the parallel loop."""
-        self.calls += 1
-        serial, parallel = self.seconds
-        if not parallel or not serial:
-            return not parallel
-        chosen = parallel < self.MARGIN * serial
-        return chosen if self.calls % self.PROBE else not chosen
-
-    def timed(self, which: int, seconds: float) -> None:
-        """Record a call of loop ``which`` (0 serial, 1 parallel): the chosen loop's time
-        is a running mean; a probe of the other one replaces its time (the load may
-        have changed since)."""
-        old = self.seconds[which]
-        serial, parallel = self.seconds
-        chosen = int(bool(serial and parallel and parallel < self.MARGIN * serial))
-        self.seconds[which] = 0.75 * old + 0.25 * seconds if old and which == chosen else seconds
-
-
-def _call(serial: Any, parallel: Any, rows: int, args: list, choice: _Choice | None,
-          splits: Callable = None) -> None:
-    """``parallel(*args, nsplit)`` where ``choice`` picks it, numba has more than one
-    thread and no other thread is inside a parallel kernel; ``serial(*args, 1)``
-    otherwise (and always where ``parallel`` is None)."""
-    if parallel is not None and choice.parallel() and _PARALLEL.acquire(blocking=False):
-        try:
-            threads = _get_num_threads()
-            if threads > 1:
-                start = time.perf_counter()
-                parallel(*args, (splits or _splits)(rows, threads))
-                choice.timed(1, time.perf_counter() - start)
-                return
-        finally:
-            _PARALLEL.release()
-    if parallel is None:
-        serial(*args, 1)
-        return
-    start = time.perf_counter()
-    serial(*args, 1)
-    choice.timed(0, time.perf_counter() - start)
-
-
-def _get_num_threads() -> int:
-    import numba  # imported already: a kernel exists
-
-    return numba.get_num_threads()  # per thread (numba.set_num_threads), at most NUMBA_NUM_THREADS
 
 
 def _runner(serial: Any, parallel: Any, group: fusion.ElementwiseGroup, patterns: list) -> Callable:
@@ -1087,7 +1011,9 @@ def _runner(serial: Any, parallel: Any, group: fusion.ElementwiseGroup, patterns
     views = [_view_shape(kind, k, out) for kind, k in patterns]
     dtypes = [np.dtype(v.aval.dtype) for v in group.outputs]
     in_dtypes = [_in_dtype(x) for x in group.inputs]
-    choice = _Choice()
+    choice = numba_threads.LoopChoice()
+    rows = shape2[0]
+    splits = functools.partial(_splits, rows)
 
     def run(xp: Any, *inputs: Any) -> tuple:
         args = [
@@ -1095,7 +1021,8 @@ def _runner(serial: Any, parallel: Any, group: fusion.ElementwiseGroup, patterns
             for a, dt, view in zip(inputs, in_dtypes, views)
         ]
         outs = tuple(np.empty(out, dtype) for dtype in dtypes)
-        _call(serial, parallel, shape2[0], [*args, *(o.reshape(shape2) for o in outs)], choice)
+        numba_threads.run(serial, parallel, (*args, *(o.reshape(shape2) for o in outs)), choice,
+                          splits)
         return outs
 
     run.dispatcher = serial
@@ -1161,14 +1088,16 @@ def _make_rows(group: fusion.RowReduceGroup) -> Callable:
     empty += [np.zeros((0,) * len(o), dt) for o, dt in zip(outs, dtypes)]
     serial = _compiled(serial, [*empty, 0, 0, 1])
     parallel = _compiled(parallel, [*empty, 0, 0, 1]) if _threads_pay(group) else None
-    choice = _Choice()
+    choice = numba_threads.LoopChoice()
+    splits = functools.partial(_row_splits, rows)
 
     def run(xp: Any, *inputs: Any) -> tuple:
         args = [np.ascontiguousarray(a, dtype=dt).reshape(view)
                 for a, dt, view in zip(inputs, in_dtypes, views)]
         results = tuple(np.empty(v.aval.shape, dt) for v, dt in zip(group.outputs, dtypes))
-        _call(serial, parallel, rows, [*args, *(o.reshape(s) for o, s in zip(results, outs)),
-                                       rows, cols], choice, _row_splits)
+        numba_threads.run(serial, parallel,
+                          (*args, *(o.reshape(s) for o, s in zip(results, outs)), rows, cols),
+                          choice, splits)
         return results
 
     run.dispatcher, run.parallel, run.choice = serial, parallel, choice

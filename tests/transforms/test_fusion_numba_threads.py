@@ -75,42 +75,25 @@ def test_the_parallel_loop_equals_the_serial_one_over_rows_and_column_chunks(sma
     np.testing.assert_allclose(want, np.tanh(x * s + b) * 2, rtol=1e-6, atol=1e-6)
 
 
-def test_a_parallel_kernel_is_entered_by_one_thread_at_a_time(monkeypatch):
-    calls = []
-    serial = lambda *a: calls.append(("serial", a[-1]))  # noqa: E731
-    parallel = lambda *a: calls.append(("parallel", a[-1]))  # noqa: E731
-    monkeypatch.setattr(fusion_numba, "_get_num_threads", lambda: 2)
-    first = fusion_numba._Choice()  # untimed: the first call runs the parallel loop
-    fusion_numba._call(serial, parallel, 1000, [0], first)
-    fusion_numba._call(serial, parallel, 2, [0], fusion_numba._Choice())  # few rows: 4 tasks a thread
-    fusion_numba._call(serial, None, 1000, [0], None)  # no parallel variant (a small group)
-    with fusion_numba._PARALLEL:  # another thread is inside a parallel kernel
-        fusion_numba._call(serial, parallel, 1000, [0], fusion_numba._Choice())
-    monkeypatch.setattr(fusion_numba, "_get_num_threads", lambda: 1)  # numba.set_num_threads(1)
-    fusion_numba._call(serial, parallel, 1000, [0], fusion_numba._Choice())
-    assert calls == [("parallel", 1), ("parallel", 4), ("serial", 1), ("serial", 1), ("serial", 1)]
-    assert fusion_numba._PARALLEL.acquire(blocking=False)  # released after each call
-    fusion_numba._PARALLEL.release()
-    assert first.seconds[1] > 0 and first.seconds[0] == 0  # the parallel call was timed
+def test_fused_kernels_take_the_shared_lock_and_split_few_rows_into_chunks(monkeypatch):
+    # the policy itself (which loop, the lock, one thread): tests/transforms/test_numba_threads.py
+    from fgrad.transforms import numba_threads
 
-
-def test_the_faster_loop_runs_and_the_slower_one_is_probed():
-    choice = fusion_numba._Choice()
-    picks = []
-    for _ in range(3 * choice.PROBE):
-        picks.append(choice.parallel())
-        choice.timed(int(picks[-1]), 2.0 if picks[-1] else 1.0)  # parallel twice as slow
-    assert picks[:2] == [True, False]  # each timed once
-    probes = [k for k, p in enumerate(picks) if p][1:]
-    assert probes == [choice.PROBE - 1, 2 * choice.PROBE - 1, 3 * choice.PROBE - 1]  # every PROBE-th
-    for _ in range(choice.PROBE):  # the load changed: parallel now takes a quarter
-        pick = choice.parallel()
-        choice.timed(int(pick), 0.25 if pick else 1.0)
-    assert choice.parallel() and choice.seconds[1] == 0.25
-    for _ in range(8):  # parallel only slightly faster (within MARGIN): serial is kept
-        choice.timed(0, 1.0)
-    choice.seconds[1] = 0.9
-    assert [choice.parallel() for _ in range(choice.PROBE - 2)].count(True) <= 1
+    monkeypatch.setattr(fusion_numba, "PARALLEL_SIZE", 1)
+    x = np.linspace(-2.0, 2.0, 2 * 3000, dtype=np.float32).reshape(2, 3000)
+    (group,) = fusion.elementwise_groups(fgrad.make_graph(lambda x: fnp.tanh(x) * 2.0)(x))
+    run = fusion_numba._make(group)
+    assert run.parallel is not None
+    with numba_threads._PARALLEL:  # another thread is inside a parallel kernel
+        for _ in range(3):
+            (y,) = run(np, x)
+    assert run.choice.seconds[1] == 0.0 and run.choice.seconds[0] > 0  # serial each time
+    np.testing.assert_allclose(y, np.tanh(x) * 2, rtol=1e-6)
+    (y,) = run(np, x)  # the lock free: the untimed parallel loop runs
+    assert run.choice.seconds[1] > 0 or numba.get_num_threads() == 1
+    np.testing.assert_allclose(y, np.tanh(x) * 2, rtol=1e-6)
+    assert fusion_numba._splits(2, 2) == 4 and fusion_numba._splits(1000, 2) == 1
+    assert fusion_numba._row_splits(3, 2) == 3 and fusion_numba._row_splits(1000, 2) == 8
 
 
 def _four_threads(f, args, want, rounds):

@@ -1115,7 +1115,8 @@ def _size_of(x: Any) -> int:
 
 
 def fuse_numpy(graph: Graph) -> Graph:
-    """``graph`` with each elementwise group that pays run as one compiled numba kernel
+    """``graph`` with each row group (:func:`row_kernel`), then each elementwise group
+    (:func:`numba_kernel`) of what is left, that pays run as one compiled numba kernel
     (what ``fusion.fuse_for`` returns for numpy when numba is installed and
     ``config.cpu_compile`` is on); groups that do not pay or compile stay as they are.
 

@@ -168,7 +168,8 @@ def _fuzz(data, wrap, on):
 
 
 _SLOW_OK = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
-# With the backend on every example compiles a kernel or a loop (0.1-1 s each): capped.
+# With the backend on every example compiles a kernel or a loop (0.1-2 s each): capped
+# (FGRAD_FUZZ_ON_EXAMPLES raises it; a campaign of 400 + 150 found nothing more).
 _ON_EXAMPLES = int(os.environ.get("FGRAD_FUZZ_ON_EXAMPLES", "6"))
 
 
@@ -191,6 +192,6 @@ def test_jit_with_the_numba_backend_agrees_with_eager(backend_on, data):
 
 
 @given(data=st.data())
-@settings(deadline=None, suppress_health_check=_SLOW_OK, max_examples=_ON_EXAMPLES)
-def test_a_compiled_scan_agrees_with_the_eager_scan(backend_on, data):
+@settings(deadline=None, suppress_health_check=_SLOW_OK, max_examples=max(1, _ON_EXAMPLES * 2 // 3))
+def test_a_compiled_scan_agrees_with_the_eager_scan(backend_on, data):  # a loop compile: ~2 s
     _fuzz(data, "scan", on=True)

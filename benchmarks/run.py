@@ -79,7 +79,7 @@ SECTIONS = ("op", "mlp", "transformer", "hvp", "memory", "rk4", "lstm", "fused")
 # Performance targets (ratios to the numpy floor in the same run; benchmarks/README.md).
 TARGETS = {"mlp": 1.2, "transformer": 0.8}
 MEMORY_TARGET = 1.3
-# Issue 16's (the numba backend): jit with cpu_compile on, best round of the fused section,
+# The compiled backend's (numba): jit with cpu_compile on, best round of the fused section,
 # at most this ratio to the floor; the RK4 gradient within RK4_JAX of JAX's jit and
 # RK4_SPEEDUP times faster than jit running the scan as numpy calls.
 FUSED_TARGETS = {"mlp": 0.5, "transformer": 0.7, "exp": 0.45, "tanh": 0.45}
@@ -565,7 +565,7 @@ def _set_threads(n: int | None, libs: dict) -> str:
     return "; ".join(said)
 
 
-# One thread for XLA's CPU client, as issue 16 measured JAX: no Eigen thread pool for its
+# One thread for XLA's CPU client, as JAX was measured when those targets were set: no Eigen thread pool for its
 # kernels, one intra-op thread. XLA reads XLA_FLAGS once, when jax is first imported.
 _XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
@@ -640,14 +640,14 @@ def summary(found: dict) -> None:
             lines.append(
                 f"  memory {name}: peak / kept = {ratio:.2f} (target <= {MEMORY_TARGET}): {met}"
             )
-    lines += _issue16_lines(found)
+    lines += _backend_lines(found)
     if lines:
         print("== targets (benchmarks/README.md)")
         print("\n".join(lines))
 
 
-def _issue16_lines(found: dict) -> list[str]:
-    """Issue 16's targets (``FUSED_TARGETS``, ``RK4_JAX``, ``RK4_SPEEDUP``) this run meets."""
+def _backend_lines(found: dict) -> list[str]:
+    """The compiled backend's targets (``FUSED_TARGETS``, ``RK4_JAX``, ``RK4_SPEEDUP``) this run meets."""
     lines = []
     for row, r in (found.get("fused") or {}).items():
         limit = FUSED_TARGETS.get(row.split()[0])

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 import time
 import weakref
 from collections.abc import Iterator, Sequence
@@ -30,6 +31,7 @@ import numpy as np
 import fgrad
 import fgrad.numpy as fnp
 from fgrad import nn, random
+from fgrad.core.trace import Tracer
 from fgrad.llm.cache import KVCache
 from fgrad.llm.sampling import Sampler, greedy
 
@@ -43,19 +45,53 @@ class PromptTooLongError(ValueError):
     """A prompt that does not fit in the model's context."""
 
 
+class _Prefill:
+    """The jitted prefill, refusing ``fresh=True`` on a cache that holds positions.
+
+    ``Transformer.apply`` checks this only when the offset is concrete; inside the jitted
+    function it is traced, so the check runs here, on the concrete offset, before the call
+    (a misused ``fresh`` would otherwise give wrong logits silently).
+    """
+
+    def __init__(self, jitted: Any):
+        self.jitted = jitted
+
+    def __call__(self, params: Any, cache: KVCache, tokens: Any, fresh: bool = False):
+        if fresh and not isinstance(cache.offset, Tracer) and int(cache.offset) != 0:
+            raise ValueError(
+                f"prefill: fresh=True, but the cache holds {int(cache.offset)} positions "
+                "already; pass fresh=False"
+            )
+        return self.jitted(params, cache, tokens, fresh=fresh)
+
+    def cache_info(self):
+        """The jitted function's trace counts (``hits``, ``misses``)."""
+        return self.jitted.cache_info()
+
+
 def decode_fns(module: Any, sampler: Sampler) -> tuple:
     """The jitted ``(prefill, step, first)`` functions of a Transformer and a sampler.
 
     * ``prefill(params, cache, tokens, fresh=False) -> (logits, cache)``: ``(batch, seq)``
       tokens into the cache (donated); the last position's ``(batch, vocab)`` logits;
-      ``fresh`` (static): the cache is empty, attention reads the prompt's keys only;
-    * ``step(params, cache, tokens, counts, key) -> (next, cache, counts, key)``: one
-      position for every row (``tokens`` ``(batch, 1)``), sampled; cache and counts
-      donated;
-    * ``first(logits, counts, key) -> (next, counts, key)``: the sampler on prefill's logits.
+      ``fresh`` (static): the cache is empty, attention reads the prompt's keys only. A
+      thin wrapper of the jitted function (``prefill.jitted``) that raises ValueError for
+      ``fresh=True`` when the cache's offset is not 0 (checked before the call, where the
+      offset is concrete; inside the trace it is not);
+    * ``step(params, cache, tokens, counts, key, prompt=None) -> (next, cache, counts,
+      key)``: one position for every row (``tokens`` ``(batch, 1)``), sampled; cache and
+      counts donated. ``counts``: ``(batch, vocab)`` float32 counts of the generated
+      tokens (None when the sampler has no penalty); ``prompt``: ``(batch, vocab)``,
+      positive for each row's prompt ids, for the repetition penalty (None: none);
+    * ``first(logits, counts, key, prompt=None) -> (next, counts, key)``: the sampler on
+      prefill's logits.
 
     Made once per (module, sampler) and kept while the module lives, so their jit caches
-    persist between :func:`generate` calls (``step.cache_info()`` counts the traces).
+    persist between :func:`generate` calls (``step.cache_info()`` and
+    ``prefill.cache_info()`` count the traces).
+
+    Raises:
+        ValueError: (from ``prefill``) ``fresh=True`` with a cache that holds positions.
 
     Example:
         >>> from fgrad.llm.config import ModelConfig
@@ -72,12 +108,12 @@ def decode_fns(module: Any, sampler: Sampler) -> tuple:
         return per_module[sampler]
     vocab = module.config.vocab_size
 
-    def draw(logits, counts, key):
+    def draw(logits, counts, key, prompt=None):
         if sampler.is_greedy:
-            nxt = sampler(logits, None, counts)
+            nxt = sampler(logits, None, counts, prompt)
         else:
             key, sub = random.split(key)
-            nxt = sampler(logits, sub, counts)
+            nxt = sampler(logits, sub, counts, prompt)
         if counts is not None:
             counts = counts + nn.one_hot(nxt, vocab, dtype=counts.dtype)
         return nxt, counts, key
@@ -86,13 +122,13 @@ def decode_fns(module: Any, sampler: Sampler) -> tuple:
         logits, cache = module.apply(params, tokens, cache, last_only=True, fresh=fresh)
         return logits[:, -1], cache
 
-    def step(params, cache, tokens, counts, key):
+    def step(params, cache, tokens, counts, key, prompt=None):
         logits, cache = module.apply(params, tokens, cache, last_only=True)
-        nxt, counts, key = draw(logits[:, -1], counts, key)
+        nxt, counts, key = draw(logits[:, -1], counts, key, prompt)
         return nxt, cache, counts, key
 
     fns = (
-        fgrad.jit(prefill, donate_argnums=(1,), static_argnames=("fresh",)),
+        _Prefill(fgrad.jit(prefill, donate_argnums=(1,), static_argnames=("fresh",))),
         fgrad.jit(step, donate_argnums=(1, 3)),
         fgrad.jit(draw, donate_argnums=(1,)),
     )
@@ -108,7 +144,15 @@ def _prompt_ids(tokenizer: Any, prompt: Any, chat: bool) -> list[int]:
             return tokenizer.apply_chat_template([{"role": "user", "content": prompt}])
         return tokenizer.encode(prompt)
     if chat:
-        return tokenizer.apply_chat_template(list(prompt))  # a list of messages
+        messages = list(prompt)
+        if not messages or not all(isinstance(m, dict) and {"role", "content"} <= m.keys() for m in messages):
+            raise TypeError(
+                "generate: chat=True needs a text prompt or a list of {\"role\", \"content\"} "
+                f"messages, got {prompt!r:.80}; pass token ids with chat=False"
+            )
+        if tokenizer is None:
+            raise ValueError("generate: chat=True needs the tokenizer (its chat template)")
+        return tokenizer.apply_chat_template(messages)
     ids = [int(i) for i in np.asarray(prompt).reshape(-1)]
     return ids
 
@@ -143,7 +187,7 @@ def generate(
             ``stop_tokens``.
         truncate: a prompt too long for the context keeps its last tokens instead of
             raising.
-        prefill_chunk: prompt tokens per prefill call.
+        prefill_chunk: prompt tokens per prefill call (an int >= 1).
         stats: a dict to fill with ``prompt_tokens``, ``prompt_seconds``,
             ``decode_tokens`` and ``decode_seconds``.
 
@@ -153,8 +197,10 @@ def generate(
     Raises:
         PromptTooLongError: the prompt leaves no room for one new token in the context
             and ``truncate`` is False (the message says how long it may be).
-        ValueError: an empty prompt, ``max_tokens`` below 0, or a drawing sampler without
-            a key.
+        ValueError: an empty prompt, ``max_tokens`` below 0, ``prefill_chunk`` below 1, or
+            a drawing sampler without a key.
+        TypeError: ``max_tokens`` or ``prefill_chunk`` not an int (a bool or 1.7 too),
+            or with ``chat`` a prompt that is neither text nor a list of messages.
 
     Example:
         >>> from fgrad.llm.config import ModelConfig
@@ -195,8 +241,14 @@ def generate_batch(
     """Generate for several prompts at once, left-padded to one length.
 
     Rows are independent: a row's left padding is masked out of every attention and its
-    positions start at its first real token, so each row's tokens are those it would get
-    alone (up to float rounding of the batched products). Arguments as :func:`generate`.
+    positions start at its first real token, so with a greedy sampler each row's tokens
+    are those it would get alone (up to float rounding of the batched products). A drawing
+    sampler splits the one ``key`` over the rows, so a row's draws differ from those it
+    gets alone with the same key. Arguments as :func:`generate`.
+
+    Raises:
+        As :func:`generate` (at once, or with ``stream`` at the first step); ValueError
+        for an empty ``prompts``, TypeError for a string instead of a list of prompts.
 
     Returns:
         A list with each prompt's generated ids (stop tokens excluded). With ``stream``,
@@ -212,6 +264,13 @@ def generate_batch(
         >>> fgrad.llm.generate_batch(model, None, [[1, 2, 3], [4]], max_tokens=3)
         [[7, 30, 4], [30, 15, 14]]
     """
+    if isinstance(prompts, str):
+        raise TypeError("generate_batch: prompts must be a list of prompts, got one string; wrap it in a list")
+    prompts = list(prompts)
+    if not prompts:
+        raise ValueError("generate_batch: prompts is empty; give at least one prompt")
+    max_tokens = _int_at_least("max_tokens", max_tokens, 0)
+    prefill_chunk = _int_at_least("prefill_chunk", prefill_chunk, 1)
     gen = _run(model, tokenizer, prompts, max_tokens, sampler, key, chat, stop, truncate,
                prefill_chunk, stats)
     if stream:
@@ -229,6 +288,15 @@ def generate_batch(
     return out
 
 
+def _int_at_least(name: str, value: Any, least: int) -> int:
+    # strict like numpy's index arguments: 1.7 or True is a mistake, not 1
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"generate: {name} must be an int, got {value!r} ({type(value).__name__})")
+    if value < least:
+        raise ValueError(f"generate: {name} must be >= {least}, got {value}")
+    return int(value)
+
+
 def _stops(tokenizer: Any, stop: Any) -> frozenset:
     if stop is not None:
         return frozenset(int(s) for s in stop)
@@ -239,8 +307,6 @@ def _run(model, tokenizer, prompts, max_tokens, sampler, key, chat, stop, trunca
     sampler = greedy() if sampler is None else sampler
     if not isinstance(sampler, Sampler):
         raise TypeError(f"generate: sampler must be a fgrad.llm.sampling.Sampler, got {sampler!r}")
-    if int(max_tokens) < 0:
-        raise ValueError(f"generate: max_tokens must be >= 0, got {max_tokens}")
     if not sampler.is_greedy and key is None:
         raise ValueError(
             "generate: the sampler draws at random (temperature > 0), so pass key="
@@ -271,12 +337,12 @@ def _run(model, tokenizer, prompts, max_tokens, sampler, key, chat, stop, trunca
                     f"generate: {which(i)} has {len(row)} tokens, but the model's context is "
                     f"{context}: it may have at most {context - 1} to leave room for a new "
                     "token; shorten it, or pass truncate=True to keep its last "
-                    f"{max(1, context - max(int(max_tokens), 1))} tokens"
+                    f"{max(1, context - max(max_tokens, 1))} tokens"
                 )
-        if truncate and len(row) + int(max_tokens) > context:
-            ids[i] = row[len(row) - max(1, context - int(max_tokens)) :]
+        if truncate and len(row) + max_tokens > context:
+            ids[i] = row[len(row) - max(1, context - max_tokens) :]
     length = max(len(r) for r in ids)
-    max_tokens = min(int(max_tokens), context - length)
+    max_tokens = min(max_tokens, context - length)
     stops = _stops(tokenizer, stop)
     batch = len(ids)
     pad = [length - len(r) for r in ids]
@@ -287,21 +353,25 @@ def _run(model, tokenizer, prompts, max_tokens, sampler, key, chat, stop, trunca
     module, params = model.module, model.params
     prefill, step, first = decode_fns(module, sampler)
     cache = model.new_cache(batch, max_len, pad=pad)
-    counts = None
+    # presence and frequency count the generated tokens only, the repetition penalty the
+    # prompt's too (vLLM's and the OpenAI API's convention; fgrad.llm.sampling)
+    counts = prompt_seen = None
     if sampler.uses_counts:
-        counts_np = np.zeros((batch, config.vocab_size), np.float32)
+        counts = fnp.zeros((batch, config.vocab_size), fnp.float32)
+    if sampler.repetition_penalty != 1.0:
+        seen_np = np.zeros((batch, config.vocab_size), np.float32)
         for b, row in enumerate(ids):
-            np.add.at(counts_np[b], row, 1.0)
-        counts = fnp.asarray(counts_np)
+            seen_np[b, row] = 1.0
+        prompt_seen = fnp.asarray(seen_np)
     key = random.key(0) if key is None else key
     if stats is not None:
         stats.update(prompt_tokens=batch * length, decode_tokens=0, decode_seconds=0.0)
     if max_tokens == 0:
         return
     start = time.perf_counter()
-    for s in range(0, length, int(chunk)):
-        logits, cache = prefill(params, cache, fnp.asarray(tokens[:, s : s + int(chunk)]), fresh=s == 0)
-    nxt, counts, key = first(logits, counts, key)
+    for s in range(0, length, chunk):
+        logits, cache = prefill(params, cache, fnp.asarray(tokens[:, s : s + chunk]), fresh=s == 0)
+    nxt, counts, key = first(logits, counts, key, prompt_seen)
     now = np.asarray(nxt).reshape(batch)
     if stats is not None:
         stats["prompt_seconds"] = time.perf_counter() - start
@@ -311,7 +381,9 @@ def _run(model, tokenizer, prompts, max_tokens, sampler, key, chat, stop, trunca
     for n in range(1, max_tokens):
         if done.all():
             break
-        nxt, cache, counts, key = step(params, cache, fnp.asarray(now.reshape(batch, 1)), counts, key)
+        nxt, cache, counts, key = step(
+            params, cache, fnp.asarray(now.reshape(batch, 1)), counts, key, prompt_seen
+        )
         new = np.asarray(nxt).reshape(batch)
         now = np.where(done, now, new)
         done |= np.array([int(t) in stops for t in now])

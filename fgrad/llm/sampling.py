@@ -4,10 +4,12 @@ A :class:`Sampler` runs this chain over the last axis of ``(..., vocab_size)`` l
 the order of Hugging Face transformers' ``generate`` (its logits processors, then its
 warpers), which is also vLLM's:
 
-1. penalties on tokens already seen (``counts``: how often each id occurred in the prompt
-   and the output): repetition (CTRL: a positive logit divided by the penalty, a
-   negative one multiplied), then presence (``- presence * (count > 0)``) and frequency
-   (``- frequency * count``), as in the OpenAI API;
+1. penalties on tokens already seen: repetition (CTRL: a positive logit divided by the
+   penalty, a negative one multiplied) on every id in the prompt or the output, then
+   presence (``- presence * (count > 0)``) and frequency (``- frequency * count``) with
+   ``counts`` of the generated tokens only, as the OpenAI API ("how often that token was
+   sampled") and vLLM (``SamplingParams``: "in the generated text so far"; its
+   ``apply_penalties`` masks repetition with ``prompt_mask | output_mask``) do;
 2. temperature (``logits / temperature``; 0 means greedy: the arg-max, no key needed);
 3. top-k: keep the ``k`` largest logits (ties at the k-th are kept);
 4. top-p (nucleus): keep the most likely tokens whose probabilities, largest first, sum
@@ -65,15 +67,21 @@ def apply_penalties(
     repetition: float = 1.0,
     presence: float = 0.0,
     frequency: float = 0.0,
+    prompt: Any = None,
 ) -> Tensor:
     """Logits lowered for tokens already seen.
 
     Args:
         logits: ``(..., vocab_size)`` real floating Tensor.
-        counts: ``(..., vocab_size)`` Tensor of occurrence counts (any real dtype).
-        repetition: CTRL's penalty (``>= 1`` discourages; 1 does nothing).
-        presence: subtracted once from every token seen.
-        frequency: subtracted per occurrence.
+        counts: ``(..., vocab_size)`` Tensor of how often each id was generated so far
+            (any real dtype).
+        repetition: CTRL's penalty (``>= 1`` discourages; 1 does nothing), on the ids in
+            ``counts`` or ``prompt``.
+        presence: subtracted once from every id in ``counts``.
+        frequency: subtracted per occurrence in ``counts``.
+        prompt: ``(..., vocab_size)`` Tensor, positive for the prompt's ids (counts or a
+            0/1 mask), seen by the repetition penalty only (vLLM's convention); None: only
+            ``counts``.
 
     Returns:
         Tensor of ``logits``' shape and dtype.
@@ -81,10 +89,14 @@ def apply_penalties(
     Example:
         >>> apply_penalties(fnp.array([2.0, -2.0, 1.0]), fnp.array([1, 1, 0]), repetition=2.0)
         Tensor([ 1., -4.,  1.], dtype=float64)
+        >>> apply_penalties(fnp.array([2.0, 2.0]), fnp.array([0, 0]), presence=1.0,
+        ...                 repetition=2.0, prompt=fnp.array([1, 0]))  # the prompt: repetition only
+        Tensor([1., 2.], dtype=float64)
     """
     seen = counts > 0
     if repetition != 1.0:
-        logits = fnp.where(seen, fnp.where(logits > 0, logits / repetition, logits * repetition), logits)
+        repeated = seen if prompt is None else fnp.logical_or(seen, prompt > 0)
+        logits = fnp.where(repeated, fnp.where(logits > 0, logits / repetition, logits * repetition), logits)
     if presence:
         logits = logits - presence * fnp.astype(seen, logits.dtype)
     if frequency:
@@ -150,14 +162,15 @@ class Sampler:
         top_k: keep the ``top_k`` most likely tokens (0: all).
         top_p: nucleus mass (1: all).
         min_p: relative probability floor (0: none).
-        repetition_penalty: CTRL's penalty on seen tokens (1: none).
-        presence_penalty: subtracted once from each seen token's logit.
-        frequency_penalty: subtracted per occurrence.
+        repetition_penalty: CTRL's penalty on tokens of the prompt or the output (1: none).
+        presence_penalty: subtracted once from each generated token's logit.
+        frequency_penalty: subtracted per generated occurrence.
 
-    ``sampler(logits, key=None, counts=None)`` takes ``(vocab_size,)`` or ``(batch,
-    vocab_size)`` logits (and counts of the same shape when a penalty is set) and returns
-    int64 ids of shape ``logits.shape[:-1]``; rows of a batch draw independent samples.
-    It runs under ``jit`` and ``vmap``.
+    ``sampler(logits, key=None, counts=None, prompt=None)`` takes ``(vocab_size,)`` or
+    ``(batch, vocab_size)`` logits (and, when a penalty is set, ``counts`` of the generated
+    tokens and optionally ``prompt``, positive for the prompt's ids, of the same shape: see
+    :func:`apply_penalties`) and returns int64 ids of shape ``logits.shape[:-1]``; rows of
+    a batch draw independent samples. It runs under ``jit`` and ``vmap``.
 
     Raises:
         ValueError: a negative temperature, ``top_k`` or ``min_p``; ``top_p`` outside
@@ -202,14 +215,14 @@ class Sampler:
             self.repetition_penalty != 1.0 or self.presence_penalty != 0.0 or self.frequency_penalty != 0.0
         )
 
-    def process(self, logits: Any, counts: Any = None) -> Tensor:
+    def process(self, logits: Any, counts: Any = None, prompt: Any = None) -> Tensor:
         """The logits after penalties, temperature and the filters (removed tokens ``-inf``)."""
         if self.uses_counts:
             if counts is None:
                 raise ValueError("Sampler: a penalty is set, so the call needs counts= of seen tokens")
             logits = apply_penalties(
                 logits, counts, repetition=self.repetition_penalty,
-                presence=self.presence_penalty, frequency=self.frequency_penalty,
+                presence=self.presence_penalty, frequency=self.frequency_penalty, prompt=prompt,
             )
         if self.is_greedy:
             return logits
@@ -219,9 +232,9 @@ class Sampler:
         logits = top_p_mask(logits, self.top_p)
         return min_p_mask(logits, self.min_p)
 
-    def __call__(self, logits: Any, key: Any = None, counts: Any = None) -> Tensor:
+    def __call__(self, logits: Any, key: Any = None, counts: Any = None, prompt: Any = None) -> Tensor:
         logits = logits if hasattr(logits, "shape") else fnp.asarray(logits)
-        logits = self.process(logits, counts)
+        logits = self.process(logits, counts, prompt)
         if self.is_greedy:
             return fnp.argmax(logits, axis=-1)
         if key is None:
@@ -236,9 +249,9 @@ class Sampler:
         draw = [random.categorical(keys[i], logits[i]) for i in range(rows)]
         return fnp.stack(draw)
 
-    def log_probs(self, logits: Any, counts: Any = None) -> Tensor:
+    def log_probs(self, logits: Any, counts: Any = None, prompt: Any = None) -> Tensor:
         """Log-probabilities of the distribution drawn from (``-inf`` for removed tokens)."""
-        return log_softmax(self.process(logits, counts), axis=-1)
+        return log_softmax(self.process(logits, counts, prompt), axis=-1)
 
 
 def greedy() -> Sampler:

@@ -129,3 +129,89 @@ def test_a_fresh_prefill_reads_only_the_prompts_keys_and_gives_the_same(tiny):
         )
     with pytest.raises(ValueError, match="fresh=True, but the cache holds 6"):
         model(tokens[:, :1], cache, fresh=True)
+
+
+def test_a_jitted_fresh_prefill_refuses_a_cache_that_holds_positions(tiny):
+    # inside the jitted prefill the offset is traced, so Transformer.apply cannot check it:
+    # without the wrapper's check the call ran and gave wrong logits
+    model, _ = tiny
+    prefill, _, _ = decode_fns(model.module, sampling.greedy())
+    tokens = fnp.asarray([[5, 9, 3, 7]])
+    _, cache = prefill(model.params, model.new_cache(1, 16), tokens, fresh=True)
+    with pytest.raises(ValueError, match="fresh=True, but the cache holds 4 positions"):
+        prefill(model.params, cache, tokens[:, :1], fresh=True)
+    logits, cache = prefill(model.params, cache, tokens[:, :1])  # fresh=False still runs
+    want, _ = model(fnp.asarray([[5, 9, 3, 7, 5]]))
+    np.testing.assert_allclose(np.asarray(logits[0]), np.asarray(want[0, -1]), rtol=1e-5, atol=1e-5)
+    info = prefill.cache_info()
+    assert info.misses >= 1 and info.hits + info.misses >= 2
+
+
+def test_bad_lengths_and_chunks_are_refused(tiny):
+    model, tok = tiny
+    for chunk, error in ((0, ValueError), (-1, ValueError), (True, TypeError), (2.0, TypeError)):
+        with pytest.raises(error, match="prefill_chunk"):
+            list(generate(model, tok, [5, 6, 7], 2, prefill_chunk=chunk))
+        with pytest.raises(error, match="prefill_chunk"):
+            generate_batch(model, tok, [[5, 6, 7]], 2, prefill_chunk=chunk)
+    for n, error in ((1.7, TypeError), (False, TypeError), ("2", TypeError), (-1, ValueError)):
+        with pytest.raises(error, match="max_tokens"):
+            list(generate(model, tok, [5, 6, 7], n))
+        with pytest.raises(error, match="max_tokens"):
+            generate_batch(model, tok, [[5, 6, 7]], n)
+    # numpy integers are ints; a chunk of 1 prefills token by token and gives the same
+    assert list(generate(model, tok, [5, 6, 7], np.int64(3), stop=(), prefill_chunk=1)) == list(
+        generate(model, tok, [5, 6, 7], 3, stop=())
+    )
+
+
+def test_empty_batches_and_chat_ids_are_refused(tiny):
+    model, tok = tiny
+    with pytest.raises(ValueError, match="prompts is empty"):
+        generate_batch(model, tok, [], 2)
+    with pytest.raises(TypeError, match="list of prompts"):
+        generate_batch(model, tok, " a string", 2)
+    with pytest.raises(TypeError, match=r"chat=True needs a text prompt or a list of \{"):
+        list(generate(model, tok, [5, 6, 7], 2, chat=True))
+    with pytest.raises(TypeError, match="chat=True needs"):
+        list(generate(model, tok, [{"role": "user"}], 2, chat=True))
+    got = list(generate(model, tok, [{"role": "user", "content": "hi"}], 2, chat=True, stop=()))
+    assert got == list(generate(model, tok, "hi", 2, chat=True, stop=()))
+
+
+def _penalized_without_cache(model, sampler, ids, n):
+    # presence and frequency count generated tokens; repetition covers the prompt too
+    vocab = model.config.vocab_size
+    prompt = np.zeros(vocab, np.float32)
+    prompt[list(ids)] = 1.0
+    counts = np.zeros(vocab, np.float32)
+    ids, out = list(ids), []
+    for _ in range(n):
+        logits, _ = model(fnp.asarray([ids]))
+        nxt = int(sampler(logits[0, -1], None, fnp.asarray(counts), fnp.asarray(prompt)))
+        out.append(nxt)
+        ids.append(nxt)
+        counts[nxt] += 1
+    return out
+
+
+def test_presence_and_frequency_count_generated_tokens_repetition_the_prompt_too(tiny):
+    model, tok = tiny
+    prompt = tok.encode(" the cat sat on the mat")
+    plain = list(generate(model, tok, prompt, 2, stop=()))
+    assert plain[1] == plain[0] and plain[0] not in prompt  # this model repeats itself
+    prompt = prompt + plain[:1]  # now greedy's next token is in the prompt
+    assert list(generate(model, tok, prompt, 1, stop=())) == plain[:1]
+    # the OpenAI API and vLLM: the presence penalty ignores the prompt, so the first
+    # token is greedy's; the second (a repeat of the first) is pushed away
+    presence = sampling.Sampler(temperature=0.0, presence_penalty=100.0)
+    got = list(generate(model, tok, prompt, 2, presence, stop=()))
+    assert got[0] == plain[0] and got[1] != got[0]
+    # the repetition penalty (HF, vLLM) covers the prompt: the first token changes
+    repetition = sampling.Sampler(temperature=0.0, repetition_penalty=100.0)
+    assert next(iter(generate(model, tok, prompt, 1, repetition, stop=()))) != plain[0]
+    for sampler in (presence, repetition, sampling.Sampler(
+            temperature=0.0, repetition_penalty=1.5, presence_penalty=0.5, frequency_penalty=0.7)):
+        assert list(generate(model, tok, prompt, 6, sampler, stop=())) == _penalized_without_cache(
+            model, sampler, prompt, 6
+        )

@@ -46,6 +46,14 @@ def test_penalties():
     # CTRL divides positive logits of seen tokens and multiplies negative ones; then OpenAI's
     # presence (once) and frequency (per occurrence) penalties.
     np.testing.assert_allclose(np.asarray(got), [1.0 - 0.5 - 0.5, -4.0 - 0.5 - 0.25, 1.0, 0.25 - 0.5 - 0.25])
+    # the prompt's ids (vLLM's prompt mask) get the repetition penalty only, not presence
+    # or frequency, which count generated tokens (OpenAI API, vLLM)
+    prompt = fnp.array([0, 0, 3, 1])
+    got = apply_penalties(logits, counts, repetition=2.0, presence=0.5, frequency=0.25, prompt=prompt)
+    np.testing.assert_allclose(np.asarray(got), [1.0 - 0.5 - 0.5, -4.0 - 0.5 - 0.25, 0.5, 0.25 - 0.5 - 0.25])
+    got = Sampler(temperature=0.0, presence_penalty=0.5, repetition_penalty=2.0).process(
+        logits, fnp.zeros(4), fnp.array([1, 0, 0, 0]))
+    np.testing.assert_allclose(np.asarray(got), [1.0, -2.0, 1.0, 0.5])
 
 
 def test_temperature_before_top_p_as_transformers():

@@ -78,9 +78,11 @@ _CALLS = {
     e.tanh: "np.tanh", e.sinh: "np.sinh", e.cosh: "np.cosh", e.sqrt: "np.sqrt",
     e.log1p: "np.log1p", e.expm1: "np.expm1", e.arctan: "np.arctan", e.arcsin: "np.arcsin",
     e.arccos: "np.arccos", e.abs: "np.abs", e.floor: "np.floor", e.ceil: "np.ceil",
-    e.maximum: "np.maximum", e.minimum: "np.minimum", e.arctan2: "np.arctan2",
-    e.hypot: "np.hypot", e.remainder: "np.remainder", e.floor_divide: "np.floor_divide",
+    e.arctan2: "np.arctan2", e.hypot: "np.hypot",
 }
+# maximum, minimum, relu, remainder and floor_divide are written out below with numpy's
+# rules: numba's own functions differ on signed zeros and infinities (maximum(0.0, -0.0),
+# inf // 1, 1.0 // 0.1, remainder(3.0, -1.0)).
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -104,6 +106,8 @@ def _literal(value: Any, dtype: Any) -> str:
 def _index_text(index: Any) -> str:
     parts = []
     for k in index if isinstance(index, tuple) else (index,):
+        if type(k) is tuple:  # getitem's params keep a slice as (start, stop, step)
+            k = ix._slice(k)
         if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
             parts.append(str(int(k)))
         elif isinstance(k, slice) and all(
@@ -217,7 +221,13 @@ class _Lowering:
                 return self.assign(out, f"({one} / ({one} + {t}) if {x} >= 0 else {t} / ({one} + {t}))")
             return self.assign(out, f"np.where({x} >= 0, {one} / ({one} + {t}), {t} / ({one} + {t}))")
         if op is nn_ops.relu:
-            return self.assign(out, f"np.maximum({self.ref(ins[0], dt)}, {_literal(0, dt)})")
+            return self._extremum(self.ref(ins[0], dt), _literal(0, dt), ">", out)
+        if op in (e.maximum, e.minimum):
+            a, b = (self.ref(v, dt) for v in ins)
+            return self._extremum(a, b, ">" if op is e.maximum else "<", out)
+        if op in (e.remainder, e.floor_divide):
+            a, b = (self.ref(v, dt) for v in ins)
+            return self._divmod(a, b, op is e.floor_divide, out)
         if op is la.matmul:
             return self._matmul(ins, out)
         if op is ix.dynamic_slice:
@@ -227,6 +237,40 @@ class _Lowering:
         if op is s.split:
             return self._split(ins[0], outs, params)
         raise Unsupported(f"op {op.name!r}")
+
+    def _where(self, cond: str, a: str, b: str, out: Var) -> str:
+        """``a`` where ``cond`` else ``b``: a conditional for 0-d values, else np.where."""
+        return f"({a} if {cond} else {b})" if out.aval.shape == () else f"np.where({cond}, {a}, {b})"
+
+    def _extremum(self, a: str, b: str, cmp: str, out: Var) -> None:
+        # numpy's loop: a when a is NaN or strictly beyond b, else b (ties and NaN in b: b)
+        nan = f"({a} != {a})"
+        either = f"({nan} or ({a} {cmp} {b}))" if out.aval.shape == () else f"({nan} | ({a} {cmp} {b}))"
+        return self.assign(out, self._where(either, a, b, out))
+
+    def _divmod(self, a: str, b: str, floor: bool, out: Var) -> None:
+        """numpy's floor_divide or remainder (``npy_divmod``): from ``fmod``, the exact
+        remainder, so that ``1.0 // 0.1`` is 9 and ``inf // 1`` NaN."""
+        name = self.names[id(out)]
+        scalar = out.aval.shape == ()
+        band, bor = (" and ", " or ") if scalar else (" & ", " | ")
+        mod, fix = f"m_{name}", f"f_{name}"
+        self.lines.append(f"{mod} = np.fmod({a}, {b})")
+        # where the remainder's sign differs from the divisor's, floor moves down by one
+        self.lines.append(f"{fix} = ({mod} != 0){band}(({b} < 0) != ({mod} < 0))")
+        if not floor:  # the remainder takes b's sign; an exact zero is copysign(0, b)
+            shifted = self._where(fix, f"({mod} + {b})", mod, out)
+            zero = f"np.copysign({_literal(0, out.aval.dtype)}, {b})"
+            return self.assign(out, self._where(f"({mod} == 0)", zero, shifted, out))
+        div, fl = f"d_{name}", f"l_{name}"
+        self.lines.append(f"{div} = ({a} - {mod}) / {b}")
+        self.lines.append(f"{div} = {self._where(fix, f'({div} - 1)', div, out)}")
+        self.lines.append(f"{fl} = np.floor({div})")
+        self.lines.append(f"{fl} = {self._where(f'(({div} - {fl}) > 0.5)', f'({fl} + 1)', fl, out)}")
+        exact = f"({a} / {b})"  # b == 0: numpy's inf or NaN; a zero quotient: its sign
+        zero = f"np.copysign({_literal(0, out.aval.dtype)}, {exact})"
+        value = self._where(f"({div} != 0)", fl, zero, out)
+        return self.assign(out, self._where(f"({b} == 0)", exact, value, out))
 
     def _matmul(self, ins: list, out: Var) -> None:
         a, b = ins
@@ -423,7 +467,9 @@ def _cache_dir() -> str:
 
 def _load(source: str) -> Callable:
     """``_loop`` of ``source``, compiled by numba (from its disk cache when it has one)."""
-    text = "import numpy as np\nimport numba\n\n\n@numba.njit(cache=True, nogil=True)\n" + source
+    # error_model="numpy": x / 0 gives inf or NaN as numpy does, not ZeroDivisionError
+    text = 'import numpy as np\nimport numba\n\n\n@numba.njit(cache=True, nogil=True, error_model="numpy")\n'
+    text += source
     return load_module(text, "fgrad_loop")._loop
 
 
@@ -478,11 +524,16 @@ class _CompiledLoop:
             _log_fallback(self.body, f"numba could not compile it: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
             self.body.derived[self.key] = False  # numpy from now on
             return None
-        outs = [np.asarray(o) for o in outs]
+        carry = self.body.out_avals[: self.n_carry]
+        ys = self.body.out_avals[self.n_carry :]
+        want = [(tuple(a.shape), a.dtype) for a in carry] + [((self.length, *a.shape), a.dtype) for a in ys]
+        # numba returns a 0-d carry as a Python number (a float32 one as a float): its dtype
+        # is the aval's, and the value is exact in it
+        outs = [
+            np.asarray(o, dtype) if type(o) in (float, int, bool) else np.asarray(o)
+            for o, (_, dtype) in zip(outs, want)
+        ]
         if not self.checked:
-            carry = self.body.out_avals[: self.n_carry]
-            ys = self.body.out_avals[self.n_carry :]
-            want = [(tuple(a.shape), a.dtype) for a in carry] + [((self.length, *a.shape), a.dtype) for a in ys]
             for o, (shape, dtype) in zip(outs, want):
                 if o.shape != shape or o.dtype != np.dtype(dtype):
                     _log_fallback(self.body, f"its compiled result {o.dtype}{list(o.shape)} is not {np.dtype(dtype)}{list(shape)}")

@@ -8,9 +8,9 @@ buffers change no rounding). With it on, fused kernels and compiled loops use th
 math functions (within a few ulp of numpy's), so results agree to a tolerance, NaNs and
 infinities exactly; the fixture lowers ``fusion_numba.MIN_WORK`` so that small groups fuse
 too. Every run also checks that a caller's later write to its numpy inputs leaves the
-returned Tensors alone. What the numba side is known to get wrong (signed zeros of
-maximum, minimum and relu) is left out with the backend on and pinned by xfail tests in
-test_numba_differential.py."""
+returned Tensors alone. Every op runs with the backend on too (numba's own maximum,
+minimum and relu differed on signed zeros; the loop lowering now writes numpy's rules,
+and test_numba_differential.py pins them)."""
 
 import os
 
@@ -45,9 +45,9 @@ REDUCE = {
     "max": lambda x: fnp.max(x, axis=-1, keepdims=True) if x.ndim else x,
     "mean": lambda x: fnp.mean(x),
 }
-# Ops whose numba lowering is known to differ from numpy's on signed zeros or infinities
-# (test_numba_differential.py's xfail tests): left out with the backend on.
-KNOWN_ON = {"maximum", "minimum", "relu"}
+# Ops whose numba lowering is known to differ from numpy's: left out with the backend on
+# (none now; the set stays so a newly found divergence has a place until it is fixed).
+KNOWN_ON: set = set()
 
 SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, -1e-40, 3e38, -1e300, 1.0, -1.0]
 SHAPES = [(), (3,), (2, 3), (1, 3), (2, 1)]
@@ -99,7 +99,7 @@ def _program(steps):
 
 def _in_scan(f):
     """``f`` as a scan body over the stacked inputs, its outputs stacked; a float64 carry
-    sums the first output (a float32 0-d carry does not compile: see the xfail test)."""
+    sums the first output."""
 
     def g(*stacked):
         def body(carry, xs):

@@ -54,10 +54,9 @@ _SCALE = {"gelu_tanh_gate": 0.5, "sigmoid": 1.0, "logaddexp": 1.0, "power": None
 _LOOP_OPS = sorted(
     {op.name for op in (*cpu_compile._BINARY, *cpu_compile._COMPARE, *cpu_compile._CALLS)}
     | {el.negative.name, el.where.name, el.sigmoid.name, nn_ops.relu.name, el.stop_gradient.name}
+    # written out with numpy's rules on signed zeros and infinities
+    | {el.maximum.name, el.minimum.name, el.remainder.name, el.floor_divide.name}
 )
-# numba's scalar ``/`` raises ZeroDivisionError (Python's error model) where numpy gives
-# inf or NaN: these ops' scalar inputs leave out zeros (see the xfail test below).
-_RAISES_ON_ZERO = {"divide"}
 
 
 def _specials(dtype) -> list:
@@ -171,24 +170,6 @@ def _fmod(a, b):
         return np.fmod(a, b)
 
 
-# Inputs on which numba's scalar and array implementations differ from numpy's: left out
-# of the sweep below, and each pinned by an xfail test (strict: a fix makes it pass, and
-# then the mask must go). ``(a, b)`` are the binary inputs, ``x`` the unary one.
-_KNOWN = {
-    # numba's is floor(a / b); numpy's (as Python's) works from the exact remainder: NaN
-    # for inf // finite, -1.0 where the signs differ and the quotient underflows to -0.0
-    # (x // inf, 1e-30 // -3e38), and 9.0 for 1.0 // 0.1, whose quotient rounds up to 10
-    "floor_divide": lambda a, b: (np.isinf(a) & np.isfinite(b))
-    | ((a != 0) & np.isfinite(a) & (np.signbit(a) != np.signbit(b)) & (_quotient(a, b) == 0))
-    | ((np.floor(_quotient(a, b)) == _quotient(a, b)) & (_fmod(a, b) != 0)),
-    # an exact zero takes the divisor's sign in numpy (-0.0 for b < 0), +0.0 in numba
-    "remainder": lambda a, b: np.signbit(b),
-    # maximum(0.0, -0.0) is numpy's second operand, numba's first
-    "maximum": lambda a, b: (a == 0) & (b == 0),
-    "minimum": lambda a, b: (a == 0) & (b == 0),
-    # relu(-0.0) = maximum(-0.0, 0) is +0.0 in numpy, -0.0 in numba
-    "relu": lambda x: x == 0,
-}
 # The ops the loop writes by hand as numpy calls on arrays (np.where forms), and a few
 # ufuncs: its array code beyond numba's ufunc loops, which run the scalar code checked
 # for every op (the whole sweep as arrays compiles for ~20 s a dtype: a slow test).
@@ -201,7 +182,7 @@ def _loop_body(names, form):
     pick = (lambda v: v[0]) if form == "scalar" else (lambda v: v)
 
     def body(carry, row):
-        x, a, b, c, a_nz, b_nz = (pick(v) for v in row)
+        x, a, b, c = (pick(v) for v in row)
         outs = []
         for name in names:
             op, arity = REGISTRY[name], _arity(name)
@@ -209,8 +190,6 @@ def _loop_body(names, form):
                 outs.append(op(c, a, b))
             elif arity == 1:
                 outs.append(op(x))
-            elif name in _RAISES_ON_ZERO and form == "scalar":
-                outs.append(op(a_nz, b_nz))
             else:
                 outs.append(op(a, b))
         return carry, tuple(outs)
@@ -218,18 +197,12 @@ def _loop_body(names, form):
     return body
 
 
-def _no_zeros(v):
-    return np.where(v == 0, np.ones_like(v), v)
-
-
 def _check_loop(names, form, dtype, log):
     x, a, b, c = _inputs(names, dtype, 4)
-    a_nz, b_nz = _no_zeros(a), _no_zeros(b)
     body = _loop_body(names, form)
-    # a float64 carry: a float32 0-d one keeps the loop from compiling (the xfail below)
     run = fgrad.jit(lambda xs: lax.scan(body, fnp.zeros(()), xs)[1])
     with np.errstate(all="ignore"):
-        outs = run((x, a, b, c, a_nz, b_nz))
+        outs = run((x, a, b, c))
     assert "compiled loop body 'body' with numba" in log.text, log.text
     assert "runs as numpy calls" not in log.text, log.text
     cols = slice(0, 1) if form == "scalar" else slice(None)
@@ -240,17 +213,12 @@ def _check_loop(names, form, dtype, log):
             args = (c, a, b)
         elif arity == 1:
             args = (x,)
-        elif name in _RAISES_ON_ZERO and form == "scalar":
-            args = (a_nz, b_nz)
         else:
             args = (a, b)
         args = [v[:, cols] for v in args]
         with np.errstate(all="ignore"):
             want = np.asarray(op(*args))
         got = np.asarray(got).reshape(want.shape)
-        if name in _KNOWN:
-            keep = ~_KNOWN[name](*args)
-            got, want = got[keep], want[keep]
         try:
             _compare(name, got, want, f"in a loop, as a {form}")
         except AssertionError as err:
@@ -275,24 +243,19 @@ def test_every_op_a_compiled_loop_lowers_on_arrays_against_its_numpy_kernel(dtyp
     _check_loop(_LOOP_OPS, "vector", dtype, log)
 
 
-_KNOWN_CASES = {  # minimal inputs of each _KNOWN divergence
-    "floor_divide": ([np.inf, -1.0, 1e-30, 1.0], [1.0, np.inf, -3e38, 0.1]),
-    "remainder": ([0.0, 3.0], [-1.0, -1.0]),
-    "maximum": ([0.0, -0.0], [-0.0, 0.0]),
-    "minimum": ([0.0, -0.0], [-0.0, 0.0]),
-    "relu": ([-0.0],),
+_SIGNED_CASES = {  # where numba's own functions differ from numpy's (the loop writes numpy's)
+    "floor_divide": ([np.inf, -1.0, 1e-30, 1.0, 5.0, -0.0], [1.0, np.inf, -3e38, 0.1, 0.0, 2.0]),
+    "remainder": ([0.0, 3.0, -3.0, 5.0], [-1.0, -1.0, 2.0, 0.0]),
+    "maximum": ([0.0, -0.0, np.nan, 1.0], [-0.0, 0.0, 1.0, np.nan]),
+    "minimum": ([0.0, -0.0, np.nan, 1.0], [-0.0, 0.0, 1.0, np.nan]),
+    "relu": ([-0.0, np.nan, -1.0],),
 }
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cpu_compile lowers these ops to numba's np.floor_divide / np.remainder / np.maximum / "
-    "np.minimum, which differ from numpy's on infinities and signed zeros (fusion's "
-    "emitter writes numpy's rules as selects; the loop lowering could do the same)"))
-@pytest.mark.parametrize("name", sorted(_KNOWN))
+@pytest.mark.parametrize("name", sorted(_SIGNED_CASES))
 def test_a_compiled_loop_gives_numpys_floor_divide_remainder_and_extrema(name, log):
     op = REGISTRY[name]
-    args = [np.array(v) for v in _KNOWN_CASES[name]]
-    assert _KNOWN[name](*args).all()
+    args = [np.array(v) for v in _SIGNED_CASES[name]]
 
     def f(*xs):
         return lax.scan(lambda c, row: (c, op(*row)), fnp.zeros(()), xs)[1]
@@ -304,9 +267,6 @@ def test_a_compiled_loop_gives_numpys_floor_divide_remainder_and_extrema(name, l
     _compare(name, got, want, "in a loop")
 
 
-@pytest.mark.xfail(strict=True, raises=ZeroDivisionError, reason=(
-    "cpu_compile's loops compile with numba's default (Python) error model: scalar x / 0 "
-    "raises ZeroDivisionError where numpy gives inf (fusion_numba uses error_model='numpy')"))
 def test_a_compiled_loop_divides_scalars_by_zero_as_numpy():
     op = REGISTRY["divide"]
 
@@ -322,9 +282,6 @@ def test_a_compiled_loop_divides_scalars_by_zero_as_numpy():
     _compare("divide", got, want)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cpu_compile returns a 0-d carry as the numba scalar, which comes back as a Python "
-    "float: the first-result check sees float64 for a float32 carry and drops the loop"))
 def test_a_loop_with_a_float32_scalar_carry_compiles(log):
     def f(xs):
         return lax.scan(lambda c, x: (c + x, c * x), fnp.zeros((), np.float32), xs)
@@ -336,10 +293,6 @@ def test_a_loop_with_a_float32_scalar_carry_compiles(log):
     assert "runs as numpy calls" not in log.text, log.text
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "getitem's params hold a slice as (start, stop, step) (canonical, hashable): "
-    "cpu_compile's _index_text takes only slice objects, so any basic slice in a body "
-    "makes the whole loop run as numpy calls"))
 def test_a_loop_body_with_a_slice_compiles(log):
     def f(xs):
         return lax.scan(lambda c, x: (c, x[1:3] * 2.0), fnp.zeros(()), xs)[1]

@@ -11,6 +11,31 @@ def test_generate_streams_and_reports_speed(tiny_llama_gguf, capsys):
     out, err = capsys.readouterr()
     assert out.endswith("\n") and len(out) > 1
     assert "prompt: 4 tokens" in err and "tokens/s" in err and "decode:" in err
+    assert "(first run: includes tracing; steady state: benchmarks/llm.py)" in err
+
+
+def test_speeds_only_where_measured(tiny_llama_gguf, capsys):
+    # --max-tokens 0 prefills nothing: no rate (it was 4 / 1e-9 = 4000000000.0 tokens/s)
+    assert main(["generate", tiny_llama_gguf, "--prompt", " the cat", "--max-tokens", "0"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == "prompt: 4 tokens; decode: 0 tokens"
+    # one token comes from the prefill: the prompt is timed, no decode step ran
+    assert main(["generate", tiny_llama_gguf, "--prompt", " the cat", "--max-tokens", "1"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("prompt: 4 tokens, ") and err.count("tokens/s") == 1
+    assert "decode: 0 tokens (first run: includes tracing" in err
+
+
+def test_help_explains_the_options_and_the_speeds(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit):
+        main(["generate", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for words in ("keep the K most likely", "sum to P", "at least M times", "CTRL's penalty",
+                  "generated so far", "seed of the random key", "include tracing",
+                  "benchmarks/llm.py"):
+        assert words in out, words
 
 
 def test_chat_and_sampling_options(tiny_llama_gguf, capsys):

@@ -39,6 +39,8 @@ _LAZY = {
     "load": "fgrad.llm.loading:load",
     "generate": "fgrad.llm.generation:generate",
     "generate_batch": "fgrad.llm.generation:generate_batch",
+    "decode_fns": "fgrad.llm.generation:decode_fns",
+    "PromptTooLongError": "fgrad.llm.generation:PromptTooLongError",
     "Sampler": "fgrad.llm.sampling:Sampler",
     "Tokenizer": "fgrad.llm.tokenizer:Tokenizer",
     "ModelConfig": "fgrad.llm.config:ModelConfig",

@@ -206,7 +206,10 @@ class Transformer:
             fresh: the cache holds no position yet (offset 0), so attention reads this
                 call's keys only, not every slot of the cache (a prompt's first prefill:
                 the empty slots would be masked out anyway). The keys and values still go
-                into the cache.
+                into the cache. A nonzero offset raises ValueError only when it is
+                concrete: under your own ``jit`` it is traced, the check cannot run, and a
+                misused ``fresh=True`` gives wrong logits silently (the prefill of
+                :func:`fgrad.llm.generation.decode_fns` checks before its jitted call).
 
         Returns:
             ``(logits, cache)``: ``(batch, seq, vocab_size)`` (``(batch, 1, vocab_size)``

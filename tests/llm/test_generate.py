@@ -215,3 +215,11 @@ def test_presence_and_frequency_count_generated_tokens_repetition_the_prompt_too
         assert list(generate(model, tok, prompt, 6, sampler, stop=())) == _penalized_without_cache(
             model, sampler, prompt, 6
         )
+
+
+def test_the_decode_functions_and_the_error_are_exported():
+    import fgrad.llm
+    from fgrad.llm import PromptTooLongError as exported, decode_fns as fns
+
+    assert fns is decode_fns and exported is PromptTooLongError
+    assert {"decode_fns", "PromptTooLongError"} <= set(fgrad.llm.__all__) & set(dir(fgrad.llm))

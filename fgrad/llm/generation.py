@@ -3,8 +3,8 @@
 :func:`generate` yields token ids as they are chosen. The prompt is prefilled in one
 jitted call per chunk of ``prefill_chunk`` tokens (one call for most prompts), each
 writing its keys and values into a preallocated :class:`fgrad.llm.cache.KVCache`. Then
-every new token is ONE jitted call: the model on one position, the sampler, the count of
-seen tokens for penalties and the next key, with the cache donated (its arrays may hold
+every new token is ONE jitted call: the model on one position, the sampler, the counts of
+generated tokens for penalties and the next key, with the cache donated (its arrays may hold
 the outputs) and the position a traced value of the cache, so that the call is traced
 once per model, sampler and cache size and never per token. :func:`generate_batch` runs
 several prompts at once, left-padded to one length.

@@ -210,3 +210,12 @@ def test_a_larger_product_in_a_loop_stays_a_blas_call(compiled, tmp_path):
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-14)
     source = "".join(m.read_text() for m in (tmp_path / "numba").glob("fgrad_loop_*.py"))
     assert "np.dot" in source
+
+
+def test_a_body_of_large_arrays_stays_numpy_and_says_why(compiled):
+    # numpy's loops are as fast on large arrays (an LSTM's gates); compiling would lose
+    f = fgrad.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: fnp.tanh(c) * 0.5, x))
+    x = fnp.ones(cpu_compile.MAX_ARRAY + 1)
+    np.testing.assert_allclose(np.asarray(f(x)), np.tanh(np.tanh(np.tanh(np.ones(x.shape[0])) * 0.5) * 0.5) * 0.5)
+    text = compiled.text
+    assert "runs as numpy calls" in text and "MAX_ARRAY" in text, text

@@ -45,26 +45,8 @@ _SCALE = {"gelu_tanh_gate": 0.5, "sigmoid": 1.0, "logaddexp": 1.0}
 _SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-30, 1e30]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _backend_on(tmp_path_factory):
-    """numba on (the root conftest turns it off), kernels cached in a private folder."""
-    old = os.environ.get("FGRAD_CACHE_DIR")
-    os.environ["FGRAD_CACHE_DIR"] = str(tmp_path_factory.mktemp("numba_cache"))
-    before = fgrad.config.cpu_compile
-    fgrad.config.cpu_compile = True
-    yield
-    fgrad.config.cpu_compile = before
-    if old is None:
-        del os.environ["FGRAD_CACHE_DIR"]
-    else:
-        os.environ["FGRAD_CACHE_DIR"] = old
+pytestmark = pytest.mark.usefixtures("numba_backend")  # tests/transforms/conftest.py
 
-
-@pytest.fixture
-def log(caplog, monkeypatch):
-    monkeypatch.setattr(fgrad.config, "log_compiles", True)
-    caplog.set_level(logging.WARNING, logger="fgrad")
-    return caplog
 
 
 def _one_group(f, *args):

@@ -8,8 +8,6 @@ like-signed terms) within 8 ulp of the unfused values; layer-norm, whose mean an
 variance are divided into values that cancel, within 8 ulp of each row's largest output
 (absolute). max/min are exact; inf, -inf and NaN rows give the unfused values."""
 
-import logging
-import os
 
 import numpy as np
 import pytest
@@ -26,26 +24,8 @@ _FLOATS = (np.float32, np.float64)
 _ULPS = 8
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _backend_on(tmp_path_factory):
-    """numba on (the root conftest turns it off), kernels cached in a private folder."""
-    old = os.environ.get("FGRAD_CACHE_DIR")
-    os.environ["FGRAD_CACHE_DIR"] = str(tmp_path_factory.mktemp("numba_cache"))
-    before = fgrad.config.cpu_compile
-    fgrad.config.cpu_compile = True
-    yield
-    fgrad.config.cpu_compile = before
-    if old is None:
-        del os.environ["FGRAD_CACHE_DIR"]
-    else:
-        os.environ["FGRAD_CACHE_DIR"] = old
+pytestmark = pytest.mark.usefixtures("numba_backend")  # tests/transforms/conftest.py
 
-
-@pytest.fixture
-def log(caplog, monkeypatch):
-    monkeypatch.setattr(fgrad.config, "log_compiles", True)
-    caplog.set_level(logging.WARNING, logger="fgrad")
-    return caplog
 
 
 def _softmax(x):

@@ -21,19 +21,7 @@ numba = pytest.importorskip("numba")
 from fgrad.transforms import fusion_numba  # noqa: E402  (needs numba to be useful)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _backend_on(tmp_path_factory):
-    """numba on (the root conftest turns it off), kernels cached in a private folder."""
-    old = os.environ.get("FGRAD_CACHE_DIR")
-    os.environ["FGRAD_CACHE_DIR"] = str(tmp_path_factory.mktemp("numba_cache"))
-    before = fgrad.config.cpu_compile
-    fgrad.config.cpu_compile = True
-    yield
-    fgrad.config.cpu_compile = before
-    if old is None:
-        del os.environ["FGRAD_CACHE_DIR"]
-    else:
-        os.environ["FGRAD_CACHE_DIR"] = old
+pytestmark = pytest.mark.usefixtures("numba_backend")  # tests/transforms/conftest.py
 
 
 @pytest.fixture

@@ -11,8 +11,6 @@ infinities and NaNs where numpy has them. One compile per dtype and lowering kee
 module at seconds."""
 
 import itertools
-import logging
-import os
 
 import numpy as np
 import pytest
@@ -68,26 +66,8 @@ def _specials(dtype) -> list:
     ]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _backend_on(tmp_path_factory):
-    """numba on (the root conftest turns it off), kernels cached in a private folder."""
-    old = os.environ.get("FGRAD_CACHE_DIR")
-    os.environ["FGRAD_CACHE_DIR"] = str(tmp_path_factory.mktemp("numba_cache"))
-    before = fgrad.config.cpu_compile
-    fgrad.config.cpu_compile = True
-    yield
-    fgrad.config.cpu_compile = before
-    if old is None:
-        del os.environ["FGRAD_CACHE_DIR"]
-    else:
-        os.environ["FGRAD_CACHE_DIR"] = old
+pytestmark = pytest.mark.usefixtures("numba_backend")  # tests/transforms/conftest.py
 
-
-@pytest.fixture
-def log(caplog, monkeypatch):
-    monkeypatch.setattr(fgrad.config, "log_compiles", True)
-    caplog.set_level(logging.WARNING, logger="fgrad")
-    return caplog
 
 
 def _ulps(got, want):

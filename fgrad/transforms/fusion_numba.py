@@ -897,6 +897,18 @@ def _pays(group: fusion.ElementwiseGroup) -> str | None:
     return None
 
 
+def _built(make: Callable, group: Any) -> tuple[Callable | None, str | None]:
+    """``(kernel, None)``, or ``(None, why)`` where the group does not render (a
+    ValueError) or numba cannot compile it."""
+    try:
+        return make(group), None
+    except ValueError as err:
+        return None, str(err)
+    except Exception as err:  # noqa: BLE001  (numba's typing or lowering error)
+        first = str(err).splitlines()[0] if str(err) else ""
+        return None, f"numba could not compile it: {type(err).__name__}: {first}"
+
+
 def numba_kernel(group: fusion.ElementwiseGroup) -> Callable | None:
     """The group as a kernel ``(xp, *inputs) -> outputs`` over a compiled numba loop, or
     None when it stays on numpy (it does not pay, or does not render or compile; with
@@ -922,15 +934,9 @@ def numba_kernel(group: fusion.ElementwiseGroup) -> Callable | None:
     dtype = np.dtype(group.dtype).name if group.dtype else "bool"
     what = f"{[n.op.name for n in group.nodes]} {dtype}{list(group.shape)}"
     why = _pays(group)
+    start = time.perf_counter()
     if why is None:
-        start = time.perf_counter()
-        try:
-            run = _make(group)
-        except ValueError as err:
-            why = str(err)
-        except Exception as err:  # noqa: BLE001  (numba's typing or lowering error)
-            first = str(err).splitlines()[0] if str(err) else ""
-            why = f"numba could not compile it: {type(err).__name__}: {first}"
+        run, why = _built(_make, group)
     if why is not None:
         # one small op left alone is not news: only groups, or large single ops
         if config.log_compiles and (len(group.nodes) > 1 or _size(group) >= MIN_WORK):
@@ -1055,13 +1061,7 @@ def row_kernel(group: fusion.RowReduceGroup) -> Callable | None:
         why = f"{_size(group)} elements x {len(names)} ops is below MIN_WORK ({MIN_WORK})"
     else:
         start = time.perf_counter()
-        try:
-            run = _make_rows(group)
-        except ValueError as err:
-            why = str(err)
-        except Exception as err:  # noqa: BLE001  (numba's typing or lowering error)
-            first = str(err).splitlines()[0] if str(err) else ""
-            why = f"numba could not compile it: {type(err).__name__}: {first}"
+        run, why = _built(_make_rows, group)
     if why is not None:
         if config.log_compiles:
             _log.warning("jit: fused row group %s runs as numpy calls: %s", what, why)

@@ -1,11 +1,13 @@
 """Shared fixtures: array namespaces, seeds and hypothesis profiles."""
 
+import logging
 import os
 
 import numpy as np
 import pytest
 from hypothesis import settings
 
+import fgrad
 from fgrad import backend
 import fgrad.llm.quantized  # noqa: F401,E402  (its ops join the registry-wide sweeps, whatever runs)
 
@@ -33,3 +35,30 @@ def xp(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+# The numba backend's tests (tests/transforms: fused kernels, compiled loops).
+
+
+@pytest.fixture(scope="module")
+def numba_backend(tmp_path_factory):
+    """numba on (the root conftest turns it off), kernels cached in a private folder;
+    a module takes it with ``pytestmark = pytest.mark.usefixtures("numba_backend")``."""
+    old = os.environ.get("FGRAD_CACHE_DIR")
+    os.environ["FGRAD_CACHE_DIR"] = str(tmp_path_factory.mktemp("numba_cache"))
+    before = fgrad.config.cpu_compile
+    fgrad.config.cpu_compile = True
+    yield
+    fgrad.config.cpu_compile = before
+    if old is None:
+        del os.environ["FGRAD_CACHE_DIR"]
+    else:
+        os.environ["FGRAD_CACHE_DIR"] = old
+
+
+@pytest.fixture
+def log(caplog, monkeypatch):
+    """What ``config.log_compiles`` writes (compiled, loaded, fell back and why)."""
+    monkeypatch.setattr(fgrad.config, "log_compiles", True)
+    caplog.set_level(logging.WARNING, logger="fgrad")
+    return caplog

@@ -45,7 +45,7 @@ _SCALE = {"gelu_tanh_gate": 0.5, "sigmoid": 1.0, "logaddexp": 1.0}
 _SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-30, 1e30]
 
 
-pytestmark = pytest.mark.usefixtures("numba_backend")  # tests/transforms/conftest.py
+pytestmark = pytest.mark.usefixtures("numba_backend")  # tests/conftest.py
 
 
 

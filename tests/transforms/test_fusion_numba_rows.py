@@ -24,7 +24,7 @@ _FLOATS = (np.float32, np.float64)
 _ULPS = 8
 
 
-pytestmark = pytest.mark.usefixtures("numba_backend")  # tests/transforms/conftest.py
+pytestmark = pytest.mark.usefixtures("numba_backend")  # tests/conftest.py
 
 
 

@@ -21,7 +21,7 @@ numba = pytest.importorskip("numba")
 from fgrad.transforms import fusion_numba  # noqa: E402  (needs numba to be useful)
 
 
-pytestmark = pytest.mark.usefixtures("numba_backend")  # tests/transforms/conftest.py
+pytestmark = pytest.mark.usefixtures("numba_backend")  # tests/conftest.py
 
 
 @pytest.fixture

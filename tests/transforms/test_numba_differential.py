@@ -66,7 +66,7 @@ def _specials(dtype) -> list:
     ]
 
 
-pytestmark = pytest.mark.usefixtures("numba_backend")  # tests/transforms/conftest.py
+pytestmark = pytest.mark.usefixtures("numba_backend")  # tests/conftest.py
 
 
 

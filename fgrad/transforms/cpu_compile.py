@@ -183,6 +183,14 @@ class _Lowering:
         dt = out.aval.dtype
         if any(np.dtype(getattr(getattr(v, "aval", None), "dtype", "f8")).kind == "c" for v in (*ins, out)):
             raise Unsupported(f"complex values in {op.name}")
+        if op in (e.floor_divide, e.remainder) and np.dtype(dt).kind in "iu":
+            return self._int_divmod(ins, op is e.floor_divide, out)
+        if op is e.power and np.dtype(dt).kind in "iub":
+            # numba's integer pow returns 0 for the negative powers numpy refuses
+            raise Unsupported("an integer power")
+        if op is e.power and not isinstance(ins[1], Var) and float(np.asarray(ins[1])) == 0.5:
+            # numpy's power takes sqrt for a scalar 0.5 (sqrt(-inf) = nan, sqrt(-0.0) = -0.0)
+            return self.assign(out, f"np.sqrt({self.ref(ins[0], dt)})")
         if op in _BINARY:
             a, b = (self.ref(v, dt) for v in ins)
             return self.assign(out, f"({a} {_BINARY[op]} {b})")
@@ -272,6 +280,20 @@ class _Lowering:
         nan = f"({a} != {a})"
         either = f"({nan} or ({a} {cmp} {b}))" if out.aval.shape == () else f"({nan} | ({a} {cmp} {b}))"
         return self.assign(out, self._where(either, a, b, out))
+
+    def _int_divmod(self, ins: list, floor: bool, out: Var) -> None:
+        """numpy's integer floor_divide or remainder on scalars: Python's ``//`` and ``%``
+        (numba's integer ``np.fmod`` is wrong for negative operands, and a float quotient
+        loses int64 digits), with numpy's 0 for a zero divisor and the wrapped quotient of
+        the most negative value by -1."""
+        if out.aval.shape != ():
+            raise Unsupported(f"an integer {'floor_divide' if floor else 'remainder'} of arrays")
+        dt = out.aval.dtype
+        a, b = (self.ref(v, dt) for v in ins)
+        by_minus_one = f"(-{a})" if floor else _literal(0, dt)
+        value = f"({a} // {b})" if floor else f"({a} % {b})"
+        zero = _literal(0, dt)
+        return self.assign(out, f"({zero} if {b} == 0 else ({by_minus_one} if {b} == -1 else {value}))")
 
     def _divmod(self, a: str, b: str, floor: bool, out: Var) -> None:
         """numpy's floor_divide or remainder (``npy_divmod``): from ``fmod``, the exact

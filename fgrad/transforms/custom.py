@@ -205,7 +205,7 @@ class custom_vjp:
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         check_function(fun, "custom_vjp")
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # not f.__dict__: a wrapped transform's state
         self.fun = fun
         self.nondiff_argnums = as_positions(
             nondiff_argnums, f"custom_vjp {self.__name__}", "nondiff_argnums", None
@@ -348,7 +348,7 @@ class custom_jvp:
 
     def __init__(self, fun: Callable):
         check_function(fun, "custom_jvp")
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # not f.__dict__: a wrapped transform's state
         self.fun = fun
         self.rule: Callable | None = None
 

@@ -199,6 +199,8 @@ def _minimum(b: _Builder, x: tuple, y: tuple) -> tuple:
 def _power(b: _Builder, x: tuple, y: tuple) -> tuple:
     if y[0] == "const" and y[1] == 2.0:
         return ("bin", "*", x, x)  # exact, and what pow(x, 2) rounds to
+    if y[0] == "const" and y[1] == 0.5:  # numpy's power takes sqrt for a scalar 0.5
+        return ("call", "sqrt", x)  # (sqrt(-inf) = nan, sqrt(-0.0) = -0.0, unlike pow)
     return ("call", "pow", x, y)
 
 

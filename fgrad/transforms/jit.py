@@ -232,7 +232,7 @@ class Jitted:
         self._fast: dict[Any, tuple[Program, Callable]] = {}
         self._hits = self._misses = 0
         self._monitor = RetraceMonitor(_name(f), _positional_params(f), _CACHE_SIZE, _defaults(f))
-        functools.update_wrapper(self, f)
+        functools.update_wrapper(self, f, updated=())  # not f.__dict__: a wrapped transform's state
 
     def __get__(self, obj: Any, owner: Any = None) -> Any:
         # As a function would: a jitted method binds its instance.

@@ -219,3 +219,32 @@ def test_a_body_of_large_arrays_stays_numpy_and_says_why(compiled):
     np.testing.assert_allclose(np.asarray(f(x)), np.tanh(np.tanh(np.tanh(np.ones(x.shape[0])) * 0.5) * 0.5) * 0.5)
     text = compiled.text
     assert "runs as numpy calls" in text and "MAX_ARRAY" in text, text
+
+
+def test_integer_floor_divide_remainder_and_power_in_a_loop_are_numpys(compiled):
+    # numba's integer np.fmod is wrong for negative operands: integers take Python's // and %
+    # (a new-user trial found -1 % 5 giving 0 in a compiled ring index)
+    f = lambda x: lax.fori_loop(0, 5, lambda i, acc: acc + (i - 1) % 5 + (i - 3) // 2, x)
+    assert int(fgrad.jit(f)(fnp.asarray(0))) == int(f(fnp.asarray(0))) == 10 + (-2 - 1 - 1 + 0 + 0)
+    g = lambda c: lax.fori_loop(0, 1, lambda i, c: (c[0] % 5, c[1] // -2, c[2] // 7), c)
+    x = fnp.asarray(np.int64(-4)), fnp.asarray(np.int64(7)), fnp.asarray(np.int64(2**62 + 1))
+    got = [int(v) for v in fgrad.jit(g)(x)]
+    assert got == [1, -4, (2**62 + 1) // 7]
+    cases = [(-1, 5), (-11, 5), (7, -2), (-7, -2), (6, -2), (7, 0), (-(2**63), -1), (5, 1)]
+    h = lambda c: lax.fori_loop(0, 1, lambda i, c: (c[0] // c[1], c[0] % c[1], c[1]), c)
+    for a, b in cases:
+        args = (fnp.asarray(np.int64(a)), fnp.asarray(np.int64(b)), fnp.asarray(np.int64(0)))
+        with np.errstate(all="ignore"):
+            want = (np.floor_divide(np.int64(a), np.int64(b)), np.remainder(np.int64(a), np.int64(b)))
+        got = fgrad.jit(h)(args)
+        assert (int(got[0]), int(got[1])) == (int(want[0]), int(want[1])), (a, b, got)
+    assert "runs as numpy calls" not in compiled.text, compiled.text
+
+
+def test_a_half_power_in_a_loop_is_numpys_sqrt(compiled):
+    x = fnp.asarray(np.array([-np.inf, -0.0, 4.0, -1.0]))
+    got = np.asarray(fgrad.jit(lambda x: lax.fori_loop(0, 1, lambda i, c: c**0.5, x))(x))
+    with np.errstate(invalid="ignore"):
+        want = np.asarray(x) ** 0.5
+    np.testing.assert_array_equal(got, want)  # nan, -0.0, 2.0, nan
+    assert np.signbit(got[1])

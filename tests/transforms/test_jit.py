@@ -313,3 +313,19 @@ def test_jit_closing_over_an_outer_tracer(outer):
             got = fgrad.jvp(lambda y: inner(x, y), (ys,), (x,))[1]
             ref = fgrad.jvp(lambda y: want(x, y), (ys,), (x,))[1]
         np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-12)
+
+
+def test_jit_of_a_wrapper_of_a_jitted_function_runs_the_wrapper():
+    # update_wrapper must not copy the inner Jitted's state (its _f, its cache) into the
+    # outer one: jit(vmap(jit(f))) ran jit(f) unmapped, a decorator around jit was dropped
+    import functools
+
+    x = fnp.asarray(np.arange(12.0).reshape(4, 3))
+    np.testing.assert_array_equal(np.asarray(fgrad.jit(fgrad.vmap(fgrad.jit(fnp.sum)))(x)), [3, 12, 21, 30])
+    inner = fgrad.jit(lambda x: x * 2.0)
+
+    @functools.wraps(inner)
+    def plus(x):
+        return inner(x) + 100.0
+
+    np.testing.assert_array_equal(np.asarray(fgrad.jit(plus)(fnp.arange(3.0))), [100.0, 102.0, 104.0])

@@ -176,7 +176,7 @@ def _peer_in_process(peer: str, argv) -> tuple | None:
     import json
     import subprocess
 
-    argv = [a for a in (sys.argv[1:] if argv is None else argv)]
+    argv = sys.argv[1:] if argv is None else list(argv)
     run = subprocess.run([sys.executable, __file__, *argv, "--peer", peer],
                          capture_output=True, text=True)
     lines = [line for line in run.stdout.splitlines() if line.startswith("{")]

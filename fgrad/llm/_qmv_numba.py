@@ -46,7 +46,20 @@ MAX_ROWS = 16  # beyond a few rows the chunked float32 matmul (BLAS) wins
 PARALLEL_MIN = 1 << 17  # weights: below this a parallel region's start costs more than it saves
 
 
+@functools.cache
+def _scale(numba: Any, np: Any) -> Callable:
+    """``scale(block, i, halves)``: the float32 value of the little-endian binary16 at bytes
+    ``i, i + 1`` of a block, read from the table of every binary16 (inlined where called)."""
+
+    @numba.njit(cache=True, nogil=True, inline="always")
+    def scale(block, i, halves):
+        return halves[np.int32(block[i]) | (np.int32(block[i + 1]) << 8)]
+
+    return scale
+
+
 def _q4_1(numba: Any, np: Any) -> tuple[Callable, Callable]:
+    scale = _scale(numba, np)
     fast = numba.njit(cache=True, nogil=True, fastmath=True)
 
     @fast
@@ -65,8 +78,8 @@ def _q4_1(numba: Any, np: Any) -> tuple[Callable, Callable]:
                 for b in range(n_blocks):
                     b0 = blocks[o0, b]
                     b1 = blocks[o1, b]
-                    d0 = halves[np.int32(b0[0]) | (np.int32(b0[1]) << 8)]
-                    d1 = halves[np.int32(b1[0]) | (np.int32(b1[1]) << 8)]
+                    d0 = scale(b0, 0, halves)
+                    d1 = scale(b1, 0, halves)
                     base = 32 * b
                     for j in range(16):
                         lo = x[r, base + j]
@@ -75,8 +88,8 @@ def _q4_1(numba: Any, np: Any) -> tuple[Callable, Callable]:
                         q1 = np.int32(b1[4 + j])
                         acc0[j] += d0 * (np.float32(q0 & 15) * lo + np.float32(q0 >> 4) * hi)
                         acc1[j] += d1 * (np.float32(q1 & 15) * lo + np.float32(q1 >> 4) * hi)
-                    m0 += halves[np.int32(b0[2]) | (np.int32(b0[3]) << 8)] * sums[r, b]
-                    m1 += halves[np.int32(b1[2]) | (np.int32(b1[3]) << 8)] * sums[r, b]
+                    m0 += scale(b0, 2, halves) * sums[r, b]
+                    m1 += scale(b1, 2, halves) * sums[r, b]
                 out[r, o0] = acc0.sum() + m0
                 out[r, o1] = acc1.sum() + m1
 
@@ -107,6 +120,7 @@ def _q4_1(numba: Any, np: Any) -> tuple[Callable, Callable]:
 
 
 def _q8_0(numba: Any, np: Any) -> tuple[Callable, Callable]:
+    scale = _scale(numba, np)
     fast = numba.njit(cache=True, nogil=True, fastmath=True)
 
     @fast
@@ -118,7 +132,7 @@ def _q8_0(numba: Any, np: Any) -> tuple[Callable, Callable]:
                 acc[:] = 0.0
                 for b in range(n_blocks):
                     blk = blocks[o, b]
-                    d = halves[np.int32(blk[0]) | (np.int32(blk[1]) << 8)]
+                    d = scale(blk, 0, halves)
                     base = 32 * b
                     for j in range(32):
                         acc[j] += d * np.float32(np.int8(blk[2 + j])) * x[r, base + j]
@@ -138,6 +152,7 @@ def _q8_0(numba: Any, np: Any) -> tuple[Callable, Callable]:
 
 
 def _dequantizers(numba: Any, np: Any) -> dict:
+    scale = _scale(numba, np)
     # Plain IEEE arithmetic (no fastmath: no fused multiply-add), so the values are those
     # of fgrad.llm.quants' numpy kernels to the bit.
     plain = numba.njit(cache=True, nogil=True)
@@ -147,8 +162,8 @@ def _dequantizers(numba: Any, np: Any) -> dict:
         for o in range(blocks.shape[0]):
             for b in range(blocks.shape[1]):
                 blk = blocks[o, b]
-                d = halves[np.int32(blk[0]) | (np.int32(blk[1]) << 8)]
-                m = halves[np.int32(blk[2]) | (np.int32(blk[3]) << 8)]
+                d = scale(blk, 0, halves)
+                m = scale(blk, 2, halves)
                 base = 32 * b
                 for j in range(16):
                     q = np.int32(blk[4 + j])
@@ -160,7 +175,7 @@ def _dequantizers(numba: Any, np: Any) -> dict:
         for o in range(blocks.shape[0]):
             for b in range(blocks.shape[1]):
                 blk = blocks[o, b]
-                d = halves[np.int32(blk[0]) | (np.int32(blk[1]) << 8)]
+                d = scale(blk, 0, halves)
                 base = 32 * b
                 for j in range(32):
                     out[o, base + j] = np.float32(np.int8(blk[2 + j])) * d

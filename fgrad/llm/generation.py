@@ -33,6 +33,7 @@ import fgrad.numpy as fnp
 from fgrad import nn, random
 from fgrad.core.trace import Tracer
 from fgrad.llm.cache import KVCache
+from fgrad.llm.model import check_fresh
 from fgrad.llm.sampling import Sampler, greedy
 
 __all__ = ["PromptTooLongError", "generate", "generate_batch", "decode_fns"]
@@ -57,11 +58,8 @@ class _Prefill:
         self.jitted = jitted
 
     def __call__(self, params: Any, cache: KVCache, tokens: Any, fresh: bool = False):
-        if fresh and not isinstance(cache.offset, Tracer) and int(cache.offset) != 0:
-            raise ValueError(
-                f"prefill: fresh=True, but the cache holds {int(cache.offset)} positions "
-                "already; pass fresh=False"
-            )
+        if fresh and not isinstance(cache.offset, Tracer):
+            check_fresh(cache, "prefill")
         return self.jitted(params, cache, tokens, fresh=fresh)
 
     def cache_info(self):

@@ -87,6 +87,16 @@ def _embed(table: Any, tokens: Any) -> Tensor:
     return fnp.reshape(fnp.matrix_transpose(cols), (batch, seq, d))
 
 
+def check_fresh(cache: KVCache, name: str) -> None:
+    """Raise ValueError when ``cache`` (its offset concrete) already holds positions: a
+    ``fresh`` call would attend to its own keys only and miss them."""
+    if int(cache.offset):
+        raise ValueError(
+            f"{name}: fresh=True, but the cache holds {int(cache.offset)} positions already; "
+            "pass fresh=False"
+        )
+
+
 @dataclass(frozen=True, eq=False)
 class Transformer:
     """A llama-family decoder: ``apply(params, tokens, cache) -> (logits, cache)``.
@@ -255,11 +265,8 @@ class Transformer:
                 )
             offset = cache.offset
             if not isinstance(offset, Tracer):
-                if fresh and int(offset):
-                    raise ValueError(
-                        f"Transformer.apply: fresh=True, but the cache holds {int(offset)} "
-                        "positions already; pass fresh=False"
-                    )
+                if fresh:
+                    check_fresh(cache, "Transformer.apply")
                 end = int(offset) + seq
                 if end > cache.max_len:
                     raise ShapeError(

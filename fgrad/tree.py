@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
 from fgrad import _args
+from fgrad._keys import exact_key
 from fgrad.errors import DTypeError
 
 __all__ = [
@@ -206,9 +207,11 @@ class TreeDef:
         self._key_cache = None
 
     def _key(self):
-        # Transforms compare treedefs on every call: build the nested key once.
+        # Transforms compare treedefs on every call: build the nested key once. Static data
+        # by exact_key: a node traced with (1,) must not match one holding (True,).
         if self._key_cache is None:
-            self._key_cache = (self._cls, self._aux, tuple(c._key() for c in self._children))
+            aux = exact_key(self._aux)
+            self._key_cache = (self._cls, aux, tuple(c._key() for c in self._children))
         return self._key_cache
 
     def __eq__(self, other):

@@ -12,6 +12,7 @@ RANKS = {
     "fgrad.errors": 0,
     "fgrad._config": 0,
     "fgrad._args": 0,
+    "fgrad._keys": 0,
     "fgrad.tree": 1,
     "fgrad.backend": 2,
     "fgrad.dtypes": 3,

@@ -7,11 +7,11 @@ Every pass keeps the graph's inputs, outputs and results; tests in
 from __future__ import annotations
 
 import math
-import struct
 from typing import Any
 
 import numpy as np
 
+from fgrad._keys import exact_key
 from fgrad.core.graph import Graph, Node, Var
 from fgrad.ops.elementwise import add, astype, divide, full_like, multiply, subtract
 from fgrad.ops.indexing import scatter_set
@@ -85,26 +85,6 @@ def dce(graph: Graph) -> Graph:
             live.update(id(v) for v in node.inputs if isinstance(v, Var))
     kept.reverse()
     return _rebuild(graph, kept)
-
-
-# Tuple elements exact_key keys itself (numpy's float64 subclasses float); others by type.
-_KEYED = (float, complex, np.inexact, tuple)
-
-
-def exact_key(x: Any) -> Any:
-    """A hashable key that tells apart what ``==`` confuses: ``0.0`` and ``-0.0`` (keyed by
-    their bits, so equal NaNs also match; numpy scalars too, with their type). Tuples are
-    keyed element by element, each with its type: ``(True,)`` and ``(1,)`` (static
-    arguments ``True`` and ``1``) trace apart."""
-    if type(x) is float:
-        return (float, struct.pack("<d", x))
-    if type(x) is complex:
-        return (complex, struct.pack("<dd", x.real, x.imag))
-    if isinstance(x, np.inexact):
-        return (type(x), x.tobytes())
-    if type(x) is tuple:
-        return tuple(exact_key(v) if isinstance(v, _KEYED) else (type(v), v) for v in x)
-    return x
 
 
 def _const_key(x: Any) -> Any:

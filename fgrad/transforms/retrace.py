@@ -23,7 +23,7 @@ import numpy as np
 from fgrad import tree
 from fgrad.errors import RetraceWarning
 from fgrad.tensor import ShapeDtype
-from fgrad.transforms.passes import exact_key
+from fgrad._keys import exact_key
 
 __all__ = ["RetraceMonitor", "WARN_AFTER"]
 

@@ -27,7 +27,8 @@ def test_the_block_product_equals_dequantize_then_matmul(qtype, rows, out_f, par
         monkeypatch.setattr(_qmv_numba, "PARALLEL_MIN", 0)
         if numba.config.NUMBA_NUM_THREADS < 2:
             pytest.skip("one numba thread")
-        monkeypatch.setattr(numba, "get_num_threads", lambda: 3)  # more chunks than pairs too
+        # more chunks than pairs too
+        monkeypatch.setattr(numba_threads, "_thread_count", lambda: lambda: 3)
     blocks = quants.random_blocks(rng, qtype, out_f * in_f // 32).reshape(out_f, in_f // 32, -1)
     x = rng.standard_normal((rows, in_f)).astype(np.float32)
     w = quants.dequantize(blocks.reshape(-1, blocks.shape[-1]), qtype).reshape(out_f, in_f)

@@ -225,3 +225,15 @@ def test_registry_sweep(name, shapes, params):
 @pytest.mark.parametrize("name, shapes, params", _CASES)
 def test_vmap_sweep(name, shapes, params):
     _sweep("test_vmap_registry").test_vmap_equals_the_per_example_loop(REGISTRY[name], shapes, params)
+
+
+def test_a_quantized_weights_type_and_shape_cannot_be_reassigned():
+    # They are the pytree node's static data, handed to jit as one tuple (keyed by identity).
+    w = QuantizedWeight(np.zeros((3, 2, 20), np.uint8), "Q4_1", (3, 64))
+    with pytest.raises(AttributeError):
+        w.shape = (3, 32)
+    with pytest.raises(AttributeError):
+        w.qtype = "Q8_0"
+    assert (w.qtype, w.shape) == ("Q4_1", (3, 64))
+    leaves, treedef = fgrad.tree.flatten(w)
+    assert fgrad.tree.unflatten(treedef, leaves).shape == (3, 64)

@@ -54,3 +54,23 @@ def test_static_data_keyed_by_identity_stays_on_the_general_path():
     for _ in range(3):
         assert float(f(Opaque(fnp.asarray(1.5), tag))) == 3.0
     assert not f._fast  # no entry per object identity
+
+
+class Tagged:  # a registered node handing out the same static tuple at every flatten
+    def __init__(self, x, aux):
+        self.x, self.aux = x, aux
+
+
+tree.register(Tagged, lambda t: ((t.x,), t.aux), lambda aux, ch: Tagged(ch[0], aux))
+
+
+def test_static_data_met_again_keys_as_before_and_equal_values_of_other_types_apart():
+    # The walk remembers the key of a static tuple it has seen (by identity, holding it);
+    # (1,) and (True,) are == but must trace apart, whether or not either was seen before.
+    f = fgrad.jit(lambda t: t.x * (2.0 if type(t.aux[0]) is bool else 3.0))
+    ones, trues = (1,), (True,)
+    for _ in range(3):
+        assert float(f(Tagged(fnp.asarray(1.0), ones))) == 3.0
+        assert float(f(Tagged(fnp.asarray(1.0), trues))) == 2.0
+        assert float(f(Tagged(fnp.asarray(1.0), (1,)))) == 3.0  # a new, equal tuple
+    assert len(f._fast) == 2 and f.cache_info().hits >= 6

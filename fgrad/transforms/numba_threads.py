@@ -44,7 +44,10 @@ _PARALLEL = threading.Lock()  # held while a parallel kernel runs (see the modul
 
 class LoopChoice:
     """Which loop of a kernel runs, by the time its recent calls took: each is timed on
-    its first call, then the parallel loop runs while its mean time is under
+    its second call (the first compiles it, or loads it from numba's disk cache: the
+    head of SmolLM2, timed at its first parallel call, took 1.06 s against 27 ms
+    serial and ran serially until a probe), then the parallel loop runs while its mean
+    time is under
     :attr:`MARGIN` of the serial loop's, and every :attr:`PROBE`-th call the other one
     runs. The two loops give the same values to the bit, so the choice changes no result.
 
@@ -55,10 +58,11 @@ class LoopChoice:
 
     PROBE = 32
     MARGIN = 0.8  # parallel must be clearly faster: its times vary more than serial's
-    __slots__ = ("calls", "seconds")
+    __slots__ = ("calls", "ran", "seconds")
 
     def __init__(self) -> None:
         self.calls = 0
+        self.ran = [False, False]  # serial, parallel: has run once (its compile)
         self.seconds = [0.0, 0.0]  # serial, parallel: 0 until timed, then a running mean
 
     def _chosen(self) -> int:
@@ -77,7 +81,10 @@ class LoopChoice:
     def timed(self, which: int, seconds: float) -> None:
         """Record a call of loop ``which`` (0 serial, 1 parallel): the chosen loop's time
         is a running mean; a probe of the other one replaces its time (the load may have
-        changed since)."""
+        changed since). A loop's first call is not recorded: it compiled the loop."""
+        if not self.ran[which]:
+            self.ran[which] = True
+            return
         old = self.seconds[which]
         self.seconds[which] = 0.75 * old + 0.25 * seconds if old and which == self._chosen() else seconds
 

@@ -12,10 +12,15 @@ from fgrad.transforms.numba_threads import LoopChoice
 
 def test_the_clearly_faster_loop_runs_and_the_other_is_probed():
     choice = LoopChoice()
-    assert choice.parallel() is True  # the parallel loop is timed first
+    assert choice.parallel() is True  # the parallel loop runs first
+    choice.timed(1, 5.0)  # its first call compiled it: not its time
+    assert choice.parallel() is True and choice.seconds == [0.0, 0.0]
     choice.timed(1, 0.9)
-    assert choice.parallel() is False  # then the serial one
+    assert choice.parallel() is False  # then the serial one, twice
+    choice.timed(0, 3.0)
+    assert choice.parallel() is False
     choice.timed(0, 1.0)
+    assert choice.seconds == [1.0, 0.9]
     # parallel is faster, but not by the margin: serial runs, parallel only as a probe
     picks = [choice.parallel() for _ in range(2 * LoopChoice.PROBE)]
     assert picks.count(True) == 2

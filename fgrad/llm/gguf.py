@@ -367,7 +367,8 @@ def read(path: str | os.PathLike, *, dtype: str | None = "float32") -> GGUFFile:
                 f"{data_start}, past the end of the file ({size} bytes)"
             )
         infos = {r[0]: _tensor_info(path, r, data_start, alignment, size) for r in raw_infos}
-        tensors = {name: _load(buf, info, dtype) for name, info in infos.items()}
+        take = _Arena([info.nbytes for info in infos.values() if _kept(info, dtype)])
+        tensors = {name: _load(buf, info, dtype, take) for name, info in infos.items()}
     finally:
         buf.close()
     return GGUFFile(
@@ -381,19 +382,53 @@ def read(path: str | os.PathLike, *, dtype: str | None = "float32") -> GGUFFile:
     )
 
 
-def _load(buf: Any, info: TensorInfo, dtype: str | None) -> Any:
-    """One tensor, copied out of the memory map: dequantized, or its blocks kept."""
+def _kept(info: TensorInfo, dtype: str | None) -> bool:
+    """Whether ``read`` keeps the tensor's blocks (a quantized type, ``dtype=None``)."""
+    return dtype is None and info.qtype not in ("F32", "F16", "BF16")
+
+
+class _Arena:
+    """Consecutive 64-byte-aligned slices of one buffer for the kept-quantized tensors.
+
+    A decode step streams every weight once; one large allocation gets numpy's
+    transparent-huge-page advice (it gives it from 4 MB), which a 0.5 MB weight of its
+    own does not: 512 times fewer TLB misses. The products of 30 layers of SmolLM2's
+    shapes ran 3-8% faster from one buffer (interleaved runs, two threads); a whole
+    decode step varies more than that.
+    """
+
+    _ALIGN = 64
+
+    def __init__(self, sizes: list[int]) -> None:
+        self._buf = np.empty(sum(map(self._padded, sizes)), np.uint8)
+        self._used = 0
+
+    @classmethod
+    def _padded(cls, n: int) -> int:
+        return -(-n // cls._ALIGN) * cls._ALIGN
+
+    def __call__(self, n: int) -> np.ndarray:
+        view = self._buf[self._used : self._used + n]
+        self._used += self._padded(n)
+        return view
+
+
+def _load(buf: Any, info: TensorInfo, dtype: str | None, take: _Arena) -> Any:
+    """One tensor, copied out of the memory map: dequantized, or its blocks kept (copied
+    into the next slice that ``take`` gives)."""
     t = quants.QUANT_TYPES[info.qtype]
     raw = np.frombuffer(buf, np.uint8, info.nbytes, info.offset)
     rows = info.shape[:-1]
     row_bytes = (info.shape[-1] // t.block_size * t.bytes_per_block) if info.shape else t.bytes_per_block
     data = raw.reshape(*rows, row_bytes)
     try:
-        if dtype is None and info.qtype not in ("F32", "F16", "BF16"):
+        if _kept(info, dtype):
             # A Tensor (a copy: own memory, off the map), not a raw array: jit copies raw
             # numpy arguments at every call (the caller might reuse them), which cost a
             # decode step the whole model's bytes.
-            blocks = asarray(data.reshape(*rows, -1, t.bytes_per_block), copy=True)
+            own = take(info.nbytes)
+            own[...] = raw
+            blocks = asarray(own.reshape(*rows, -1, t.bytes_per_block), copy=False)
             return QuantizedWeight(blocks, info.qtype, info.shape)
         out = quants.dequantize(data, info.qtype, dtype=dtype or "float32")
         return out.reshape(info.shape)

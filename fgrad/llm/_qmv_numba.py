@@ -273,7 +273,8 @@ def matvec(qtype: str) -> Callable | None:
         if choice is None:
             choice = choices[key] = numba_threads.LoopChoice()
         big = blocks.shape[0] * blocks.shape[1] * 32 >= PARALLEL_MIN
-        numba_threads.run(serial, parallel if big else None, (x, blocks, blocks.view(np.uint16), out), choice)
+        h16 = blocks.view(np.uint16)
+        numba_threads.run(serial, parallel if big else None, (x, blocks, h16, out), choice)
         return out
 
     return run

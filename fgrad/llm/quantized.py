@@ -153,9 +153,9 @@ def _check(x_shape, x_dtype, b_shape, b_dtype, qtype, shape, transpose) -> tuple
     Well-typed parameters go through a cache: a decode step checks the same few hundred
     products every token, and checking one again cost 1.4 us. (Only those: a cache
     would take ``(576.0, 576)`` for the ``(576, 576)`` it has seen.)"""
-    if type(qtype) is str and type(shape) is tuple and len(shape) == 2 and type(transpose) is bool:
-        if type(shape[0]) is int and type(shape[1]) is int:
-            return _checked(tuple(x_shape), x_dtype, tuple(b_shape), b_dtype, qtype, shape, transpose)
+    typed = type(qtype) is str and type(transpose) is bool and type(shape) is tuple
+    if typed and len(shape) == 2 and all(type(d) is int for d in shape):
+        return _checked(tuple(x_shape), x_dtype, tuple(b_shape), b_dtype, qtype, shape, transpose)
     return _check_params(x_shape, x_dtype, b_shape, b_dtype, qtype, shape, transpose)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from fgrad import backend, tree
 from fgrad._config import config
+from fgrad._keys import exact_key
 from fgrad.core.debug import check_program
 from fgrad.core.graph import Graph, Var
 from fgrad.core.staging import STATIC_SCALARS, TRACED_SCALARS, stage
@@ -32,7 +33,6 @@ from fgrad.core.trace import Tracer
 from fgrad.errors import ConcretizationError, FgradError
 from fgrad.tensor import Donated, ShapeDtype, Tensor, _wrap
 from fgrad.transforms.argnums import as_names, as_positions
-from fgrad._keys import exact_key
 from fgrad.transforms.passes import inline_rules, optimize
 from fgrad.transforms.program import Program
 from fgrad.transforms.retrace import RetraceMonitor

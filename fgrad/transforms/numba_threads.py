@@ -47,9 +47,9 @@ class LoopChoice:
     its second call (the first compiles it, or loads it from numba's disk cache: the
     head of SmolLM2, timed at its first parallel call, took 1.06 s against 27 ms
     serial and ran serially until a probe), then the parallel loop runs while its mean
-    time is under
-    :attr:`MARGIN` of the serial loop's, and every :attr:`PROBE`-th call the other one
-    runs. The two loops give the same values to the bit, so the choice changes no result.
+    time is under :attr:`MARGIN` of the serial loop's, and every :attr:`PROBE`-th call
+    the other one runs. The two loops give the same values to the bit, so the choice
+    changes no result.
 
     Measured on the shared 2-core machine: threads halve a loop's time when the other
     core is idle and slow it 1.4-1.8x when other processes hold both; with the margin the

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from fgrad import tree
+from fgrad._keys import exact_key
 from fgrad.errors import RetraceWarning
 from fgrad.tensor import ShapeDtype
-from fgrad._keys import exact_key
 
 __all__ = ["RetraceMonitor", "WARN_AFTER"]
 

@@ -88,7 +88,7 @@ def _q4_1(numba: Any, np: Any) -> tuple[Callable, Callable]:
     fast = numba.njit(cache=True, nogil=True, fastmath=True)
 
     @fast
-    def pairs(x, sums, blocks, h16, out, start, stop):  # output rows 2 start .. 2 stop
+    def pairs(x, sums, blocks, h16, out, off, start, stop):  # rows off + 2 start .. 2 stop
         rows, n_out, n_blocks = x.shape[0], blocks.shape[0], blocks.shape[1]
         acc0 = np.zeros(16, np.float32)
         acc1 = np.zeros(16, np.float32)
@@ -115,8 +115,8 @@ def _q4_1(numba: Any, np: Any) -> tuple[Callable, Callable]:
                         acc1[j] += d1 * (nibble(q1 & 15) * lo + nibble(q1 >> 4) * hi)
                     m0 += half(h16[o0, b, 1]) * sums[r, b]
                     m1 += half(h16[o1, b, 1]) * sums[r, b]
-                out[r, o0] = acc0.sum() + m0
-                out[r, o1] = acc1.sum() + m1
+                out[r, off + o0] = acc0.sum() + m0
+                out[r, off + o1] = acc1.sum() + m1
 
     @fast
     def block_sums(x, n_blocks):
@@ -130,16 +130,21 @@ def _q4_1(numba: Any, np: Any) -> tuple[Callable, Callable]:
         return sums
 
     @fast
-    def serial(x, blocks, h16, out, n_chunks):
-        sums = block_sums(x, blocks.shape[1])
-        pairs(x, sums, blocks, h16, out, 0, (blocks.shape[0] + 1) // 2)
+    def chunk(x, sums, blocks, h16, out, offsets, c, n_chunks):  # piece c of every matrix
+        for m in range(len(blocks)):
+            n = (blocks[m].shape[0] + 1) // 2
+            pairs(x, sums, blocks[m], h16[m], out, offsets[m], c * n // n_chunks, (c + 1) * n // n_chunks)
+
+    @fast
+    def serial(x, blocks, h16, out, offsets, n_chunks):
+        sums = block_sums(x, blocks[0].shape[1])
+        chunk(x, sums, blocks, h16, out, offsets, 0, 1)
 
     @numba.njit(cache=True, nogil=True, parallel=True)
-    def parallel(x, blocks, h16, out, n_chunks):
-        sums = block_sums(x, blocks.shape[1])
-        n = (blocks.shape[0] + 1) // 2
+    def parallel(x, blocks, h16, out, offsets, n_chunks):
+        sums = block_sums(x, blocks[0].shape[1])
         for c in numba.prange(n_chunks):
-            pairs(x, sums, blocks, h16, out, c * n // n_chunks, (c + 1) * n // n_chunks)
+            chunk(x, sums, blocks, h16, out, offsets, c, n_chunks)
 
     return serial, parallel
 
@@ -149,7 +154,7 @@ def _q8_0(numba: Any, np: Any) -> tuple[Callable, Callable]:
     fast = numba.njit(cache=True, nogil=True, fastmath=True)
 
     @fast
-    def rows_of(x, blocks, h16, out, start, stop):  # output rows start .. stop
+    def rows_of(x, blocks, h16, out, off, start, stop):  # output rows off + start .. stop
         n_blocks = blocks.shape[1]
         acc = np.zeros(32, np.float32)
         for o in range(start, stop):
@@ -161,17 +166,22 @@ def _q8_0(numba: Any, np: Any) -> tuple[Callable, Callable]:
                     base = 32 * b
                     for j in range(32):
                         acc[j] += d * (np.float32(np.int8(blk[2 + j])) * x[r, base + j])
-                out[r, o] = acc.sum()
+                out[r, off + o] = acc.sum()
 
     @fast
-    def serial(x, blocks, h16, out, n_chunks):
-        rows_of(x, blocks, h16, out, 0, blocks.shape[0])
+    def chunk(x, blocks, h16, out, offsets, c, n_chunks):  # piece c of every matrix
+        for m in range(len(blocks)):
+            n = blocks[m].shape[0]
+            rows_of(x, blocks[m], h16[m], out, offsets[m], c * n // n_chunks, (c + 1) * n // n_chunks)
+
+    @fast
+    def serial(x, blocks, h16, out, offsets, n_chunks):
+        chunk(x, blocks, h16, out, offsets, 0, 1)
 
     @numba.njit(cache=True, nogil=True, parallel=True)
-    def parallel(x, blocks, h16, out, n_chunks):
-        n = blocks.shape[0]
+    def parallel(x, blocks, h16, out, offsets, n_chunks):
         for c in numba.prange(n_chunks):
-            rows_of(x, blocks, h16, out, c * n // n_chunks, (c + 1) * n // n_chunks)
+            chunk(x, blocks, h16, out, offsets, c, n_chunks)
 
     return serial, parallel
 
@@ -241,9 +251,10 @@ def dequantize(qtype: str) -> Callable | None:
 
 @functools.cache
 def matvec(qtype: str) -> Callable | None:
-    """``f(x, blocks) -> (rows, out)`` float32 for ``x`` ``(rows, in)`` float32 and the
-    ``(out, in // 32, bytes)`` uint8 blocks of a ``qtype`` weight; None without numba or
-    for another type.
+    """``f(x, blocks) -> (rows, out)`` float32 for ``x`` ``(rows, in)`` float32 and a tuple
+    of the ``(out_i, in // 32, bytes)`` uint8 blocks of ``qtype`` weights: the products
+    with every weight side by side (``out`` is the sum of the ``out_i``), in one loop and
+    one parallel region; None without numba or for another type.
 
     Example:
         >>> import numpy as np, pytest
@@ -252,8 +263,10 @@ def matvec(qtype: str) -> Callable | None:
         >>> blocks = quants.random_blocks(np.random.default_rng(0), "Q4_1", 4).reshape(2, 2, 20)
         >>> w = quants.dequantize(blocks.reshape(4, 20), "Q4_1").reshape(2, 64)
         >>> x = np.ones((1, 64), np.float32)
-        >>> bool(np.allclose(matvec("Q4_1")(x, blocks), x @ w.T, rtol=1e-5))
+        >>> bool(np.allclose(matvec("Q4_1")(x, (blocks,)), x @ w.T, rtol=1e-5))
         True
+        >>> matvec("Q4_1")(x, (blocks, blocks[:1])).shape
+        (1, 3)
     """
     if qtype not in ("Q4_1", "Q8_0") or not cpu_compile.available():
         return None
@@ -262,19 +275,23 @@ def matvec(qtype: str) -> Callable | None:
 
     serial, parallel = (_q4_1 if qtype == "Q4_1" else _q8_0)(numba, np)
 
-    choices: dict = {}  # one LoopChoice per shape of (x, blocks)
+    shapes: dict = {}  # (LoopChoice, output offsets) per shape of (x, *blocks)
 
-    def run(x: Any, blocks: Any) -> Any:
+    def run(x: Any, blocks: tuple) -> Any:
         x = np.ascontiguousarray(x)
-        blocks = np.ascontiguousarray(blocks)
-        out = np.empty((x.shape[0], blocks.shape[0]), np.float32)
-        key = (x.shape, blocks.shape)
-        choice = choices.get(key)
-        if choice is None:
-            choice = choices[key] = numba_threads.LoopChoice()
-        big = blocks.shape[0] * blocks.shape[1] * 32 >= PARALLEL_MIN
-        h16 = blocks.view(np.uint16)
-        numba_threads.run(serial, parallel if big else None, (x, blocks, h16, out), choice)
+        blocks = tuple(np.ascontiguousarray(b) for b in blocks)
+        sizes = [b.shape[0] for b in blocks]
+        out = np.empty((x.shape[0], sum(sizes)), np.float32)
+        key = (x.shape, *(b.shape for b in blocks))
+        known = shapes.get(key)
+        if known is None:
+            offsets = np.cumsum([0, *sizes[:-1]]).astype(np.int64)
+            known = shapes[key] = (numba_threads.LoopChoice(), offsets)
+        choice, offsets = known
+        big = sum(sizes) * blocks[0].shape[1] * 32 >= PARALLEL_MIN
+        h16 = tuple(b.view(np.uint16) for b in blocks)
+        args = (x, blocks, h16, out, offsets)
+        numba_threads.run(serial, parallel if big else None, args, choice)
         return out
 
     return run

@@ -67,6 +67,13 @@ def _linear(x: Any, w: Any) -> Tensor:
     return quantized.linear(x, w)
 
 
+def _linear_many(x: Any, ws: tuple) -> tuple:
+    """``x @ w.T`` for each weight; kept-quantized ones of one type in one product."""
+    from fgrad.llm import quantized
+
+    return quantized.linear_many(x, ws)
+
+
 def _embed(table: Any, tokens: Any) -> Tensor:
     """Rows of the embedding table; a quantized table dequantizes only the rows taken."""
     from fgrad.llm.quantized import QuantizedWeight, quantized_matmul
@@ -298,7 +305,8 @@ class Transformer:
             new_values.append(v_all)
             x = x + h
             h = rms_norm(x, layer["ffn_norm"], eps=c.norm_eps)
-            h = _linear(silu(_linear(h, layer["w_gate"])) * _linear(h, layer["w_up"]), layer["w_down"])
+            gate, up = _linear_many(h, (layer["w_gate"], layer["w_up"]))
+            h = _linear(silu(gate) * up, layer["w_down"])
             x = x + h
         if last_only:
             x = x[:, -1:]
@@ -313,15 +321,15 @@ class Transformer:
         c = self.config
         batch, seq = int(h.shape[0]), int(h.shape[1])
 
-        def heads(w, b, n):
-            y = _linear(h, layer[w])
+        def heads(y, b, n):
             if b in layer:
                 y = y + layer[b]
             return fnp.permute_dims(fnp.reshape(y, (batch, seq, n, c.d_head)), (0, 2, 1, 3))
 
-        q = heads("wq", "bq", c.n_heads)
-        k = heads("wk", "bk", c.n_kv_heads)
-        v = heads("wv", "bv", c.n_kv_heads)
+        q, k, v = _linear_many(h, (layer["wq"], layer["wk"], layer["wv"]))
+        q = heads(q, "bq", c.n_heads)
+        k = heads(k, "bk", c.n_kv_heads)
+        v = heads(v, "bv", c.n_kv_heads)
         q = rotary_embedding(q, cos, sin, interleaved=c.rope_interleaved)
         k = rotary_embedding(k, cos, sin, interleaved=c.rope_interleaved)
         k_seen, v_seen = k, v  # what attention reads: this call's keys (no cache, fresh)

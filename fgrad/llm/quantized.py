@@ -27,7 +27,15 @@ from fgrad.errors import DTypeError, ShapeError
 from fgrad.llm import _qmv_numba, quants
 from fgrad.tensor import ShapeDtype
 
-__all__ = ["QuantizedWeight", "embedding", "linear", "quantized_matmul", "quantized_take"]
+__all__ = [
+    "QuantizedWeight",
+    "embedding",
+    "linear",
+    "linear_many",
+    "quantized_matmul",
+    "quantized_matmul_many",
+    "quantized_take",
+]
 
 # Bytes of float32 weights dequantized at once by quantized_matmul (a chunk of rows).
 CHUNK_BYTES = 2 << 20
@@ -147,7 +155,7 @@ def _chunk_rows(in_features: int) -> int:
     return max(1, CHUNK_BYTES // (4 * max(in_features, 1)))
 
 
-def _check(x_shape, x_dtype, b_shape, b_dtype, qtype, shape, transpose) -> tuple:
+def _check(x_shape, x_dtype, b_shape, b_dtype, qtype, shape, transpose, name="quantized_matmul") -> tuple:
     """The output shape; ShapeError/DTypeError naming quantized_matmul for bad input.
 
     Well-typed parameters go through a cache: a decode step checks the same few hundred
@@ -155,8 +163,8 @@ def _check(x_shape, x_dtype, b_shape, b_dtype, qtype, shape, transpose) -> tuple
     would take ``(576.0, 576)`` for the ``(576, 576)`` it has seen.)"""
     typed = type(qtype) is str and type(transpose) is bool and type(shape) is tuple
     if typed and len(shape) == 2 and all(type(d) is int for d in shape):
-        return _checked(tuple(x_shape), x_dtype, tuple(b_shape), b_dtype, qtype, shape, transpose)
-    return _check_params(x_shape, x_dtype, b_shape, b_dtype, qtype, shape, transpose)
+        return _checked(tuple(x_shape), x_dtype, tuple(b_shape), b_dtype, qtype, shape, transpose, name)
+    return _check_params(x_shape, x_dtype, b_shape, b_dtype, qtype, shape, transpose, name)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -164,32 +172,32 @@ def _checked(*args) -> tuple:
     return _check_params(*args)
 
 
-def _check_params(x_shape, x_dtype, b_shape, b_dtype, qtype, shape, transpose) -> tuple:
+def _check_params(x_shape, x_dtype, b_shape, b_dtype, qtype, shape, transpose, name) -> tuple:
     t = quants.QUANT_TYPES.get(qtype) if isinstance(qtype, str) else None
     if t is None:
         raise ShapeError(
-            f"quantized_matmul: qtype {qtype!r} is not supported (supported: "
+            f"{name}: qtype {qtype!r} is not supported (supported: "
             f"{', '.join(quants.QUANT_TYPES)})"
         )
     if not (isinstance(shape, tuple) and len(shape) == 2 and all(type(d) is int for d in shape)):
-        raise ShapeError(f"quantized_matmul: shape must be a tuple (out, in) of ints, got {shape!r}")
+        raise ShapeError(f"{name}: shape must be a tuple (out, in) of ints, got {shape!r}")
     out_f, in_f = shape
     want = (out_f, in_f // t.block_size, t.bytes_per_block)
     if in_f % t.block_size or tuple(b_shape) != want or np.dtype(b_dtype) != np.uint8:
         raise ShapeError(
-            f"quantized_matmul: the {qtype} blocks of a {shape} weight must be uint8 of shape "
+            f"{name}: the {qtype} blocks of a {shape} weight must be uint8 of shape "
             f"{want}; got {np.dtype(b_dtype)} of shape {tuple(b_shape)}"
         )
     x_dtype = np.dtype(x_dtype)
     if x_dtype.kind != "f":
         raise DTypeError(
-            f"quantized_matmul: x must be real floating (float16/32/64), got {x_dtype}; cast "
+            f"{name}: x must be real floating (float16/32/64), got {x_dtype}; cast "
             "it, e.g. x.astype('float32')"
         )
     k, n = (out_f, in_f) if transpose else (in_f, out_f)
     if len(x_shape) == 0 or x_shape[-1] != k:
         raise ShapeError(
-            f"quantized_matmul: x of shape {tuple(x_shape)} cannot multiply a {shape} weight"
+            f"{name}: x of shape {tuple(x_shape)} cannot multiply a {shape} weight"
             f"{' (transposed)' if transpose else ''}: its last axis must have {k} values"
         )
     return (*x_shape[:-1], n)
@@ -238,7 +246,7 @@ def _qmm_kernel(xp, x, blocks, *, qtype, shape, transpose=False):
     if xp is np and not transpose and x.dtype == np.float32 and rows <= _qmv_numba.MAX_ROWS:
         fast = _qmv_numba.matvec(qtype) if config.cpu_compile else None
         if fast is not None:  # a decode step: read the packed blocks directly
-            return fast(x.reshape(rows, x.shape[-1]), blocks).reshape(*x.shape[:-1], shape[0])
+            return fast(x.reshape(rows, x.shape[-1]), (blocks,)).reshape(*x.shape[:-1], shape[0])
 
     fast = _qmv_numba.dequantize(qtype) if xp is np and config.cpu_compile else None
     if fast is not None:  # the same values as the numpy kernel, 10x faster (prefill)
@@ -385,6 +393,157 @@ def linear(x: Any, w: Any) -> Any:
             "in equal to x's last axis"
         )
     return fnp.matmul(x, fnp.matrix_transpose(w))
+
+
+# --------------------------------------------------------------- quantized_matmul_many
+
+
+def _many_check(x, blocks, qtype, shapes) -> tuple:
+    """The output shapes; ShapeError/DTypeError naming quantized_matmul_many."""
+    if not (type(shapes) is tuple and len(shapes) == len(blocks) >= 1):
+        raise ShapeError(
+            f"quantized_matmul_many: shapes must be a tuple of one (out, in) per blocks "
+            f"argument; got {shapes!r} for {len(blocks)} blocks"
+        )
+    return tuple(
+        _check(x.shape, x.dtype, b.shape, b.dtype, qtype, s, False, "quantized_matmul_many")
+        for b, s in zip(blocks, shapes)
+    )
+
+
+def _many_kernel(xp, x, *blocks, qtype, shapes):
+    _many_check(x, blocks, qtype, shapes)
+    rows = math.prod(x.shape[:-1])
+    if xp is np and x.dtype == np.float32 and rows <= _qmv_numba.MAX_ROWS:
+        fast = _qmv_numba.matvec(qtype) if config.cpu_compile else None
+        if fast is not None:  # one loop over every weight, one parallel region
+            y = fast(x.reshape(rows, x.shape[-1]), blocks)
+            edges = np.cumsum([0] + [s[0] for s in shapes]).tolist()
+            return tuple(
+                y[:, a:b].reshape(*x.shape[:-1], b - a) for a, b in zip(edges, edges[1:])
+            )
+    return tuple(_qmm_kernel(xp, x, b, qtype=qtype, shape=s) for b, s in zip(blocks, shapes))
+
+
+def _many_aval(x, *blocks, qtype, shapes):
+    return tuple(ShapeDtype(o, np.dtype(x.dtype)) for o in _many_check(x, blocks, qtype, shapes))
+
+
+def _many_vjp(cts, outs, x, *blocks, qtype, shapes):
+    # Each output's cotangent goes back through its own weight; x receives their sum.
+    from fgrad.ops.elementwise import add
+
+    dx = None
+    for ct, b, s in zip(cts, blocks, shapes):
+        d = quantized_matmul(ct, b, qtype=qtype, shape=s, transpose=True)
+        dx = d if dx is None else add(dx, d)
+    return (dx, *(None for _ in blocks))
+
+
+def _many_batch(op, args, dims, **params):
+    x, *blocks = args
+    dx, *dbs = dims
+    n = len(blocks)
+    if all(d is None for d in dbs):  # shared weights: one more leading axis of x
+        return op(x, *blocks, **params), (0,) * n
+    from fgrad import numpy as fnp
+
+    size = next(b.shape[0] for b, d in zip(blocks, dbs) if d is not None)
+    per = [
+        op(x if dx is None else x[i], *(b if d is None else b[i] for b, d in zip(blocks, dbs)), **params)
+        for i in range(size)
+    ]
+    return tuple(fnp.stack([p[k] for p in per]) for k in range(n)), (0,) * n
+
+
+def _many_check_args(rng, shapes):
+    x_shape, *b_shapes = shapes
+    blocks = [quants.random_blocks(rng, "Q4_1", s[0] * s[1]).reshape(s) for s in b_shapes]
+    return [rng.standard_normal(x_shape), *blocks]
+
+
+quantized_matmul_many = defop(
+    "quantized_matmul_many",
+    kernel=_many_kernel,
+    aval=_many_aval,
+    jvp=LINEAR,  # linear in x, as quantized_matmul
+    vjp=_many_vjp,
+    batch=_many_batch,
+    multiple_results=True,
+    vjp_reads=("inputs",),
+    check=Check(
+        shapes=(((64,), (64, 2, 20), (32, 2, 20)), ((2, 3, 64), (64, 2, 20), (32, 2, 20))),
+        params=({"qtype": "Q4_1", "shapes": ((64, 64), (32, 64))},),
+        make_args=_many_check_args,
+        strict=False,  # views bytes as float16 (ndarray.view), outside the Array API
+    ),
+    doc="""Products of one activation with several weights of one ggml block type: ``x @ W_i.T``.
+
+    The same values as one :func:`quantized_matmul` per weight; on the CPU, for the few
+    activation rows of a decode step, the products run as one compiled loop over every
+    weight in one parallel region (a llama block's query, key and value projections, or
+    its gate and up projections: four products a block instead of seven). Use
+    :func:`fgrad.llm.quantized.linear_many`.
+
+    Args:
+        x: ``(..., in)`` real floating Tensor.
+        *blocks: for each weight ``W_i``, its ``(out_i, in / block_size, bytes_per_block)``
+            uint8 blocks.
+        qtype: the ggml type name shared by every weight.
+        shapes: ``((out_1, in), (out_2, in), ...)``, one per weight.
+
+    Returns:
+        Tuple of ``(..., out_i)`` Tensors of ``x``'s dtype.
+
+    Raises:
+        ShapeError: ``shapes`` is not one shape per weight, an unsupported ``qtype``,
+            blocks that do not match it, or ``x`` whose last axis is not ``in``.
+        DTypeError: ``x`` is not real floating.
+
+    Example:
+        >>> from fgrad.llm.quantized import QuantizedWeight, linear_many
+        >>> blocks = np.zeros((2, 1, 34), np.uint8)      # two Q8_0 rows, every value 1.0
+        >>> blocks[:, 0, :2] = np.frombuffer(np.float16(0.5).tobytes(), np.uint8)
+        >>> blocks[:, 0, 2:] = 2
+        >>> a, b = QuantizedWeight(blocks, "Q8_0", (2, 32)), QuantizedWeight(blocks[:1], "Q8_0", (1, 32))
+        >>> linear_many(fnp.ones((1, 32), dtype="float32"), (a, b))
+        (Tensor([[32., 32.]], dtype=float32), Tensor([[32.]], dtype=float32))
+    """,
+)
+
+
+def linear_many(x: Any, ws: Any) -> tuple:
+    """``tuple(linear(x, w) for w in ws)``; kept-quantized weights of one type in one op.
+
+    Where every weight is a :class:`QuantizedWeight` of the same type, the products are
+    one ``quantized_matmul_many`` (one compiled loop when decoding); otherwise (dense,
+    LoRA-wrapped or int8 weights, mixed types) one :func:`linear` each.
+
+    Args:
+        x: ``(..., in)`` real floating Tensor or array.
+        ws: a sequence of ``(out_i, in)`` weights, each of a kind :func:`linear` takes.
+
+    Returns:
+        Tuple of ``(..., out_i)`` Tensors.
+
+    Raises:
+        ShapeError, DTypeError: as :func:`linear`.
+
+    Example:
+        >>> q, k = linear_many(fnp.ones((1, 2)), (fnp.eye(2), fnp.ones((1, 2))))
+        >>> q, k
+        (Tensor([[1., 1.]], dtype=float64), Tensor([[2.]], dtype=float64))
+    """
+    ws = tuple(ws)
+    if (
+        len(ws) > 1
+        and all(type(w) is QuantizedWeight and len(w.shape) == 2 for w in ws)
+        and len({w.qtype for w in ws}) == 1
+    ):
+        return quantized_matmul_many(
+            x, *(w.blocks for w in ws), qtype=ws[0].qtype, shapes=tuple(w.shape for w in ws)
+        )
+    return tuple(linear(x, w) for w in ws)
 
 
 # ---------------------------------------------------------------------- quantized_take

@@ -42,6 +42,27 @@ def test_the_block_product_equals_dequantize_then_matmul(qtype, rows, out_f, par
     assert _qmv_numba.matvec(qtype) is not None
 
 
+@pytest.mark.parametrize("qtype", ["Q4_1", "Q8_0"])
+@pytest.mark.parametrize("parallel", [False, True])
+def test_several_weights_in_one_loop_equal_one_product_each_to_the_bit(qtype, parallel, monkeypatch):
+    # The rows of each weight are the same loop either way, whichever thread runs them.
+    import numba
+
+    monkeypatch.setattr(numba_threads.LoopChoice, "parallel", lambda self: parallel)
+    if parallel:
+        monkeypatch.setattr(_qmv_numba, "PARALLEL_MIN", 0)
+        if numba.config.NUMBA_NUM_THREADS < 2:
+            pytest.skip("one numba thread")
+        monkeypatch.setattr(numba_threads, "_thread_count", lambda: lambda: 3)
+    rng = np.random.default_rng(4)
+    blocks = tuple(quants.random_blocks(rng, qtype, o * 3).reshape(o, 3, -1) for o in (7, 2, 12))
+    x = rng.standard_normal((2, 96)).astype(np.float32)
+    mv = _qmv_numba.matvec(qtype)
+    got = mv(x, blocks)
+    assert got.shape == (2, 21)
+    np.testing.assert_array_equal(got, np.concatenate([mv(x, (b,)) for b in blocks], axis=1))
+
+
 def test_other_types_and_many_rows_take_the_chunked_path():
     assert _qmv_numba.matvec("Q4_K") is None
     assert _qmv_numba.MAX_ROWS < 200  # a prefill's rows go through BLAS
@@ -58,9 +79,9 @@ def test_python_threads_at_once_get_the_same_values(monkeypatch):
     blocks = quants.random_blocks(rng, "Q4_1", 64 * 8).reshape(64, 8, -1)
     xs = [rng.standard_normal((1, 256)).astype(np.float32) for _ in range(16)]
     mv = _qmv_numba.matvec("Q4_1")
-    want = [mv(x, blocks) for x in xs]
+    want = [mv(x, (blocks,)) for x in xs]
     with ThreadPoolExecutor(4) as pool:
-        got = list(pool.map(lambda x: mv(x, blocks), xs * 4))
+        got = list(pool.map(lambda x: mv(x, (blocks,)), xs * 4))
     for i, g in enumerate(got):
         np.testing.assert_array_equal(g, want[i % 16])
 

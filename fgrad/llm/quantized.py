@@ -7,7 +7,9 @@ activations by a dense or a quantized weight; for a quantized one it calls the r
 product (about 2 MB of float32 at once), so the whole float matrix never exists. The op is
 differentiable in the activations (reverse and forward mode, to any order: its derivative
 is the same op with the weight transposed), batches under ``vmap`` and traces under ``jit``;
-the weight is integer data and gets no derivative.
+the weight is integer data and gets no derivative. :func:`linear_many` multiplies one
+activation by several weights of one type in one op, ``quantized_matmul_many`` (a block's
+query, key and value projections: one compiled loop when decoding).
 
 The block formats are ggml's (see :mod:`fgrad.llm.quants`).
 """

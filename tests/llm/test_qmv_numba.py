@@ -12,23 +12,27 @@ from fgrad.transforms import numba_threads
 pytest.importorskip("numba")
 
 
-@pytest.mark.parametrize("qtype", ["Q4_1", "Q8_0"])
-@pytest.mark.parametrize("rows", [1, 3])
-@pytest.mark.parametrize("out_f", [40, 41])  # Q4_1 takes rows in pairs: an odd last one
-@pytest.mark.parametrize("parallel", [False, True])
-def test_the_block_product_equals_dequantize_then_matmul(qtype, rows, out_f, parallel, monkeypatch):
+def _take_the_loop(parallel, monkeypatch):
+    """Every call takes the loop asked for; the parallel one in 3 chunks (more than a small
+    matrix's pairs of rows, too)."""
     import numba
 
-    rng = np.random.default_rng(1)
-    in_f = 96
-    # Every call takes the loop asked for (the chunked prange loop: one chunk a thread).
     monkeypatch.setattr(numba_threads.LoopChoice, "parallel", lambda self: parallel)
     if parallel:
         monkeypatch.setattr(_qmv_numba, "PARALLEL_MIN", 0)
         if numba.config.NUMBA_NUM_THREADS < 2:
             pytest.skip("one numba thread")
-        # more chunks than pairs too
         monkeypatch.setattr(numba_threads, "_thread_count", lambda: lambda: 3)
+
+
+@pytest.mark.parametrize("qtype", ["Q4_1", "Q8_0"])
+@pytest.mark.parametrize("rows", [1, 3])
+@pytest.mark.parametrize("out_f", [40, 41])  # Q4_1 takes rows in pairs: an odd last one
+@pytest.mark.parametrize("parallel", [False, True])
+def test_the_block_product_equals_dequantize_then_matmul(qtype, rows, out_f, parallel, monkeypatch):
+    rng = np.random.default_rng(1)
+    in_f = 96
+    _take_the_loop(parallel, monkeypatch)
     blocks = quants.random_blocks(rng, qtype, out_f * in_f // 32).reshape(out_f, in_f // 32, -1)
     x = rng.standard_normal((rows, in_f)).astype(np.float32)
     w = quants.dequantize(blocks.reshape(-1, blocks.shape[-1]), qtype).reshape(out_f, in_f)
@@ -46,14 +50,7 @@ def test_the_block_product_equals_dequantize_then_matmul(qtype, rows, out_f, par
 @pytest.mark.parametrize("parallel", [False, True])
 def test_several_weights_in_one_loop_equal_one_product_each_to_the_bit(qtype, parallel, monkeypatch):
     # The rows of each weight are the same loop either way, whichever thread runs them.
-    import numba
-
-    monkeypatch.setattr(numba_threads.LoopChoice, "parallel", lambda self: parallel)
-    if parallel:
-        monkeypatch.setattr(_qmv_numba, "PARALLEL_MIN", 0)
-        if numba.config.NUMBA_NUM_THREADS < 2:
-            pytest.skip("one numba thread")
-        monkeypatch.setattr(numba_threads, "_thread_count", lambda: lambda: 3)
+    _take_the_loop(parallel, monkeypatch)
     rng = np.random.default_rng(4)
     blocks = tuple(quants.random_blocks(rng, qtype, o * 3).reshape(o, 3, -1) for o in (7, 2, 12))
     x = rng.standard_normal((2, 96)).astype(np.float32)

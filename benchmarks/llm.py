@@ -225,8 +225,8 @@ def main(argv=None):
     cache_len = len(ids) + args.decode
     print(f"model {os.path.basename(path)}, {args.threads} threads, prompt {len(ids)} tokens, "
           f"decode {args.decode} greedy tokens")
-    print(f"memory bandwidth (numpy copy, read + write): {bw1:.1f} GB/s one thread, "
-          f"{bwn:.1f} GB/s {args.threads} threads")
+    more = f", {bwn:.1f} GB/s {args.threads} threads" if args.threads > 1 else ""
+    print(f"memory bandwidth (numpy copy, read + write): {bw1:.1f} GB/s one thread{more}")
     rows = []
     reference = None
     for name, dtype in (("fgrad float32", "float32"), ("fgrad quantized", None)):

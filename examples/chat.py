@@ -38,7 +38,11 @@ def reply(model, tokenizer, messages, sampler, key, max_tokens=256, out=None) ->
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="Turns are read from standard input, so a pipe works too: "
+        'echo "What is the capital of France?" | python examples/chat.py',
+    )
     parser.add_argument("model", nargs="?", default=None)
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--top-p", type=float, default=1.0)

@@ -142,7 +142,7 @@ def main(argv=None) -> dict:
         adapters = lora.init(fgrad.random.key(args.seed), model, args.rank, args.alpha,
                              targets=tuple(args.targets.split(",")), use_rslora=args.rslora)
     print(f"LoRA rank {adapters.rank} on {', '.join(adapters.targets)}: {lora.n_params(adapters):,} "
-          f"trainable values; base {model.nbytes / 2**20:.0f} MB frozen")
+          f"trainable values; base {model.nbytes / 2**20:.0f} MiB frozen")
 
     opt = optim.adamw(args.lr, weight_decay=0.0)
     state = opt.init(adapters)

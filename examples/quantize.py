@@ -131,11 +131,11 @@ def main(argv=None) -> dict:
         speed = decode_speed(model, tokenizer, args.prompt, args.decode_tokens)
         rows[name] = dict(ppl=ppl, max_diff=worst, mean_diff=mean, top1=agree, mb=model.nbytes / 2**20,
                           decode=speed, eval_seconds=seconds)
-        print(f"{name}: perplexity {ppl:.3f}, max |dlogit| {worst:.3g}, {model.nbytes / 2**20:.0f} MB, "
+        print(f"{name}: perplexity {ppl:.3f}, max |dlogit| {worst:.3g}, {model.nbytes / 2**20:.0f} MiB, "
               f"{speed:.1f} tokens/s ({seconds:.0f} s)", flush=True)
     n_tokens = held[:, 1:].size
     print(f"\nheld-out perplexity on {len(held)} windows of {args.seq_len} tokens ({n_tokens} predictions)\n")
-    print("| variant | perplexity | max abs logit diff | mean abs logit diff | top-1 = float32 | MB | decode tokens/s |")
+    print("| variant | perplexity | max abs logit diff | mean abs logit diff | top-1 = float32 | MiB | decode tokens/s |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, r in rows.items():
         print(f"| {name} | {r['ppl']:.3f} | {r['max_diff']:.3g} | {r['mean_diff']:.3g} | {100 * r['top1']:.1f}% "

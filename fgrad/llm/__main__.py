@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (2 for bad arguments or files)."""
     args = _parser().parse_args(argv)
     from fgrad import random
-    from fgrad.llm.generation import PromptTooLongError, generate
+    from fgrad.llm.generation import generate
     from fgrad.llm.loading import load
     from fgrad.llm.sampling import Sampler
 
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ):
             sys.stdout.write(stream.push(token))
             sys.stdout.flush()
-    except PromptTooLongError as err:
+    except (ValueError, IndexError) as err:  # the prompt or --max-tokens (PromptTooLongError too)
         print(f"error: {err}", file=sys.stderr)
         return 2
     sys.stdout.write(stream.flush() + "\n")

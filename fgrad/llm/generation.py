@@ -334,8 +334,8 @@ def _run(model, tokenizer, prompts, max_tokens, sampler, key, chat, stop, trunca
                 raise PromptTooLongError(
                     f"generate: {which(i)} has {len(row)} tokens, but the model's context is "
                     f"{context}: it may have at most {context - 1} to leave room for a new "
-                    "token; shorten it, or pass truncate=True to keep its last "
-                    f"{max(1, context - max(max_tokens, 1))} tokens"
+                    "token; shorten it, or pass truncate=True (--truncate on the command line) to keep "
+                    f"its last {max(1, context - max(max_tokens, 1))} tokens"
                 )
         if truncate and len(row) + max_tokens > context:
             ids[i] = row[len(row) - max(1, context - max_tokens) :]

@@ -51,7 +51,12 @@ def test_errors_exit_2(tiny_llama_gguf, capsys, tmp_path):
     assert main(["generate", tiny_llama_gguf, "--prompt", "x", "--top-p", "0"]) == 2
     assert "top_p" in capsys.readouterr().err
     assert main(["generate", tiny_llama_gguf, "--prompt", "ab" * 300, "--max-tokens", "4"]) == 2
-    assert "truncate" in capsys.readouterr().err
+    assert "--truncate" in capsys.readouterr().err
+    # bad arguments found while generating: one line too, not a traceback
+    assert main(["generate", tiny_llama_gguf, "--prompt", ""]) == 2
+    assert "error: generate: the prompt is empty" in capsys.readouterr().err
+    assert main(["generate", tiny_llama_gguf, "--prompt", "x", "--max-tokens", "-1"]) == 2
+    assert "max_tokens must be >= 0" in capsys.readouterr().err
 
 
 def test_module_runs_as_a_program(tiny_llama_gguf):

@@ -550,7 +550,8 @@ def _budget(args) -> tuple[float, int]:
 
 
 def _set_threads(n: int | None, libs: dict) -> str:
-    """Limit BLAS (through threadpoolctl when present) and torch to ``n`` threads."""
+    """Limit BLAS (through threadpoolctl when present), numba's parallel loops (the
+    compiled backend's) and torch to ``n`` threads."""
     said = []
     if n is not None:
         tpc = workloads._try_import("threadpoolctl")
@@ -559,6 +560,10 @@ def _set_threads(n: int | None, libs: dict) -> str:
             said.append(f"BLAS limited to {n} thread(s)")
         elif os.environ.get("OPENBLAS_NUM_THREADS") != str(n):
             said.append("threadpoolctl missing: set OPENBLAS_NUM_THREADS before starting instead")
+        numba = workloads._try_import("numba")
+        if numba is not None:  # else a one-thread run timed fused kernels on every core
+            numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))
+            said.append(f"numba limited to {numba.get_num_threads()} thread(s)")
     torch = libs.get("torch")
     if torch is not None:
         torch.set_num_threads(n or os.cpu_count() or 1)

@@ -17,6 +17,7 @@ The block formats are ggml's (see :mod:`fgrad.llm.quants`).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from typing import Any
 
@@ -241,14 +242,21 @@ def chunked_matmul(xp, x, rows_of, shape, *, transpose=False, step=None, dtype=N
     return y.reshape(*lead, y.shape[-1])
 
 
+def _block_matvec(xp, x, qtype) -> Any:
+    """The compiled product straight from the packed blocks (:func:`_qmv_numba.matvec`)
+    where it applies: numpy, float32 ``x`` of a decode step's few rows, numba on."""
+    if xp is np and x.dtype == np.float32 and math.prod(x.shape[:-1]) <= _qmv_numba.MAX_ROWS:
+        return _qmv_numba.matvec(qtype) if config.cpu_compile else None
+    return None
+
+
 def _qmm_kernel(xp, x, blocks, *, qtype, shape, transpose=False):
     _check(x.shape, x.dtype, blocks.shape, blocks.dtype, qtype, shape, transpose)
     t = quants.QUANT_TYPES[qtype]
-    rows = math.prod(x.shape[:-1])
-    if xp is np and not transpose and x.dtype == np.float32 and rows <= _qmv_numba.MAX_ROWS:
-        fast = _qmv_numba.matvec(qtype) if config.cpu_compile else None
-        if fast is not None:  # a decode step: read the packed blocks directly
-            return fast(x.reshape(rows, x.shape[-1]), (blocks,)).reshape(*x.shape[:-1], shape[0])
+    fast = None if transpose else _block_matvec(xp, x, qtype)
+    if fast is not None:  # a decode step: read the packed blocks directly
+        y = fast(x.reshape(-1, x.shape[-1]), (blocks,))
+        return y.reshape(*x.shape[:-1], shape[0])
 
     fast = _qmv_numba.dequantize(qtype) if xp is np and config.cpu_compile else None
     if fast is not None:  # the same values as the numpy kernel, 10x faster (prefill)
@@ -415,15 +423,11 @@ def _many_check(x, blocks, qtype, shapes) -> tuple:
 
 def _many_kernel(xp, x, *blocks, qtype, shapes):
     _many_check(x, blocks, qtype, shapes)
-    rows = math.prod(x.shape[:-1])
-    if xp is np and x.dtype == np.float32 and rows <= _qmv_numba.MAX_ROWS:
-        fast = _qmv_numba.matvec(qtype) if config.cpu_compile else None
-        if fast is not None:  # one loop over every weight, one parallel region
-            y = fast(x.reshape(rows, x.shape[-1]), blocks)
-            edges = np.cumsum([0] + [s[0] for s in shapes]).tolist()
-            return tuple(
-                y[:, a:b].reshape(*x.shape[:-1], b - a) for a, b in zip(edges, edges[1:])
-            )
+    fast = _block_matvec(xp, x, qtype)
+    if fast is not None:  # one loop over every weight, one parallel region
+        y = fast(x.reshape(-1, x.shape[-1]), blocks)
+        edges = (0, *itertools.accumulate(s[0] for s in shapes))
+        return tuple(y[:, a:b].reshape(*x.shape[:-1], b - a) for a, b in itertools.pairwise(edges))
     return tuple(_qmm_kernel(xp, x, b, qtype=qtype, shape=s) for b, s in zip(blocks, shapes))
 
 

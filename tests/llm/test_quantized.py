@@ -148,10 +148,12 @@ def test_linear_many_of_other_weights_is_one_linear_each():
     assert [n.op.name for n in graph.nodes].count("quantized_matmul") == 2
     for got, w in zip(quantized.linear_many(x, mixed), mixed):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(linear(x, w)))
-    with pytest.raises(ShapeError, match="quantized_matmul_many: x of shape \\(2, 64\\) cannot multiply a \\(3, 32\\)"):
-        quantized.linear_many(x, (_weight("Q4_1", 3, 2), _weight("Q4_1", 3, 1)))
-    with pytest.raises(ShapeError, match="quantized_matmul_many: shapes must be a tuple of one"):
-        quantized.quantized_matmul_many(x, mixed[0].blocks, qtype="Q4_1", shapes=((3, 64), (3, 64)))
+    narrow = (_weight("Q4_1", 3, 2), _weight("Q4_1", 3, 1))
+    for run in (lambda f: f, fgrad.jit):  # the same error eagerly and while tracing
+        with pytest.raises(ShapeError, match="quantized_matmul_many: x of shape \\(2, 64\\) cannot multiply a \\(3, 32\\)"):
+            run(lambda x: quantized.linear_many(x, narrow))(x)
+        with pytest.raises(ShapeError, match="quantized_matmul_many: shapes must be a tuple of one"):
+            run(lambda x: quantized.quantized_matmul_many(x, mixed[0].blocks, qtype="Q4_1", shapes=((3, 64), (3, 64))))(x)
 
 
 def test_never_dequantizes_the_whole_matrix(monkeypatch):

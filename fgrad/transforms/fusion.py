@@ -998,6 +998,7 @@ def fuse_graph(
     constant: Callable | None = None,
     min_size: int = 2,
     groups: list | None = None,
+    name: str = "fused_elementwise",
 ) -> Graph:
     """``graph`` with each of its :func:`elementwise_groups` replaced by one Node.
 
@@ -1016,6 +1017,7 @@ def fuse_graph(
             Nodes too, where ``make_kernel`` decides).
         groups: the groups to offer instead of :func:`elementwise_groups`' (disjoint,
             each with ``nodes``, ``inputs`` and ``outputs``: :class:`RowReduceGroup`).
+        name: the fused Nodes' op name (what ``jit``'s program and its profiles show).
 
     Returns:
         A Graph with the same inputs and outputs, or ``graph`` itself when nothing fuses.
@@ -1039,7 +1041,7 @@ def fuse_graph(
         group, kernel = first.get(id(node), (None, None))
         if group is not None:
             inputs = [x if isinstance(x, Var) else _constant(x, constant) for x in group.inputs]
-            op = _FusedOp(kernel, "fused_elementwise")
+            op = _FusedOp(kernel, name)
             units.append(Node(op, inputs, {}, list(group.outputs), node.source))
         elif id(node) not in members:
             units.append(node)

@@ -43,7 +43,7 @@ the serial loop where numba has one thread.
 Fusing costs a compile (about 0.1-0.5 s a group, once: kernels are cached on disk keyed by
 the generated source, as ``cpu_compile``'s loops) and a few microseconds a call, so a group
 fuses only where it pays: when it holds enough elements times operations
-(:data:`MIN_WORK`), and two ops or more, or one op whose numpy kernel is several passes
+(:data:`MIN_WORK`) or numpy calls (:data:`MIN_CALLS`), and two ops or more, or one op whose numpy kernel is several passes
 (sigmoid, erf, erfc); one exp, log or tanh alone stays on numpy where numpy has its
 AVX-512 loops for them, which are as fast as this module's or faster, and fuses where it
 has not (an AVX2 machine: 0.35-0.6x numpy's time; see :func:`_pays` for the figures). A group
@@ -73,6 +73,7 @@ from fgrad.core.graph import Graph, Var
 from fgrad.transforms import cpu_compile, fusion, numba_threads
 
 __all__ = [
+    "MIN_CALLS",
     "MIN_WORK",
     "PARALLEL_SIZE",
     "fuse_numpy",
@@ -89,6 +90,13 @@ MIN_WORK = 1 << 15
 group below it stays on numpy. Measured on float32: a kernel call costs about 3 us before
 its loop, a numpy ufunc with ``out=`` about 0.6 us, and two ufuncs over 64 x 256 elements
 take as long as their fused kernel (5 us)."""
+
+MIN_CALLS = 4
+"""The fewest numpy calls (an op each; :data:`_PAYS_ALONE`'s ops count as this many) for
+which a group fuses below :data:`MIN_WORK` too: its kernel's fixed cost (about 3 us) is
+then less than the calls' (0.6-1 us each, more inside a large program whose arrays have
+left the cache). A language model's decode step is made of such groups: its RMSNorms (7
+calls on one row of 576 values) and its SwiGLU gate (a sigmoid and two products)."""
 
 PARALLEL_SIZE = 1 << 19
 """The fewest elements (of a group's shape) for which a group also gets a parallel kernel
@@ -902,8 +910,9 @@ def _pays_alone() -> frozenset:
 def _pays(group: fusion.ElementwiseGroup) -> str | None:
     """Why ``group`` should stay on numpy, or None when a fused kernel pays.
 
-    A group pays when it holds at least :data:`MIN_WORK` elements x operations and either
-    two ops or more, or one of :func:`_pays_alone`. One exp, log or tanh alone does not
+    A group pays when it holds at least :data:`MIN_WORK` elements x operations or
+    :data:`MIN_CALLS` numpy calls, and either two ops or more, or one of
+    :func:`_pays_alone`. One exp, log or tanh alone does not
     where numpy has its AVX-512 loops: on 1e6 float32 (the issue's target is 0.45x of
     ``np.exp``) the serial loop took 0.8-1.1x numpy's time for exp, 1.4-2.5x for log and
     1.7-2.8x for tanh (a Zen 4 machine, numpy's AVX-512 loops against LLVM's), and the
@@ -912,11 +921,19 @@ def _pays(group: fusion.ElementwiseGroup) -> str | None:
     thread, process time, best of 15) it pays: float32 exp 0.43x numpy's time, tanh 0.62x,
     log 0.55x; float64 0.39x, 0.35x and 0.58x, within 3 ulp of numpy."""
     names = [node.op.name for node in group.nodes]
-    size = _size(group)
     if len(names) == 1 and names[0] not in _pays_alone():
         return f"one {names[0]} alone is as fast in numpy"
-    if size * len(names) < MIN_WORK:
-        return f"{size} elements x {len(names)} ops is below MIN_WORK ({MIN_WORK})"
+    return _too_small(group, names)
+
+
+def _too_small(group: Any, names: list) -> str | None:
+    """Why a group of these ops is too small to fuse (:data:`MIN_WORK`,
+    :data:`MIN_CALLS`), or None."""
+    size = _size(group)
+    calls = sum(MIN_CALLS if name in _PAYS_ALONE else 1 for name in names)
+    if size * len(names) < MIN_WORK and calls < MIN_CALLS:
+        return (f"{size} elements x {len(names)} ops is below MIN_WORK ({MIN_WORK}) and "
+                f"{calls} numpy calls below MIN_CALLS ({MIN_CALLS})")
     return None
 
 
@@ -1079,10 +1096,8 @@ def row_kernel(group: fusion.RowReduceGroup) -> Callable | None:
     """
     names = [n.op.name for n in group.nodes]
     what = f"{names} {group.dtype.name}{list(group.shape)}"
-    why = None
-    if _size(group) * len(names) < MIN_WORK:
-        why = f"{_size(group)} elements x {len(names)} ops is below MIN_WORK ({MIN_WORK})"
-    else:
+    why = _too_small(group, names)
+    if why is None:
         start = time.perf_counter()
         run, why = _built(_make_rows, group)
     if why is not None:
@@ -1138,8 +1153,10 @@ def _size_of(x: Any) -> int:
 
 
 def fuse_numpy(graph: Graph) -> Graph:
-    """``graph`` with each row group (:func:`row_kernel`), then each elementwise group
-    (:func:`numba_kernel`) of what is left, that pays run as one compiled numba kernel
+    """``graph`` with each attention chain of a few queries
+    (:func:`fgrad.transforms.fusion_attention.fuse_attention`), each row group
+    (:func:`row_kernel`), then each elementwise group (:func:`numba_kernel`) of what is
+    left, that pays run as one compiled numba kernel
     (what ``fusion.fuse_for`` returns for numpy when numba is installed and
     ``config.cpu_compile`` is on); groups that do not pay or compile stay as they are.
 
@@ -1155,6 +1172,9 @@ def fuse_numpy(graph: Graph) -> Graph:
         >>> fuse_numpy(g) is g  # 3 elements: a kernel would not pay
         True
     """
+    from fgrad.transforms.fusion_attention import fuse_attention
+
+    graph = fuse_attention(graph)
     rows = fusion.row_reduce_groups(graph)
     if rows:
         graph = fusion.fuse_graph(graph, row_kernel, groups=rows)

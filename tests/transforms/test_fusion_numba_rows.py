@@ -139,13 +139,17 @@ def test_parallel_rows_equal_the_serial_ones(monkeypatch):
             np.testing.assert_array_equal(got, want)
 
 
-def test_small_row_groups_stay_on_numpy_and_their_parts_fuse_as_before(log):
-    x = np.ones((4, 64), np.float32)
-    got, want = _on_and_off(_softmax, x)
+def test_small_row_groups_stay_on_numpy_below_min_calls_and_fuse_from_it(log):
+    x = np.linspace(-3.0, 3.0, 256, dtype=np.float32).reshape(4, 64)
+    got, want = _on_and_off(lambda x: x - fnp.max(x, axis=-1, keepdims=True), x)
     np.testing.assert_array_equal(got, want)
+    got, want = _on_and_off(_softmax, x)  # five numpy calls: fuses at any size
+    np.testing.assert_allclose(got, want, rtol=4 * 1.2e-7)
     messages = " ".join(r.getMessage() for r in log.records)
-    assert "fused row group ['max', 'subtract', 'exp', 'sum', 'divide'] float32[4, 64] runs " \
-           "as numpy calls: 256 elements x 5 ops is below MIN_WORK" in messages
+    assert "fused row group ['max', 'subtract'] float32[4, 64] runs as numpy calls: 256 " \
+           "elements x 2 ops is below MIN_WORK" in messages
+    assert "fused row group ['max', 'subtract', 'exp', 'sum', 'divide'] float32[4, 64] " \
+           "compiled with numba" in messages or "float32[4, 64] loaded from" in messages
 
 
 def test_row_reductions_propagate_nan_and_sum_like_numpy():

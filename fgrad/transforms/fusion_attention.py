@@ -186,38 +186,43 @@ def _kernel(dtype: np.dtype) -> Callable:
     @fast
     def attend(q, k, v, mask, scale, fill, zero, lowest, out):
         # q (B, m, d), k (B, n, d), v (B, n, dv), out (B, m, dv); mask (1 or B, 1 or m,
-        # n) bool, its axes of length 1 broadcast.
-        # One pass per step of the row (scores, mask and maximum, exp and sum, weighted
-        # values): each loop is simple enough for LLVM to vectorise.
-        n, d, dv = k.shape[1], q.shape[2], v.shape[2]
-        e = np.empty(n, q.dtype)
-        acc = np.empty(dv, q.dtype)
+        # n) bool, its axes of length 1 broadcast. Each head's keys and values are read
+        # once for all m query rows (they come from memory: a step reads every layer's
+        # cache), and each loop is simple enough for LLVM to vectorise.
+        n, m, d, dv = k.shape[1], q.shape[1], q.shape[2], v.shape[2]
+        e = np.empty((m, n), q.dtype)
+        acc = np.empty((m, dv), q.dtype)
+        total = np.empty(m, q.dtype)
         for b in range(q.shape[0]):
             mb = b if mask.shape[0] > 1 else 0
-            for i in range(q.shape[1]):
-                mi = i if mask.shape[1] > 1 else 0
-                for j in range(n):
+            for j in range(n):
+                for i in range(m):
                     s = zero
                     for t in range(d):
                         s += q[b, i, t] * k[b, j, t]
-                    e[j] = s
+                    e[i, j] = s
+            for i in range(m):
+                mi = i if mask.shape[1] > 1 else 0
                 top = lowest
                 for j in range(n):
-                    s = e[j] * scale if mask[mb, mi, j] else fill
-                    e[j] = s
+                    s = e[i, j] * scale if mask[mb, mi, j] else fill
+                    e[i, j] = s
                     top = s if s > top else top  # a NaN score makes the row NaN below
-                total = zero
+                tot = zero
                 for j in range(n):
-                    w = exp(e[j] - top)
-                    e[j] = w
-                    total += w
-                acc[:] = zero
-                for j in range(n):
-                    w = e[j]
+                    w = exp(e[i, j] - top)
+                    e[i, j] = w
+                    tot += w
+                total[i] = tot
+            acc[:] = zero
+            for j in range(n):
+                for i in range(m):
+                    w = e[i, j]
                     for t in range(dv):
-                        acc[t] += w * v[b, j, t]
+                        acc[i, t] += w * v[b, j, t]
+            for i in range(m):
                 for t in range(dv):  # the softmax's division, once per value instead
-                    out[b, i, t] = acc[t] / total
+                    out[b, i, t] = acc[i, t] / total[i]
 
     return attend
 

@@ -91,12 +91,15 @@ group below it stays on numpy. Measured on float32: a kernel call costs about 3 
 its loop, a numpy ufunc with ``out=`` about 0.6 us, and two ufuncs over 64 x 256 elements
 take as long as their fused kernel (5 us)."""
 
-MIN_CALLS = 4
+MIN_CALLS = 6
 """The fewest numpy calls (an op each; :data:`_PAYS_ALONE`'s ops count as this many) for
-which a group fuses below :data:`MIN_WORK` too: its kernel's fixed cost (about 3 us) is
-then less than the calls' (0.6-1 us each, more inside a large program whose arrays have
-left the cache). A language model's decode step is made of such groups: its RMSNorms (7
-calls on one row of 576 values) and its SwiGLU gate (a sigmoid and two products)."""
+which a group fuses below :data:`MIN_WORK` too. A kernel call costs 4-6 us before its
+loop (the numba dispatch and the arguments' views) and a numpy call on a small array
+1-5 us (the more inside a large program, whose arrays have left the cache), so from
+about five calls on the kernel wins whatever the size; below that, the compile (0.1-0.5
+s a group) would not pay back soon. A language model's decode step is made of such
+groups: its RMSNorms (7 calls on one row of 576 values) and its SwiGLU gate (a sigmoid
+and two products)."""
 
 PARALLEL_SIZE = 1 << 19
 """The fewest elements (of a group's shape) for which a group also gets a parallel kernel

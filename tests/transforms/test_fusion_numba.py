@@ -315,6 +315,23 @@ def test_what_stays_on_numpy_and_why(log):
     assert "below MIN_WORK" in messages
 
 
+def test_small_groups_fuse_from_min_calls_numpy_calls(log):
+    # A decode step's SwiGLU gate: a sigmoid (several numpy calls) and two products on
+    # one row; three plain ops on the same row stay numpy calls.
+    rng = np.random.default_rng(3)
+    gate, up = (rng.standard_normal((1, 1, 1536)).astype(np.float32) for _ in range(2))
+    (got,), (want,) = _on_and_off(lambda g, u: fgrad.nn.silu(g) * u, gate, up)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=4 * 1.2e-7, atol=1e-30)
+    (got,), (want,) = _on_and_off(lambda g, u: (g + u) * u - 1.0, gate, up)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    messages = [r.getMessage() for r in log.records]
+    assert any("['sigmoid', 'multiply', 'multiply'] float32[1, 1, 1536]" in m and "numpy calls" not in m
+               for m in messages), messages
+    assert any("['add', 'multiply', 'subtract'] float32[1, 1, 1536] runs as numpy calls" in m
+               and f"3 numpy calls below MIN_CALLS ({fusion_numba.MIN_CALLS})" in m
+               for m in messages), messages
+
+
 def _numpy_avx512(monkeypatch, has):
     monkeypatch.setattr(fusion_numba, "_numpy_has_avx512", lambda: has)
     fusion_numba._pays_alone.cache_clear()

@@ -141,15 +141,20 @@ def test_parallel_rows_equal_the_serial_ones(monkeypatch):
 
 def test_small_row_groups_stay_on_numpy_below_min_calls_and_fuse_from_it(log):
     x = np.linspace(-3.0, 3.0, 256, dtype=np.float32).reshape(4, 64)
-    got, want = _on_and_off(lambda x: x - fnp.max(x, axis=-1, keepdims=True), x)
+    got, want = _on_and_off(_softmax, x)  # five numpy calls on 256 values: numpy's
     np.testing.assert_array_equal(got, want)
-    got, want = _on_and_off(_softmax, x)  # five numpy calls: fuses at any size
+
+    def rms_norm(x):  # seven: fuses at any size
+        return x / fnp.sqrt(fnp.mean(x * x, axis=-1, keepdims=True) + 1e-5) * 1.5
+
+    got, want = _on_and_off(rms_norm, x)
     np.testing.assert_allclose(got, want, rtol=4 * 1.2e-7)
     messages = " ".join(r.getMessage() for r in log.records)
-    assert "fused row group ['max', 'subtract'] float32[4, 64] runs as numpy calls: 256 " \
-           "elements x 2 ops is below MIN_WORK" in messages
-    assert "fused row group ['max', 'subtract', 'exp', 'sum', 'divide'] float32[4, 64] " \
-           "compiled with numba" in messages or "float32[4, 64] loaded from" in messages
+    assert "fused row group ['max', 'subtract', 'exp', 'sum', 'divide'] float32[4, 64] runs " \
+           "as numpy calls: 256 elements x 5 ops is below MIN_WORK" in messages
+    assert "5 numpy calls below MIN_CALLS" in messages
+    fused = [r.getMessage() for r in log.records if "'sqrt'" in r.getMessage()]
+    assert fused and all("numpy calls" not in m for m in fused), fused
 
 
 def test_row_reductions_propagate_nan_and_sum_like_numpy():

@@ -71,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="seed of the random key when sampling (--temperature > 0; default 0)")
     gen.add_argument("--dtype", choices=("float32", "float16", "quantized"), default="float32",
                      help="weights dequantized at load (float32, float16) or kept quantized")
+    gen.add_argument("--int8-activations", action="store_true",
+                     help="with --dtype quantized: round the activations to int8 blocks in "
+                          "the products (llama.cpp's arithmetic; about 1.5x faster decoding)")
     gen.add_argument("--truncate", action="store_true",
                      help="keep the end of a prompt too long for the context instead of failing")
     return parser
@@ -90,7 +93,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             repetition_penalty=args.repetition_penalty, presence_penalty=args.presence_penalty,
             frequency_penalty=args.frequency_penalty,
         )
+        if args.int8_activations and args.dtype != "quantized":
+            raise ValueError("--int8-activations needs --dtype quantized (the weights kept in "
+                             "their blocks)")
         model, tokenizer = load(args.model, dtype=None if args.dtype == "quantized" else args.dtype)
+        if args.int8_activations:
+            from fgrad.llm.quantized import int8_activations
+
+            model = int8_activations(model)
     except (ValueError, OSError, KeyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -59,6 +59,7 @@ __all__ = [
     "GGML_TYPE_NAMES",
     "dequantize",
     "dequantize_blocks",
+    "q8_roundtrip",
     "random_blocks",
 ]
 
@@ -378,3 +379,46 @@ def dequantize(data: Any, qtype: str, *, dtype: Any = np.float32) -> Any:
     for start in range(0, n_blocks, step):  # chunks of many blocks: bounded temporaries
         out[start : start + step] = t.kernel(xp, blocks[start : start + step])
     return out.reshape(*rows, data.shape[-1] // t.bytes_per_block * t.block_size)
+
+
+def q8_roundtrip(xp: Any, x: Any) -> Any:
+    """``x`` rounded to int8 blocks of 32 along its last axis and back: the activations
+    that products with ``act_quant`` weights multiply (llama.cpp's ``block_q8_1``, with a
+    float32 scale).
+
+    Each block gets ``d = max|x| / 127`` and ``q = rint(x * (127 / max|x|))`` in
+    ``[-127, 127]`` (ties to even; zeros for a block of zeros), all in float32; the result
+    is ``q * d``. A block holding NaN or an infinity becomes NaN. The compiled integer
+    products (:mod:`fgrad.llm._q8_dot`) round every value the same way.
+
+    Args:
+        xp: the array namespace (numpy or cupy).
+        x: ``(..., n)`` float32 array, ``n`` a multiple of 32.
+
+    Returns:
+        A float32 array of ``x``'s shape.
+
+    Raises:
+        ValueError: ``n`` is not a multiple of 32.
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.linspace(-1.0, 1.0, 32, dtype=np.float32)
+        >>> y = q8_roundtrip(np, x)
+        >>> float(np.abs(y - x).max()) <= 0.5 / 127, float(y[-1])
+        (True, 1.0)
+    """
+    x = xp.asarray(x, dtype=xp.float32)
+    n = x.shape[-1] if x.ndim else 0
+    if n % 32:
+        raise ValueError(
+            f"q8_roundtrip: the last axis must be whole blocks of 32 values; got shape {tuple(x.shape)}"
+        )
+    blocks = x.reshape(*x.shape[:-1], n // 32, 32)
+    amax = xp.max(xp.abs(blocks), axis=-1, keepdims=True)  # NaN where a value is NaN
+    ok = xp.isfinite(amax)
+    live = ok & (amax > 0)
+    safe = xp.where(live, amax, xp.float32(1.0))
+    q = xp.where(live, xp.rint(blocks * (xp.float32(127.0) / safe)), xp.float32(0.0))
+    d = xp.where(ok, amax / xp.float32(127.0), xp.float32(xp.nan))
+    return (q * d).astype(xp.float32, copy=False).reshape(x.shape)

@@ -1,4 +1,5 @@
-"""Prefill and decode speed of SmolLM2-135M-Instruct: fgrad (float32, kept quantized) and,
+"""Prefill and decode speed of SmolLM2-135M-Instruct: fgrad (float32, kept quantized, and
+kept quantized with int8-rounded activations, ``fgrad.llm.quantized.int8_activations``) and,
 when importable, transformers + torch and llama.cpp (``llama-cpp-python``) on the same file
 and threads.
 
@@ -229,8 +230,11 @@ def main(argv=None):
     print(f"memory bandwidth (numpy copy, read + write): {bw1:.1f} GB/s one thread{more}")
     rows = []
     reference = None
-    for name, dtype in (("fgrad float32", "float32"), ("fgrad quantized", None)):
-        model = model32 if dtype == "float32" else load(path, dtype=None)[0]
+    from fgrad.llm.quantized import int8_activations
+
+    kept = load(path, dtype=None)[0]
+    for name, model in (("fgrad float32", model32), ("fgrad quantized", kept),
+                        ("fgrad quantized, int8 act", int8_activations(kept))):
         prefill, decode, out = time_fgrad(model, ids, args.decode, args.repeats)
         reference = reference or out
         nbytes = bytes_per_token(model, cache_len)
@@ -246,10 +250,10 @@ def main(argv=None):
             rows.append((name, got[0], got[1], nbytes, 100 * got[1] / (bw * 1e9 / nbytes),
                          got[2] == reference))
     print()
-    print(f"{'':24}{'prefill tok/s':>14}{'decode tok/s':>14}{'MB/token':>10}{'% of bound':>12}"
+    print(f"{'':26}{'prefill tok/s':>14}{'decode tok/s':>14}{'MB/token':>10}{'% of bound':>12}"
           f"{'% of f32 bound':>16}  same tokens")
     for name, prefill, decode, nbytes, pct, same in rows:
-        print(f"{name:24}{prefill:14.1f}{decode:14.2f}{nbytes / 1e6:10.1f}{pct:12.1f}"
+        print(f"{name:26}{prefill:14.1f}{decode:14.2f}{nbytes / 1e6:10.1f}{pct:12.1f}"
               f"{100 * decode / f32_bound:16.1f}  {same}")
     return rows
 

@@ -42,7 +42,7 @@ from typing import Any
 
 from fgrad.transforms import cpu_compile, numba_threads
 
-__all__ = ["QTYPES", "available", "matvec"]
+__all__ = ["QTYPES", "available", "matvec", "roundtrip"]
 
 QTYPES = ("Q4_1", "Q8_0")
 _BYTES = {"Q4_1": 20, "Q8_0": 34}  # per block of 32 weights
@@ -205,6 +205,35 @@ def _quantizer() -> Callable:
                 sa[r, b] = d * np.float32(total)
 
     return quantize
+
+
+@functools.cache
+def roundtrip() -> Callable | None:
+    """``f(x) -> x`` rounded as :func:`fgrad.llm.quants.q8_roundtrip` (to the bit), for a
+    2-D float32 ``x``: one compiled pass instead of numpy's dozen (a prefill's activations
+    ahead of the float products); None without numba."""
+    if not cpu_compile.available():
+        return None
+    import numba
+    import numpy as np
+
+    quantize = _quantizer()
+
+    @numba.njit(cache=True, nogil=True)
+    def rounded(x):
+        n_blocks = x.shape[1] // 32
+        qa = np.empty(x.shape, np.int8)
+        da = np.empty((x.shape[0], n_blocks), np.float32)
+        sa = np.empty((x.shape[0], n_blocks), np.float32)
+        quantize(x, qa, da, sa)
+        out = np.empty(x.shape, np.float32)
+        for r in range(x.shape[0]):
+            for b in range(n_blocks):
+                for j in range(32):
+                    out[r, 32 * b + j] = np.float32(qa[r, 32 * b + j]) * da[r, b]
+        return out
+
+    return lambda x: rounded(np.ascontiguousarray(x, np.float32))
 
 
 def _loops(qtype: str) -> tuple[Callable, Callable]:

@@ -285,6 +285,14 @@ def _q8_matvec(xp, x, qtype) -> Any:
     return None
 
 
+def _rounded(xp, x) -> Any:
+    """``quants.q8_roundtrip(xp, x)`` in ``x``'s dtype; one compiled pass on numpy."""
+    fast = _q8_dot.roundtrip() if xp is np and x.dtype == np.float32 and config.cpu_compile else None
+    if fast is not None:
+        return fast(x.reshape(-1, x.shape[-1])).reshape(x.shape)
+    return quants.q8_roundtrip(xp, x).astype(x.dtype, copy=False)
+
+
 def _qmm_kernel(xp, x, blocks, *, qtype, shape, transpose=False, act_quant=False):
     _check(x.shape, x.dtype, blocks.shape, blocks.dtype, qtype, shape, transpose)
     _check_act(act_quant, transpose, shape, "quantized_matmul")
@@ -294,7 +302,7 @@ def _qmm_kernel(xp, x, blocks, *, qtype, shape, transpose=False, act_quant=False
         if fast is not None:  # a decode step: integer products of the rounded x
             y = fast(x.reshape(-1, x.shape[-1]), (blocks,))
             return y.reshape(*x.shape[:-1], shape[0])
-        x = quants.q8_roundtrip(xp, x).astype(x.dtype, copy=False)
+        x = _rounded(xp, x)
     fast = None if transpose else _block_matvec(xp, x, qtype)
     if fast is not None:  # a decode step: read the packed blocks directly
         y = fast(x.reshape(-1, x.shape[-1]), (blocks,))
@@ -517,7 +525,7 @@ def _many_kernel(xp, x, *blocks, qtype, shapes, act_quant=False):
     _check_act(act_quant, False, shapes[0], "quantized_matmul_many")
     fast = _q8_matvec(xp, x, qtype) if act_quant else None
     if fast is None and act_quant:
-        x = quants.q8_roundtrip(xp, x).astype(x.dtype, copy=False)
+        x = _rounded(xp, x)
     fast = fast or _block_matvec(xp, x, qtype)
     if fast is not None:  # one loop over every weight, one parallel region
         y = fast(x.reshape(-1, x.shape[-1]), blocks)

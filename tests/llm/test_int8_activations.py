@@ -76,6 +76,7 @@ def test_the_compiled_rounding_is_numpys_to_the_bit():
     again = (qa.astype(np.float32).reshape(5, 4, 32) * da[..., None]).reshape(5, 128)
     np.testing.assert_array_equal(again, quants.q8_roundtrip(np, x))
     np.testing.assert_array_equal(sa, da * qa.reshape(5, 4, 32).sum(-1).astype(np.float32))
+    np.testing.assert_array_equal(_q8_dot.roundtrip()(x), quants.q8_roundtrip(np, x))
 
 
 @needs_avx2

@@ -4,7 +4,9 @@ Variants, all of the same GGUF file (its Q4_1 weights are the source: "float32" 
 dequantized, and the int8 variants quantize those float32 values again):
 
 * ``float32``: every weight dequantized at load;
-* ``Q4_1 kept``: the file's own blocks kept packed (``load(dtype=None)``);
+* ``Q4_1 kept``: the file's own blocks kept packed (``load(dtype=None)``), and ``Q4_1
+  kept, int8 act`` with their products' activations rounded to int8 blocks
+  (:func:`fgrad.llm.quantized.int8_activations`, llama.cpp's arithmetic);
 * ``int8``: weight-only, symmetric absmax per output channel (embedding/head too), and
   ``int8 g64`` per group of 64 inputs (:func:`fgrad.llm.int8.quantize`);
 * ``W8A8``: the layers' weights int8 per channel, activations int8 per token, int32
@@ -39,7 +41,7 @@ import numpy as np
 import fgrad
 import fgrad.numpy as fnp
 from fgrad import nn
-from fgrad.llm import int8
+from fgrad.llm import int8, quantized
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from finetune_lora import split_topics, windows  # noqa: E402  (the same data split)
@@ -114,6 +116,7 @@ def main(argv=None) -> dict:
     variants = {
         "float32": lambda: dense,
         "Q4_1 kept": lambda: kept,
+        "Q4_1 kept, int8 act": lambda: quantized.int8_activations(kept),
         "int8 per channel": lambda: int8.quantize(dense),
         "int8 g64": lambda: int8.quantize(dense, 64 if dense.config.d_model % 64 == 0 else None),
         "W8A8": lambda: int8.w8a8(dense),

@@ -40,7 +40,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from fgrad.transforms import cpu_compile, numba_threads
+from fgrad.transforms import cpu_compile
 
 __all__ = ["QTYPES", "available", "matvec", "roundtrip"]
 
@@ -208,6 +208,26 @@ def _quantizer() -> Callable:
 
 
 @functools.cache
+def _activations() -> Callable:
+    """``activations(x) -> (qa, da, sa)``: :func:`_quantizer`'s rounding into new arrays."""
+    import numba
+    import numpy as np
+
+    quantize = _quantizer()
+
+    @numba.njit(cache=True, nogil=True)
+    def activations(x):
+        n_blocks = x.shape[1] // 32
+        qa = np.empty(x.shape, np.int8)
+        da = np.empty((x.shape[0], n_blocks), np.float32)
+        sa = np.empty((x.shape[0], n_blocks), np.float32)
+        quantize(x, qa, da, sa)
+        return qa, da, sa
+
+    return activations
+
+
+@functools.cache
 def roundtrip() -> Callable | None:
     """``f(x) -> x`` rounded as :func:`fgrad.llm.quants.q8_roundtrip` (to the bit), for a
     2-D float32 ``x``: one compiled pass instead of numpy's dozen (a prefill's activations
@@ -217,15 +237,12 @@ def roundtrip() -> Callable | None:
     import numba
     import numpy as np
 
-    quantize = _quantizer()
+    activations = _activations()
 
     @numba.njit(cache=True, nogil=True)
     def rounded(x):
         n_blocks = x.shape[1] // 32
-        qa = np.empty(x.shape, np.int8)
-        da = np.empty((x.shape[0], n_blocks), np.float32)
-        sa = np.empty((x.shape[0], n_blocks), np.float32)
-        quantize(x, qa, da, sa)
+        qa, da, _ = activations(x)
         out = np.empty(x.shape, np.float32)
         for r in range(x.shape[0]):
             for b in range(n_blocks):
@@ -238,9 +255,8 @@ def roundtrip() -> Callable | None:
 
 def _loops(qtype: str) -> tuple[Callable, Callable]:
     import numba
-    import numpy as np
 
-    row, quantize = _row_intrinsic(qtype), _quantizer()
+    row, activations = _row_intrinsic(qtype), _activations()
     nbytes = _BYTES[qtype]
     fast = numba.njit(cache=True, nogil=True)
 
@@ -257,15 +273,6 @@ def _loops(qtype: str) -> tuple[Callable, Callable]:
         for m in range(len(blocks)):
             n = blocks[m].shape[0]
             rows_of(qa, da, sa, blocks[m], out, offsets[m], c * n // n_chunks, (c + 1) * n // n_chunks)
-
-    @fast
-    def activations(x):
-        n_blocks = x.shape[1] // 32
-        qa = np.empty(x.shape, np.int8)
-        da = np.empty((x.shape[0], n_blocks), np.float32)
-        sa = np.empty((x.shape[0], n_blocks), np.float32)
-        quantize(x, qa, da, sa)
-        return qa, da, sa
 
     @fast
     def serial(x, blocks, out, offsets, n_chunks):
@@ -300,29 +307,9 @@ def matvec(qtype: str) -> Callable | None:
     """
     if qtype not in QTYPES or not available():
         return None
-    import numpy as np
+    from fgrad.llm._qmv_numba import side_by_side
 
-    from fgrad.llm._qmv_numba import PARALLEL_MIN
-
-    serial, parallel = _loops(qtype)
-    shapes: dict = {}  # (LoopChoice, output offsets) per shape of (x, *blocks)
-
-    def run(x: Any, blocks: tuple) -> Any:
-        x = np.ascontiguousarray(x, np.float32)
-        blocks = tuple(np.ascontiguousarray(b) for b in blocks)
-        sizes = [b.shape[0] for b in blocks]
-        out = np.empty((x.shape[0], sum(sizes)), np.float32)
-        key = (x.shape, *(b.shape for b in blocks))
-        known = shapes.get(key)
-        if known is None:
-            offsets = np.cumsum([0, *sizes[:-1]]).astype(np.int64)
-            known = shapes[key] = (numba_threads.LoopChoice(), offsets)
-        choice, offsets = known
-        big = sum(sizes) * blocks[0].shape[1] * 32 >= PARALLEL_MIN
-        numba_threads.run(serial, parallel if big else None, (x, blocks, out, offsets), choice)
-        return out
-
-    return run
+    return side_by_side(*_loops(qtype))
 
 
 def __dir__() -> list[str]:

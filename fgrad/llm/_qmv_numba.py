@@ -40,7 +40,7 @@ from typing import Any
 
 from fgrad.transforms import cpu_compile, numba_threads
 
-__all__ = ["MAX_ROWS", "PARALLEL_MIN", "dequantize", "matvec"]
+__all__ = ["MAX_ROWS", "PARALLEL_MIN", "dequantize", "matvec", "side_by_side"]
 
 MAX_ROWS = 16  # beyond a few rows the chunked float32 matmul (BLAS) wins
 PARALLEL_MIN = 1 << 17  # weights: below this a parallel region's start costs more than it saves
@@ -274,11 +274,21 @@ def matvec(qtype: str) -> Callable | None:
     import numpy as np
 
     serial, parallel = (_q4_1 if qtype == "Q4_1" else _q8_0)(numba, np)
+    return side_by_side(serial, parallel, lambda blocks: (tuple(b.view(np.uint16) for b in blocks),))
+
+
+def side_by_side(serial: Callable, parallel: Callable, views: Callable | None = None) -> Callable:
+    """``run(x, blocks) -> (rows, out_1 + out_2 + ...)`` float32 over a product's two
+    compiled loops ``f(x, blocks, *views(blocks), out, offsets, n_chunks)``: contiguous
+    operands, the output offsets and :class:`~fgrad.transforms.numba_threads.LoopChoice`
+    kept per shape, the parallel loop offered from :data:`PARALLEL_MIN` weights on (this
+    module's products and :mod:`fgrad.llm._q8_dot`'s)."""
+    import numpy as np
 
     shapes: dict = {}  # (LoopChoice, output offsets) per shape of (x, *blocks)
 
     def run(x: Any, blocks: tuple) -> Any:
-        x = np.ascontiguousarray(x)
+        x = np.ascontiguousarray(x, np.float32)
         blocks = tuple(np.ascontiguousarray(b) for b in blocks)
         sizes = [b.shape[0] for b in blocks]
         out = np.empty((x.shape[0], sum(sizes)), np.float32)
@@ -289,8 +299,7 @@ def matvec(qtype: str) -> Callable | None:
             known = shapes[key] = (numba_threads.LoopChoice(), offsets)
         choice, offsets = known
         big = sum(sizes) * blocks[0].shape[1] * 32 >= PARALLEL_MIN
-        h16 = tuple(b.view(np.uint16) for b in blocks)
-        args = (x, blocks, h16, out, offsets)
+        args = (x, blocks, *(views(blocks) if views else ()), out, offsets)
         numba_threads.run(serial, parallel if big else None, args, choice)
         return out
 

@@ -51,8 +51,8 @@ def test_finetune_lora_quick_saves_resumes_and_plots(load_example, tiny_gguf, tm
 def test_quantize_quick_prints_every_variant(load_example, tiny_gguf, capsys):
     qz = load_example("quantize")
     rows = qz.main(["--model", tiny_gguf, "--quick", "--alphas", "0.5,0.85", "--decode-tokens", "0"])
-    assert list(rows) == ["float32", "Q4_1 kept", "int8 per channel", "int8 g64", "W8A8",
-                          "SmoothQuant 0.5", "SmoothQuant 0.85"]
+    assert list(rows) == ["float32", "Q4_1 kept", "Q4_1 kept, int8 act", "int8 per channel",
+                          "int8 g64", "W8A8", "SmoothQuant 0.5", "SmoothQuant 0.85"]
     ref = rows["float32"]["ppl"]
     for name, r in rows.items():
         assert abs(r["ppl"] / ref - 1) < 0.01, name  # the tiny model: all within 1%

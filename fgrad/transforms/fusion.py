@@ -956,6 +956,7 @@ class _FusedOp:
     __slots__ = ("kernel", "name")
     multiple_results = True
     effectful = False  # elementwise arithmetic only
+    fresh = True  # every kernel writes its outputs into new arrays, never a view of an input
 
     def __init__(self, kernel: Callable, name: str):
         self.kernel = kernel

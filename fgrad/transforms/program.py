@@ -327,12 +327,14 @@ def _viewed_inputs(graph: Graph, forms: list[tuple]) -> frozenset[int]:
     may be written into, the Program adds; host callbacks get copies of their own).
 
     Conservative, as the memory plan: a step counts as making a new array only when its
-    op is in ``traits.FRESH`` or it is called as one ufunc (or matmul, or the bit-mask
-    ``where``); any other step may return a view of its inputs.
+    op is in ``traits.FRESH``, is a fused kernel (``fresh``: ``fusion``'s, which write new
+    arrays), or is called as one ufunc (or matmul, or the bit-mask ``where``); any other
+    step may return a view of its inputs.
     """
     alias = {id(v): frozenset((i,)) for i, v in enumerate(graph.invars)}
     for node, form in zip(graph.nodes, forms):
-        if node.op in FRESH or form[0] in ("ufunc", "matmul_rows", "where0"):
+        fresh = node.op in FRESH or getattr(node.op, "fresh", False)
+        if fresh or form[0] in ("ufunc", "matmul_rows", "where0"):
             continue
         seen = frozenset().union(
             *(alias.get(id(v), ()) for v in node.inputs if isinstance(v, Var))

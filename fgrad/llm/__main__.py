@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="weights dequantized at load (float32, float16) or kept quantized")
     gen.add_argument("--int8-activations", action="store_true",
                      help="with --dtype quantized: round the activations to int8 blocks in "
-                          "the products (llama.cpp's arithmetic; about 1.5x faster decoding)")
+                          "the products (llama.cpp's arithmetic; 1.3-1.7x faster decoding, an approximation)")
     gen.add_argument("--truncate", action="store_true",
                      help="keep the end of a prompt too long for the context instead of failing")
     return parser

@@ -88,8 +88,9 @@ def load(path: str | os.PathLike | None = None, *, dtype: str | None = "float32"
     Args:
         path: a ``.gguf`` file, or a folder with ``config.json``, safetensors weights and
             ``tokenizer.json``. None: :func:`default_model_path`.
-        dtype: ``"float32"``, ``"float16"``, or None to keep quantized GGUF weights
-            packed (other tensors of such a file are float32).
+        dtype: ``"float32"``, ``"float16"``, or None (or ``"quantized"``, the command
+            line's name) to keep quantized GGUF weights packed (other tensors of such a
+            file are float32).
 
     Returns:
         ``(model, tokenizer)``: a :class:`fgrad.llm.model.Model` (or a
@@ -111,8 +112,12 @@ def load(path: str | os.PathLike | None = None, *, dtype: str | None = "float32"
     from fgrad.llm.tokenizer import Tokenizer
 
     path = default_model_path() if path is None else os.fspath(path)
+    if dtype == "quantized":  # the command line's name for it
+        dtype = None
     if dtype not in ("float32", "float16", None):
-        raise ValueError(f"load: dtype must be 'float32', 'float16' or None, got {dtype!r}")
+        raise ValueError(
+            f"load: dtype must be 'float32', 'float16' or None ('quantized'), got {dtype!r}"
+        )
     if not os.path.exists(path):
         raise FileNotFoundError(f"load: {path!r} does not exist; pass a .gguf file or a model folder")
     if os.path.isdir(path):

@@ -282,7 +282,8 @@ def attention_kernel(group: AttentionGroup) -> Callable | None:
         kernel = _compiled(_kernel(dtype), dtype)
     except Exception as err:  # noqa: BLE001  (numba's typing or lowering error)
         if config.log_compiles:
-            _log.warning("jit: attention %s%s runs as numpy calls: %s", dtype.name, list(scores), err)
+            _log.warning("jit: attention with scores %s%s (batch..., queries, keys) runs as "
+                         "numpy calls: %s", dtype.name, list(scores), err)
         return None
 
     def run(xp: Any, q: Any, kt: Any, v: Any, mask: Any = None) -> tuple:
@@ -294,7 +295,8 @@ def attention_kernel(group: AttentionGroup) -> Callable | None:
         return (out,)
 
     if config.log_compiles:
-        _log.warning("jit: attention %s%s runs as one compiled loop", dtype.name, list(scores))
+        _log.warning("jit: attention with scores %s%s (batch..., queries, keys) runs as one "
+                     "compiled loop", dtype.name, list(scores))
     return run
 
 

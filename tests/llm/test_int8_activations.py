@@ -210,3 +210,8 @@ def test_the_cli_flag_needs_kept_quantized_weights(capsys):
 
     assert main(["generate", "--prompt", "Hi", "--int8-activations", "--max-tokens", "1"]) == 2
     assert "--int8-activations needs --dtype quantized" in capsys.readouterr().err
+
+
+def test_int8_activations_of_a_model_without_kept_quantized_weights_is_an_error():
+    with pytest.raises(ValueError, match="dtype=None"):
+        int8_activations({"w": np.ones((4, 64), np.float32)})

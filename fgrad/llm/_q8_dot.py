@@ -20,7 +20,7 @@ weight to a float): 0.08 against 0.21 ns a weight for a Q4_1 matrix on one Zen 3
   ``vpmaddubsw(|q|, sign(q) q_a)``, llama.cpp's trick for two signed operands (at most
   ``2 * 128 * 127``).
 * The row loop is LLVM IR written here (:func:`_row_function`), called through a numba
-  intrinsic: numba has no vector types, and LLVM does not find ``vpmaddubsw`` in scalar
+  intrinsic (:mod:`fgrad.llm._q8_kernels`, with the loops around it): numba has no vector types, and LLVM does not find ``vpmaddubsw`` in scalar
   code. Each block's eight sums stay in a vector register across the row, summed once at
   the end. Threads as in :mod:`fgrad.llm._qmv_numba`: one chunk of every matrix per
   thread, the same loop either way, chosen by :mod:`fgrad.transforms.numba_threads`.
@@ -146,85 +146,20 @@ def _row_function(module: Any, qtype: str) -> Any:
 
 
 @functools.cache
-def _row_intrinsic(qtype: str) -> Callable:
-    """``row(blocks, w_offset, qa, a_offset, da, sa, s_offset, n_blocks) -> float32`` in
-    numba code: :func:`_row_function` on the arrays' data at those element offsets."""
-    from llvmlite import ir
-    from numba import types
-    from numba.extending import intrinsic
-
-    @intrinsic
-    def row(typingctx, blocks, w_off, qa, a_off, da, sa, s_off, n_blocks):  # noqa: ARG001
-        def codegen(context, builder, signature, args):
-            tys = signature.args
-
-            def data(i):
-                return context.make_array(tys[i])(context, builder, args[i]).data
-
-            i8p = ir.IntType(8).as_pointer()
-            w = builder.gep(builder.bitcast(data(0), i8p), [args[1]])
-            a = builder.gep(builder.bitcast(data(2), i8p), [args[3]])
-            d = builder.gep(data(4), [args[6]])
-            s = builder.gep(data(5), [args[6]])
-            return builder.call(_row_function(builder.module, qtype), [w, a, d, s, args[7]])
-
-        return types.float32(blocks, types.int64, qa, types.int64, da, sa, types.int64, types.int64), codegen
-
-    return row
-
-
-@functools.cache
 def _quantizer() -> Callable:
     """``quantize(x, qa, da, sa)``: the rows of float32 ``x`` as int8 blocks (module
     docstring), in plain IEEE arithmetic as :func:`fgrad.llm.quants.q8_roundtrip`."""
-    import numba
-    import numpy as np
+    from fgrad.llm import _q8_kernels
 
-    @numba.njit(cache=True, nogil=True)
-    def quantize(x, qa, da, sa):
-        for r in range(x.shape[0]):
-            for b in range(x.shape[1] // 32):
-                amax = np.float32(0.0)
-                bad = False
-                for j in range(32):
-                    v = abs(x[r, 32 * b + j])
-                    bad = bad or not v < np.inf  # NaN or infinite
-                    amax = max(amax, v)
-                total = 0
-                if bad or amax == 0:
-                    for j in range(32):
-                        qa[r, 32 * b + j] = 0
-                else:
-                    inv = np.float32(127.0) / amax
-                    for j in range(32):
-                        q = np.int8(np.rint(x[r, 32 * b + j] * inv))
-                        qa[r, 32 * b + j] = q
-                        total += q
-                d = np.float32(np.nan) if bad else amax / np.float32(127.0)
-                da[r, b] = d
-                sa[r, b] = d * np.float32(total)
-
-    return quantize
+    return _q8_kernels.quantize
 
 
-@functools.cache
-def _activations() -> Callable:
-    """``activations(x) -> (qa, da, sa)``: :func:`_quantizer`'s rounding into new arrays."""
-    import numba
-    import numpy as np
+def _loops(qtype: str) -> tuple[Callable, Callable]:
+    """The ``(serial, parallel)`` loops ``f(x, blocks, kind, nbytes, out, offsets,
+    n_chunks)`` (:mod:`fgrad.llm._q8_kernels`)."""
+    from fgrad.llm import _q8_kernels
 
-    quantize = _quantizer()
-
-    @numba.njit(cache=True, nogil=True)
-    def activations(x):
-        n_blocks = x.shape[1] // 32
-        qa = np.empty(x.shape, np.int8)
-        da = np.empty((x.shape[0], n_blocks), np.float32)
-        sa = np.empty((x.shape[0], n_blocks), np.float32)
-        quantize(x, qa, da, sa)
-        return qa, da, sa
-
-    return activations
+    return _q8_kernels.serial, _q8_kernels.parallel
 
 
 @functools.cache
@@ -234,58 +169,11 @@ def roundtrip() -> Callable | None:
     ahead of the float products); None without numba."""
     if not cpu_compile.available():
         return None
-    import numba
     import numpy as np
 
-    activations = _activations()
+    from fgrad.llm import _q8_kernels
 
-    @numba.njit(cache=True, nogil=True)
-    def rounded(x):
-        n_blocks = x.shape[1] // 32
-        qa, da, _ = activations(x)
-        out = np.empty(x.shape, np.float32)
-        for r in range(x.shape[0]):
-            for b in range(n_blocks):
-                for j in range(32):
-                    out[r, 32 * b + j] = np.float32(qa[r, 32 * b + j]) * da[r, b]
-        return out
-
-    return lambda x: rounded(np.ascontiguousarray(x, np.float32))
-
-
-def _loops(qtype: str) -> tuple[Callable, Callable]:
-    import numba
-
-    row, activations = _row_intrinsic(qtype), _activations()
-    nbytes = _BYTES[qtype]
-    fast = numba.njit(cache=True, nogil=True)
-
-    @fast
-    def rows_of(qa, da, sa, blocks, out, off, start, stop):  # output rows off + start .. stop
-        n_blocks = blocks.shape[1]
-        for o in range(start, stop):
-            for r in range(qa.shape[0]):
-                out[r, off + o] = row(blocks, o * n_blocks * nbytes, qa, r * n_blocks * 32,
-                                      da, sa, r * n_blocks, n_blocks)
-
-    @fast
-    def chunk(qa, da, sa, blocks, out, offsets, c, n_chunks):  # piece c of every matrix
-        for m in range(len(blocks)):
-            n = blocks[m].shape[0]
-            rows_of(qa, da, sa, blocks[m], out, offsets[m], c * n // n_chunks, (c + 1) * n // n_chunks)
-
-    @fast
-    def serial(x, blocks, out, offsets, n_chunks):
-        qa, da, sa = activations(x)
-        chunk(qa, da, sa, blocks, out, offsets, 0, 1)
-
-    @numba.njit(cache=True, nogil=True, parallel=True)
-    def parallel(x, blocks, out, offsets, n_chunks):
-        qa, da, sa = activations(x)
-        for c in numba.prange(n_chunks):
-            chunk(qa, da, sa, blocks, out, offsets, c, n_chunks)
-
-    return serial, parallel
+    return lambda x: _q8_kernels.rounded(np.ascontiguousarray(x, np.float32))
 
 
 @functools.cache
@@ -309,7 +197,8 @@ def matvec(qtype: str) -> Callable | None:
         return None
     from fgrad.llm._qmv_numba import side_by_side
 
-    return side_by_side(*_loops(qtype))
+    kind = (QTYPES.index(qtype), _BYTES[qtype])
+    return side_by_side(*_loops(qtype), lambda blocks: kind)
 
 
 def __dir__() -> list[str]:

@@ -18,7 +18,9 @@ output is accumulated from the packed bytes directly, so a step reads 20 (Q4_1) 
   each activation lane is loaded once for both: 1.35x faster than one row at a time
   (0.48 against 0.65 ms for the seven matrices of a SmolLM2 layer, one thread). For Q8_0
   two rows at a time measured slower, so its loop takes one.
-* Block scales are binary16, converted by one ``vcvtph2ps`` each (see :func:`_half`).
+* Block scales are binary16, converted by one ``vcvtph2ps`` each (``half`` in
+  :mod:`fgrad.llm._qmv_kernels`, where the loops are, so that numba's disk cache finds
+  them in the next process).
 * Threads: a matrix of at least :data:`PARALLEL_MIN` weights also has a loop that splits
   its rows in one chunk per numba thread (``prange``), each running the same compiled
   loop as one thread does, so the values do not depend on the thread count;
@@ -46,176 +48,25 @@ MAX_ROWS = 16  # beyond a few rows the chunked float32 matmul (BLAS) wins
 PARALLEL_MIN = 1 << 17  # weights: below this a parallel region's start costs more than it saves
 
 
-@functools.cache
-def _half(numba: Any) -> Callable:
-    """``half(bits)``: the float32 value of a binary16 given as its uint16 bits.
+def _q4_1(numba: Any, np: Any) -> tuple[Callable, Callable]:  # noqa: ARG001
+    """The Q4_1 product's ``(serial, parallel)`` loops (:mod:`fgrad.llm._qmv_kernels`)."""
+    from fgrad.llm import _qmv_kernels as k
 
-    Kernels read a block's scales through a uint16 view of the blocks (``blocks.view(
-    np.uint16)``, every layout here puts them at even offsets). The conversion is LLVM's
-    ``fpext`` from ``half``, one ``vcvtph2ps`` and exact for every binary16. An earlier
-    version looked the bits up in a 65,536-entry float32 table; once the weights stream
-    from memory, the table competes with them for the cache, and the Q4_1 product ran
-    1.9x slower.
-    """
-    from llvmlite import ir
-    from numba.extending import intrinsic
-
-    @intrinsic
-    def half(typingctx, bits):  # noqa: ARG001 (numba's signature)
-        def codegen(context, builder, signature, args):  # noqa: ARG001
-            return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
-
-        return numba.types.float32(numba.types.uint16), codegen
-
-    return half
+    return k.q4_1_serial, k.q4_1_parallel
 
 
-@functools.cache
-def _nibble(numba: Any, np: Any) -> Callable:
-    """``nibble(q)``: a 4-bit value (held in any integer type) as float32, converted from
-    int32. numba types ``int32 & 15`` as int64, and an int64 conversion vectorises to 8
-    lanes a register instead of 16: the Q4_1 product ran 1.4x slower."""
+def _q8_0(numba: Any, np: Any) -> tuple[Callable, Callable]:  # noqa: ARG001
+    """The Q8_0 product's ``(serial, parallel)`` loops."""
+    from fgrad.llm import _qmv_kernels as k
 
-    @numba.njit(cache=True, nogil=True, inline="always")
-    def nibble(q):
-        return np.float32(np.int32(q))
-
-    return nibble
+    return k.q8_0_serial, k.q8_0_parallel
 
 
-def _q4_1(numba: Any, np: Any) -> tuple[Callable, Callable]:
-    half, nibble = _half(numba), _nibble(numba, np)
-    fast = numba.njit(cache=True, nogil=True, fastmath=True)
+def _dequantizers(numba: Any, np: Any) -> dict:  # noqa: ARG001
+    """``{qtype: f(blocks, h16, out)}``: the dequantizing loops."""
+    from fgrad.llm import _qmv_kernels as k
 
-    @fast
-    def pairs(x, sums, blocks, h16, out, off, start, stop):  # rows off + 2 start .. 2 stop
-        rows, n_out, n_blocks = x.shape[0], blocks.shape[0], blocks.shape[1]
-        acc0 = np.zeros(16, np.float32)
-        acc1 = np.zeros(16, np.float32)
-        for p in range(start, stop):
-            o0 = 2 * p
-            o1 = min(o0 + 1, n_out - 1)  # an odd last row is computed twice
-            for r in range(rows):
-                acc0[:] = 0.0
-                acc1[:] = 0.0
-                m0 = np.float32(0.0)
-                m1 = np.float32(0.0)
-                for b in range(n_blocks):
-                    b0 = blocks[o0, b]
-                    b1 = blocks[o1, b]
-                    d0 = half(h16[o0, b, 0])
-                    d1 = half(h16[o1, b, 0])
-                    base = 32 * b
-                    for j in range(16):
-                        lo = x[r, base + j]
-                        hi = x[r, base + 16 + j]
-                        q0 = np.int32(b0[4 + j])
-                        q1 = np.int32(b1[4 + j])
-                        acc0[j] += d0 * (nibble(q0 & 15) * lo + nibble(q0 >> 4) * hi)
-                        acc1[j] += d1 * (nibble(q1 & 15) * lo + nibble(q1 >> 4) * hi)
-                    m0 += half(h16[o0, b, 1]) * sums[r, b]
-                    m1 += half(h16[o1, b, 1]) * sums[r, b]
-                out[r, off + o0] = acc0.sum() + m0
-                out[r, off + o1] = acc1.sum() + m1
-
-    @fast
-    def block_sums(x, n_blocks):
-        sums = np.zeros((x.shape[0], n_blocks), np.float32)
-        for r in range(x.shape[0]):
-            for b in range(n_blocks):
-                s = np.float32(0.0)
-                for j in range(32):
-                    s += x[r, 32 * b + j]
-                sums[r, b] = s
-        return sums
-
-    @fast
-    def chunk(x, sums, blocks, h16, out, offsets, c, n_chunks):  # piece c of every matrix
-        for m in range(len(blocks)):
-            n = (blocks[m].shape[0] + 1) // 2
-            pairs(x, sums, blocks[m], h16[m], out, offsets[m], c * n // n_chunks, (c + 1) * n // n_chunks)
-
-    @fast
-    def serial(x, blocks, h16, out, offsets, n_chunks):
-        sums = block_sums(x, blocks[0].shape[1])
-        chunk(x, sums, blocks, h16, out, offsets, 0, 1)
-
-    @numba.njit(cache=True, nogil=True, parallel=True)
-    def parallel(x, blocks, h16, out, offsets, n_chunks):
-        sums = block_sums(x, blocks[0].shape[1])
-        for c in numba.prange(n_chunks):
-            chunk(x, sums, blocks, h16, out, offsets, c, n_chunks)
-
-    return serial, parallel
-
-
-def _q8_0(numba: Any, np: Any) -> tuple[Callable, Callable]:
-    half = _half(numba)
-    fast = numba.njit(cache=True, nogil=True, fastmath=True)
-
-    @fast
-    def rows_of(x, blocks, h16, out, off, start, stop):  # output rows off + start .. stop
-        n_blocks = blocks.shape[1]
-        acc = np.zeros(32, np.float32)
-        for o in range(start, stop):
-            for r in range(x.shape[0]):
-                acc[:] = 0.0
-                for b in range(n_blocks):
-                    blk = blocks[o, b]
-                    d = half(h16[o, b, 0])
-                    base = 32 * b
-                    for j in range(32):
-                        acc[j] += d * (np.float32(np.int8(blk[2 + j])) * x[r, base + j])
-                out[r, off + o] = acc.sum()
-
-    @fast
-    def chunk(x, blocks, h16, out, offsets, c, n_chunks):  # piece c of every matrix
-        for m in range(len(blocks)):
-            n = blocks[m].shape[0]
-            rows_of(x, blocks[m], h16[m], out, offsets[m], c * n // n_chunks, (c + 1) * n // n_chunks)
-
-    @fast
-    def serial(x, blocks, h16, out, offsets, n_chunks):
-        chunk(x, blocks, h16, out, offsets, 0, 1)
-
-    @numba.njit(cache=True, nogil=True, parallel=True)
-    def parallel(x, blocks, h16, out, offsets, n_chunks):
-        for c in numba.prange(n_chunks):
-            chunk(x, blocks, h16, out, offsets, c, n_chunks)
-
-    return serial, parallel
-
-
-def _dequantizers(numba: Any, np: Any) -> dict:
-    half, nibble = _half(numba), _nibble(numba, np)
-    # Plain IEEE arithmetic (no fastmath: no fused multiply-add), so the values are those
-    # of fgrad.llm.quants' numpy kernels to the bit.
-    plain = numba.njit(cache=True, nogil=True)
-
-    @plain
-    def q4_1(blocks, h16, out):
-        for o in range(blocks.shape[0]):
-            for b in range(blocks.shape[1]):
-                blk = blocks[o, b]
-                d = half(h16[o, b, 0])
-                m = half(h16[o, b, 1])
-                base = 32 * b
-                for j in range(16):
-                    q = np.int32(blk[4 + j])
-                    out[o, base + j] = d * nibble(q & 15) + m
-                    out[o, base + 16 + j] = d * nibble(q >> 4) + m
-
-    @plain
-    def q8_0(blocks, h16, out):
-        for o in range(blocks.shape[0]):
-            for b in range(blocks.shape[1]):
-                blk = blocks[o, b]
-                d = half(h16[o, b, 0])
-                base = 32 * b
-                for j in range(32):
-                    out[o, base + j] = np.float32(np.int8(blk[2 + j])) * d
-
-    return {"Q4_1": q4_1, "Q8_0": q8_0}
+    return {"Q4_1": k.dequantize_q4_1, "Q8_0": k.dequantize_q8_0}
 
 
 @functools.cache

@@ -30,7 +30,6 @@ compares them).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import math
 from collections.abc import Callable
@@ -171,60 +170,12 @@ def _broadcasts(shape: tuple, to: tuple) -> bool:
     return all(a in (1, b) for a, b in zip(shape[::-1], to[::-1]))
 
 
-@functools.cache
-def _kernel(dtype: np.dtype) -> Callable:
-    """The numba loop for ``dtype`` (compiled on first use, cached on disk)."""
-    import numba
+def _kernel(dtype: np.dtype) -> Callable:  # noqa: ARG001  (one loop for both dtypes)
+    """The numba loop (:mod:`fgrad.transforms._attention_kernel`; compiled per dtype on
+    first use, cached on disk)."""
+    from fgrad.transforms import _attention_kernel
 
-    from fgrad.transforms.fusion_numba import _math_functions
-
-    exp = _math_functions()[("exp", dtype)]
-    # Reassociation only (vectorised dot products and sums); no finite-math assumptions,
-    # so NaN and infinity propagate as in the separate ops.
-    fast = numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-
-    @fast
-    def attend(q, k, v, mask, scale, fill, zero, lowest, out):
-        # q (B, m, d), k (B, n, d), v (B, n, dv), out (B, m, dv); mask (1 or B, 1 or m,
-        # n) bool, its axes of length 1 broadcast. Each head's keys and values are read
-        # once for all m query rows (they come from memory: a step reads every layer's
-        # cache), and each loop is simple enough for LLVM to vectorise.
-        n, m, d, dv = k.shape[1], q.shape[1], q.shape[2], v.shape[2]
-        e = np.empty((m, n), q.dtype)
-        acc = np.empty((m, dv), q.dtype)
-        total = np.empty(m, q.dtype)
-        for b in range(q.shape[0]):
-            mb = b if mask.shape[0] > 1 else 0
-            for j in range(n):
-                for i in range(m):
-                    s = zero
-                    for t in range(d):
-                        s += q[b, i, t] * k[b, j, t]
-                    e[i, j] = s
-            for i in range(m):
-                mi = i if mask.shape[1] > 1 else 0
-                top = lowest
-                for j in range(n):
-                    s = e[i, j] * scale if mask[mb, mi, j] else fill
-                    e[i, j] = s
-                    top = s if s > top else top  # a NaN score makes the row NaN below
-                tot = zero
-                for j in range(n):
-                    w = exp(e[i, j] - top)
-                    e[i, j] = w
-                    tot += w
-                total[i] = tot
-            acc[:] = zero
-            for j in range(n):
-                for i in range(m):
-                    w = e[i, j]
-                    for t in range(dv):
-                        acc[i, t] += w * v[b, j, t]
-            for i in range(m):
-                for t in range(dv):  # the softmax's division, once per value instead
-                    out[b, i, t] = acc[i, t] / total[i]
-
-    return attend
+    return _attention_kernel.attend
 
 
 def _compiled(kernel: Any, dtype: np.dtype) -> Any:

@@ -104,10 +104,10 @@ def test_serial_and_parallel_loops_give_the_same_bits():
     serial, parallel = _q8_dot._loops("Q4_1")
     offsets = np.array([0, 700], np.int64)
     want = np.empty((2, 790), np.float32)
-    serial(x, blocks, want, offsets, 1)
+    serial(x, blocks, 0, 20, want, offsets, 1)
     for n_chunks in (2, 3, 7):
         got = np.full_like(want, 7.0)
-        parallel(x, blocks, got, offsets, n_chunks)
+        parallel(x, blocks, 0, 20, got, offsets, n_chunks)
         np.testing.assert_array_equal(got, want)
 
 

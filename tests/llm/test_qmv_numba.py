@@ -92,3 +92,39 @@ def test_the_numba_dequantizer_equals_the_numpy_kernel_to_the_bit(qtype):
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, want)
     assert _qmv_numba.dequantize("Q4_K") is None
+
+
+def test_the_compiled_products_load_from_numbas_disk_cache_in_a_second_process(tmp_path):
+    # Defined inside functions, these loops kept the functions they call in closures that
+    # numba's cache never matched: every process compiled them again (15-20 s).
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import numpy as np, fgrad
+        from fgrad.llm import _q8_dot, _q8_kernels, _qmv_kernels, _qmv_numba, quants
+        from fgrad.nn import dot_product_attention
+        from fgrad.transforms import _attention_kernel
+        fgrad.config.cpu_compile = True
+        b = quants.random_blocks(np.random.default_rng(0), "Q4_1", 64 * 2).reshape(64, 2, 20)
+        x = np.ones((1, 64), np.float32)
+        _qmv_numba.matvec("Q4_1")(x, (b,))
+        _qmv_numba.dequantize("Q4_1")(b)
+        kernels = [_qmv_kernels.q4_1_serial, _qmv_kernels.dequantize_q4_1]
+        if _q8_dot.available():
+            _q8_dot.matvec("Q4_1")(x, (b,))
+            kernels.append(_q8_kernels.serial)
+        q = np.ones((1, 3, 16), np.float32)
+        fgrad.jit(lambda q: dot_product_attention(q, q, q))(q)
+        kernels.append(_attention_kernel.attend)
+        print(sum(sum(k.stats.cache_hits.values()) for k in kernels), len(kernels))
+    """)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "PYTHONPATH": os.getcwd()}
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, timeout=300) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    (hits0, n), (hits1, _) = (map(int, run.stdout.split()) for run in runs)
+    assert hits0 == 0 and hits1 == n, [run.stdout for run in runs]

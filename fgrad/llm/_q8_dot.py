@@ -20,8 +20,8 @@ weight to a float): 0.08 against 0.21 ns a weight for a Q4_1 matrix on one Zen 3
   ``vpmaddubsw(|q|, sign(q) q_a)``, llama.cpp's trick for two signed operands (at most
   ``2 * 128 * 127``).
 * The row loop is LLVM IR written here (:func:`_row_function`), called through a numba
-  intrinsic (:mod:`fgrad.llm._q8_kernels`, with the loops around it): numba has no vector types, and LLVM does not find ``vpmaddubsw`` in scalar
-  code. Each block's eight sums stay in a vector register across the row, summed once at
+  intrinsic (:mod:`fgrad.llm._q8_kernels`, with the loops around it): numba has no
+  vector types, and LLVM does not find ``vpmaddubsw`` in scalar code. Each block's eight sums stay in a vector register across the row, summed once at
   the end. Threads as in :mod:`fgrad.llm._qmv_numba`: one chunk of every matrix per
   thread, the same loop either way, chosen by :mod:`fgrad.transforms.numba_threads`.
 
@@ -146,23 +146,6 @@ def _row_function(module: Any, qtype: str) -> Any:
 
 
 @functools.cache
-def _quantizer() -> Callable:
-    """``quantize(x, qa, da, sa)``: the rows of float32 ``x`` as int8 blocks (module
-    docstring), in plain IEEE arithmetic as :func:`fgrad.llm.quants.q8_roundtrip`."""
-    from fgrad.llm import _q8_kernels
-
-    return _q8_kernels.quantize
-
-
-def _loops(qtype: str) -> tuple[Callable, Callable]:
-    """The ``(serial, parallel)`` loops ``f(x, blocks, kind, nbytes, out, offsets,
-    n_chunks)`` (:mod:`fgrad.llm._q8_kernels`)."""
-    from fgrad.llm import _q8_kernels
-
-    return _q8_kernels.serial, _q8_kernels.parallel
-
-
-@functools.cache
 def roundtrip() -> Callable | None:
     """``f(x) -> x`` rounded as :func:`fgrad.llm.quants.q8_roundtrip` (to the bit), for a
     2-D float32 ``x``: one compiled pass instead of numpy's dozen (a prefill's activations
@@ -195,10 +178,11 @@ def matvec(qtype: str) -> Callable | None:
     """
     if qtype not in QTYPES or not available():
         return None
+    from fgrad.llm import _q8_kernels
     from fgrad.llm._qmv_numba import side_by_side
 
-    kind = (QTYPES.index(qtype), _BYTES[qtype])
-    return side_by_side(*_loops(qtype), lambda blocks: kind)
+    kind = (QTYPES.index(qtype), _BYTES[qtype])  # _q8_kernels' kind and nbytes
+    return side_by_side(_q8_kernels.serial, _q8_kernels.parallel, lambda blocks: kind)
 
 
 def __dir__() -> list[str]:

@@ -48,27 +48,6 @@ MAX_ROWS = 16  # beyond a few rows the chunked float32 matmul (BLAS) wins
 PARALLEL_MIN = 1 << 17  # weights: below this a parallel region's start costs more than it saves
 
 
-def _q4_1(numba: Any, np: Any) -> tuple[Callable, Callable]:  # noqa: ARG001
-    """The Q4_1 product's ``(serial, parallel)`` loops (:mod:`fgrad.llm._qmv_kernels`)."""
-    from fgrad.llm import _qmv_kernels as k
-
-    return k.q4_1_serial, k.q4_1_parallel
-
-
-def _q8_0(numba: Any, np: Any) -> tuple[Callable, Callable]:  # noqa: ARG001
-    """The Q8_0 product's ``(serial, parallel)`` loops."""
-    from fgrad.llm import _qmv_kernels as k
-
-    return k.q8_0_serial, k.q8_0_parallel
-
-
-def _dequantizers(numba: Any, np: Any) -> dict:  # noqa: ARG001
-    """``{qtype: f(blocks, h16, out)}``: the dequantizing loops."""
-    from fgrad.llm import _qmv_kernels as k
-
-    return {"Q4_1": k.dequantize_q4_1, "Q8_0": k.dequantize_q8_0}
-
-
 @functools.cache
 def dequantize(qtype: str) -> Callable | None:
     """``f(blocks) -> (rows, in)`` float32 from the ``(rows, in // 32, bytes)`` uint8 blocks of
@@ -86,10 +65,11 @@ def dequantize(qtype: str) -> Callable | None:
     """
     if qtype not in ("Q4_1", "Q8_0") or not cpu_compile.available():
         return None
-    import numba
     import numpy as np
 
-    kernel = _dequantizers(numba, np)[qtype]
+    from fgrad.llm import _qmv_kernels as k
+
+    kernel = k.dequantize_q4_1 if qtype == "Q4_1" else k.dequantize_q8_0
 
     def run(blocks: Any) -> Any:
         blocks = np.ascontiguousarray(blocks)
@@ -121,11 +101,12 @@ def matvec(qtype: str) -> Callable | None:
     """
     if qtype not in ("Q4_1", "Q8_0") or not cpu_compile.available():
         return None
-    import numba
     import numpy as np
 
-    serial, parallel = (_q4_1 if qtype == "Q4_1" else _q8_0)(numba, np)
-    return side_by_side(serial, parallel, lambda blocks: (tuple(b.view(np.uint16) for b in blocks),))
+    from fgrad.llm import _qmv_kernels as k
+
+    loops = (k.q4_1_serial, k.q4_1_parallel) if qtype == "Q4_1" else (k.q8_0_serial, k.q8_0_parallel)
+    return side_by_side(*loops, lambda blocks: (tuple(b.view(np.uint16) for b in blocks),))
 
 
 def side_by_side(serial: Callable, parallel: Callable, views: Callable | None = None) -> Callable:

@@ -170,14 +170,6 @@ def _broadcasts(shape: tuple, to: tuple) -> bool:
     return all(a in (1, b) for a, b in zip(shape[::-1], to[::-1]))
 
 
-def _kernel(dtype: np.dtype) -> Callable:  # noqa: ARG001  (one loop for both dtypes)
-    """The numba loop (:mod:`fgrad.transforms._attention_kernel`; compiled per dtype on
-    first use, cached on disk)."""
-    from fgrad.transforms import _attention_kernel
-
-    return _attention_kernel.attend
-
-
 def _compiled(kernel: Any, dtype: np.dtype) -> Any:
     """``kernel`` compiled (or loaded from numba's disk cache) for ``dtype``'s
     C-contiguous arrays, so typing errors show here and not at the first call."""
@@ -230,7 +222,9 @@ def attention_kernel(group: AttentionGroup) -> Callable | None:
         return np.ascontiguousarray(np.broadcast_to(mask, scores)).reshape(batch, m, n)
 
     try:
-        kernel = _compiled(_kernel(dtype), dtype)
+        from fgrad.transforms import _attention_kernel
+
+        kernel = _compiled(_attention_kernel.attend, dtype)
     except Exception as err:  # noqa: BLE001  (numba's typing or lowering error)
         if config.log_compiles:
             _log.warning("jit: attention with scores %s%s (batch..., queries, keys) runs as "

@@ -72,7 +72,9 @@ def test_the_compiled_rounding_is_numpys_to_the_bit():
     qa = np.empty(x.shape, np.int8)
     da = np.empty((5, 4), np.float32)
     sa = np.empty_like(da)
-    _q8_dot._quantizer()(x, qa, da, sa)
+    from fgrad.llm import _q8_kernels
+
+    _q8_kernels.quantize(x, qa, da, sa)
     again = (qa.astype(np.float32).reshape(5, 4, 32) * da[..., None]).reshape(5, 128)
     np.testing.assert_array_equal(again, quants.q8_roundtrip(np, x))
     np.testing.assert_array_equal(sa, da * qa.reshape(5, 4, 32).sum(-1).astype(np.float32))
@@ -101,7 +103,9 @@ def test_serial_and_parallel_loops_give_the_same_bits():
     rng = np.random.default_rng(2)
     blocks = (_weight(rng, "Q4_1", 700, 576)[0], _weight(rng, "Q4_1", 90, 576)[0])
     x = rng.standard_normal((2, 576)).astype(np.float32)
-    serial, parallel = _q8_dot._loops("Q4_1")
+    from fgrad.llm import _q8_kernels
+
+    serial, parallel = _q8_kernels.serial, _q8_kernels.parallel
     offsets = np.array([0, 700], np.int64)
     want = np.empty((2, 790), np.float32)
     serial(x, blocks, 0, 20, want, offsets, 1)
@@ -153,6 +157,12 @@ def test_derivatives_are_the_straight_through_ones_under_every_transform():
     for ws in (rounded, plain):
         (_, tangent) = fgrad.jvp(lambda x, ws=ws: linear_many(x, ws)[0], (x,), (t,))
         np.testing.assert_allclose(np.asarray(tangent), np.asarray(linear(t, plain[0])), rtol=2e-6, atol=1e-5)
+    (_, tangent) = fgrad.jvp(fgrad.jit(lambda x: linear_many(x, rounded)[0]), (x,), (t,))
+    np.testing.assert_allclose(np.asarray(tangent), np.asarray(linear(t, plain[0])), rtol=2e-6, atol=1e-5)
+    per_row = fgrad.vmap(fgrad.grad(lambda x: fnp.sum(linear(x, rounded[0]) * cq[0])))(x)
+    _close(np.asarray(per_row), np.asarray(fgrad.grad(lambda x: fnp.sum(linear(x, plain[0]) * cq[0]))(x)), rtol=1e-5)
+    of_vmap = fgrad.grad(lambda x: fnp.sum(fgrad.vmap(lambda r: linear(r, rounded[0]))(x) * cq))(x)
+    _close(np.asarray(of_vmap), np.asarray(fgrad.grad(lambda x: fnp.sum(linear(x, plain[0]) * cq))(x)), rtol=1e-5)
     batched = fgrad.vmap(lambda x: linear(x, rounded[0]))(x[:, None, :])
     _close(np.asarray(batched)[:, 0], np.asarray(linear(x, rounded[0])))
     jitted = fgrad.jit(lambda x: linear_many(x, rounded))(x)
@@ -168,6 +178,9 @@ def test_bad_act_quant_is_a_clear_error():
                          transpose=True, act_quant=True)
     with pytest.raises(TypeError, match="act_quant must be a bool"):
         quantized_matmul(x, blocks, qtype="Q4_1", shape=(3, 64), act_quant=1)
+    with pytest.raises(ValueError, match="transpose=False"):  # the same under jit
+        fgrad.jit(lambda y: quantized_matmul(y, blocks, qtype="Q4_1", shape=(3, 64), transpose=True,
+                                             act_quant=True))(np.ones((1, 3), np.float32))
     with pytest.raises(TypeError, match="act_quant must be a bool"):
         QuantizedWeight(blocks, "Q4_1", (3, 64), act_quant="yes")
     with pytest.raises(ValueError, match="blocks of 32"):

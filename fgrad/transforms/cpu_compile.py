@@ -148,10 +148,11 @@ def _index_text(index: Any) -> str:
 class _Lowering:
     """Source lines for a graph's nodes, with names for its values."""
 
-    def __init__(self, graph: Graph, names: dict[int, str], arrays: list):
+    def __init__(self, graph: Graph, names: dict[int, str], arrays: list, header: set):
         self.graph = graph
         self.names = names
         self.arrays = arrays  # array constants, passed in as arguments
+        self.header = header  # module-level lines (the fused math functions called)
         self.lines: list[str] = []
 
     def ref(self, v: Any, dtype: Any) -> str:
@@ -179,6 +180,8 @@ class _Lowering:
 
     def node(self, node: Any) -> None:
         op, ins, params, outs = node.op, node.inputs, node.params, node.outputs
+        if isinstance(getattr(op, "kernel", None), _Inline):  # fusion's Node of a group
+            return self._group(op.kernel.group, ins, outs)
         out = outs[0]
         dt = out.aval.dtype
         if any(np.dtype(getattr(getattr(v, "aval", None), "dtype", "f8")).kind == "c" for v in (*ins, out)):
@@ -270,6 +273,44 @@ class _Lowering:
         if op is s.split:
             return self._split(ins[0], outs, params)
         raise Unsupported(f"op {op.name!r}")
+
+    def _group(self, group: Any, ins: list, outs: list) -> None:
+        """An elementwise group (``fusion.ElementwiseGroup``) as one loop nest over its
+        shape: each element's steps in scalars, only the values read after the group
+        written to arrays (see :func:`_inline_groups`)."""
+        from fgrad.transforms.fusion_numba import _Emitter
+
+        shape = tuple(group.shape)
+        nd, tag = len(shape), self.names[id(outs[0])]
+        index = [f"i{d}_{tag}" for d in range(nd)]
+        reads, loads = [], []
+        for k, x in enumerate(ins):
+            ref = self.ref(x, x.aval.dtype if isinstance(x, Var) else x.dtype)
+            have = tuple(x.aval.shape if isinstance(x, Var) else x.shape)
+            if have == ():
+                reads.append(ref)
+                continue
+            lead = nd - len(have)  # broadcasting aligns the trailing axes
+            sub = ["0" if n == 1 and shape[lead + d] != 1 else index[lead + d] for d, n in enumerate(have)]
+            reads.append(f"x{k}_{tag}")
+            loads.append(f"x{k}_{tag} = {ref}[{', '.join(sub)}]")
+        em = _Emitter(group, prefix=f"{tag}_", inputs=reads)
+        try:
+            steps = em.steps()
+        except ValueError as err:
+            raise Unsupported(str(err)) from None
+        self.header.update(em.header())
+        self.lines += em.const_lines
+        writes = []
+        for o, result in zip(outs, group.results):
+            self.lines.append(f"{self.names[id(o)]} = np.empty({shape!r}, {_dtype_name(o.aval.dtype)})")
+            writes.append(f"{self.names[id(o)]}[{', '.join(index)}] = {tag}_v{result[1]}")
+        ind = ""
+        for d in range(nd):
+            self.lines.append(f"{ind}for {index[d]} in range({shape[d]}):")
+            ind += "    "
+        self.lines += [ind + line for line in loads + steps + writes]
+        return None
 
     def _where(self, cond: str, a: str, b: str, out: Var) -> str:
         """``a`` where ``cond`` else ``b``: a conditional for 0-d values, else np.where."""
@@ -429,7 +470,8 @@ def _scan_source(graph: Graph, n_consts: int, n_carry: int, length: int, reverse
     """The source of ``_loop(consts..., carry..., xs..., array constants...)``."""
     n_xs = len(graph.invars) - n_consts - n_carry
     arrays: list = []
-    body_lines, outs = _lower_body(graph, [f"in{i}" for i in range(len(graph.invars))], "v", arrays)
+    header: set = set()
+    body_lines, outs = _lower_body(graph, [f"in{i}" for i in range(len(graph.invars))], "v", arrays, header)
     carry_in = [f"in{n_consts + i}" for i in range(n_carry)]
     y_vars = graph.outvars[n_carry:]
     params = [f"p{i}" for i in range(n_consts + n_carry)] + [f"xs{j}" for j in range(n_xs)]
@@ -451,17 +493,42 @@ def _scan_source(graph: Graph, n_consts: int, n_carry: int, length: int, reverse
         lines.append(f"        {carry_in[i]} = {_value(graph.invars[n_consts + i].aval, outs[i])}")
     ret = carry_in + [f"ys{j}" for j in range(len(y_vars))]
     lines.append(f"    return ({', '.join(ret)},)")
-    return "\n".join(lines) + "\n", arrays
+    return "\n".join(sorted(header) + lines) + "\n", arrays
 
 
-def _lower_body(graph: Graph, inputs: list[str], prefix: str, arrays: list) -> tuple[list[str], list[str]]:
+class _Inline:
+    """The kernel of a fused Node in a loop body: its group, written inline."""
+
+    __slots__ = ("group",)
+
+    def __init__(self, group: Any):
+        self.group = group
+
+
+def _inline_groups(graph: Graph) -> Graph:
+    """``graph`` with each of ``fusion.elementwise_groups`` over arrays as one Node, so
+    that the body computes it as one loop nest in scalars. Written op by op, each array
+    op allocates its result; a 64-element RK4 state's gradient step is ~100 such ops, and
+    their allocations (~50 ns each) and passes were most of the compiled loop's time."""
+    from fgrad.transforms import fusion
+
+    def mark(group: Any) -> _Inline | None:
+        return _Inline(group) if group.shape != () else None  # 0-d values are scalars already
+
+    return fusion.fuse_graph(graph, mark, min_size=1, name="inline_loop")
+
+
+def _lower_body(
+    graph: Graph, inputs: list[str], prefix: str, arrays: list, header: set
+) -> tuple[list[str], list[str]]:
     """The lines computing ``graph`` from variables ``inputs`` (one per input Var), and
     the names of its outputs; ``prefix`` keeps two graphs' names apart."""
+    graph = _inline_groups(graph)
     names = {id(v): n for v, n in zip(graph.invars, inputs)}
     for k, node in enumerate(graph.nodes):
         for j, o in enumerate(node.outputs):
             names[id(o)] = f"{prefix}{k}_{j}"
-    low = _Lowering(graph, names, arrays)
+    low = _Lowering(graph, names, arrays, header)
     for node in graph.nodes:
         low.node(node)
     if not all(isinstance(o, Var) for o in graph.outvars):
@@ -473,11 +540,12 @@ def _while_source(cond: Graph, body: Graph, n_cond: int, n_body: int) -> tuple[s
     """The source of ``_loop(cond consts..., body consts..., carry..., array constants...)``."""
     n_carry = len(body.invars) - n_body
     arrays: list = []
+    header: set = set()
     cc = [f"cc{i}" for i in range(n_cond)]
     bc = [f"bc{i}" for i in range(n_body)]
     carry = [f"carry{i}" for i in range(n_carry)]
-    cond_lines, (pred,) = _lower_body(cond, cc + carry, "u", arrays)
-    body_lines, outs = _lower_body(body, bc + carry, "v", arrays)
+    cond_lines, (pred,) = _lower_body(cond, cc + carry, "u", arrays, header)
+    body_lines, outs = _lower_body(body, bc + carry, "v", arrays, header)
     params = [f"p{i}" for i in range(n_cond + n_body + n_carry)] + [f"k{i}" for i in range(len(arrays))]
     lines = [f"def _loop({', '.join(params)}):"]
     avals = list(cond.invars[:n_cond]) + list(body.invars[:n_body]) + list(body.invars[n_body:])
@@ -491,7 +559,7 @@ def _while_source(cond: Graph, body: Graph, n_cond: int, n_body: int) -> tuple[s
     for name, out, v in zip(carry, outs, body.invars[n_body:]):
         lines.append(f"        {name} = {_value(v.aval, out)}")
     lines.append(f"    return ({', '.join(carry)},)")
-    return "\n".join(lines) + "\n", arrays
+    return "\n".join(sorted(header) + lines) + "\n", arrays
 
 
 def _value(aval: Any, expr: str, zero_d: bool = False) -> str:
@@ -515,8 +583,13 @@ def _cache_dir() -> str:
 def _load(source: str) -> Callable:
     """``_loop`` of ``source``, compiled by numba (from its disk cache when it has one)."""
     # error_model="numpy": x / 0 gives inf or NaN as numpy does, not ZeroDivisionError
-    text = 'import numpy as np\nimport numba\n\n\n@numba.njit(cache=True, nogil=True, error_model="numpy")\n'
-    text += source
+    header, _, loop = source.partition("def _loop(")
+    text = "import math\nimport numpy as np\nimport numba\n"
+    if header:  # the fused groups' math functions, inlined: their digest keys the cache
+        from fgrad.transforms.fusion_numba import _MODULE_HEAD, _math_digest
+
+        text = f"# math {_math_digest()}\n{_MODULE_HEAD}{header}"
+    text += '\n\n@numba.njit(cache=True, nogil=True, error_model="numpy")\ndef _loop(' + loop
     return load_module(text, "fgrad_loop")._loop
 
 

@@ -69,7 +69,9 @@ def test_float32_carry_reverse_scan_and_stacked_outputs(compiled):
     got, want = _both(fgrad.jit(f), c0, xs)
     for g, w in zip(fgrad.tree.leaves(got), fgrad.tree.leaves(want)):
         assert g.dtype == w.dtype and g.shape == w.shape
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-7)
+        # the loop's tanh is the fused kernels' (a few ulp from numpy's), and the carry
+        # sums terms of both signs near 1: its error is absolute, an ulp of 1
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-7, atol=3e-7)
     assert any("compiled loop body" in r.getMessage() for r in compiled.records)
 
 

@@ -7,7 +7,10 @@ for every op of every step, far more than the arithmetic. Where numba is install
 kernel lowers its body graph to Python source over numba-typed values — 0-d values as
 scalars, arrays as arrays, numpy calls numba compiles natively — and compiles the whole loop
 with ``numba.njit``: the carry stays in native values from step to step. The reverse-mode
-loops of a scan's gradient are scans too, so they compile the same way.
+loops of a scan's gradient are scans too, so they compile the same way. Each of the
+body's ``fusion.elementwise_groups`` over arrays is written as one loop nest in scalars
+(the fused kernels' expressions, ``fusion_numba._Emitter``), so that it allocates only the
+arrays read after it.
 
 Nothing is guessed: a body holding an op without a lowering here, or one numba cannot
 type, falls back to the numpy loop for that scan (``config.log_compiles`` says which op,

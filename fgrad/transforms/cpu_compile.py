@@ -67,12 +67,13 @@ class _DoesNotPay(Exception):
     """The body lowers, but its numpy loop is as fast (the message says why)."""
 
 
-MAX_ARRAY = 2048
+MAX_ARRAY = 1 << 16
 """The most elements of a value (other than a matrix product's) in a body worth compiling:
-past it each op's numpy loop amortises its call, while numba's array code allocates a
-temporary per op and calls scalar libm for exp and tanh. Measured (one thread, process
-time): an LSTM step's (32, 512) gates ran 2x slower compiled than as numpy calls (the
-100-step scan 40 against 20 ms), where a 64-element RK4 state runs 8-10x faster."""
+past it each op's numpy loop amortises its call. Measured (one thread, process time), an
+LSTM over 100 steps with (32, 512) gates: compiled 0.74x the numpy floor forward and 1.38x
+for value_and_grad, against 0.89x and 1.66x as numpy calls; before elementwise groups were
+written as loop nests (each op an allocated array, scalar libm for exp and tanh) the
+compiled loops took twice the numpy calls' time, and the limit was 2048."""
 
 
 def _check_pays(graph: Graph) -> None:

@@ -215,7 +215,7 @@ def test_a_larger_product_in_a_loop_stays_a_blas_call(compiled, tmp_path):
 
 
 def test_a_body_of_large_arrays_stays_numpy_and_says_why(compiled):
-    # numpy's loops are as fast on large arrays (an LSTM's gates); compiling would lose
+    # past MAX_ARRAY elements numpy's loops amortise their calls; compiling would not pay
     f = fgrad.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: fnp.tanh(c) * 0.5, x))
     x = fnp.ones(cpu_compile.MAX_ARRAY + 1)
     np.testing.assert_allclose(np.asarray(f(x)), np.tanh(np.tanh(np.tanh(np.ones(x.shape[0])) * 0.5) * 0.5) * 0.5)
@@ -250,3 +250,31 @@ def test_a_half_power_in_a_loop_is_numpys_sqrt(compiled):
         want = np.asarray(x) ** 0.5
     np.testing.assert_array_equal(got, want)  # nan, -0.0, 2.0, nan
     assert np.signbit(got[1])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_bodys_elementwise_chains_are_loop_nests_with_numpys_values(compiled, tmp_path, dtype):
+    # broadcast reads (a bias row, a column, a 0-d carry), a constant array, a comparison
+    # feeding where, exp/tanh/sigmoid (the fused kernels' math) and a value read twice
+    bias = fnp.asarray(np.linspace(-1.0, 1.0, 8), dtype=dtype)
+    table = np.linspace(0.5, 1.5, 24).reshape(3, 8).astype(dtype)
+
+    def step(carry, x):
+        h, s = carry
+        z = fnp.tanh(h * 0.9 + bias) + fnp.reshape(x, (3, 1)) * table
+        g = fgrad.nn.sigmoid(z) * fnp.exp(-fnp.abs(z))
+        h = fnp.where(z > 0.1, g, -g) + s
+        return (h, s * 0.5 + fnp.sum(h) * 1e-3), fnp.sum(g, axis=1)
+
+    h0 = fnp.asarray(np.linspace(-2.0, 2.0, 24).reshape(3, 8), dtype=dtype)
+    xs = fnp.asarray(np.linspace(-1.0, 1.0, 15).reshape(5, 3), dtype=dtype)
+    f = fgrad.jit(lambda h0, xs: lax.scan(step, (h0, fnp.asarray(0.25, dtype=dtype)), xs))
+    got, want = _both(f, h0, xs)
+    tol = 1e-5 if dtype == "float32" else 1e-13
+    for g, w in zip(fgrad.tree.leaves(got), fgrad.tree.leaves(want)):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
+    source = "".join(m.read_text() for m in (tmp_path / "numba").glob("fgrad_loop_*.py"))
+    assert "for i1_" in source and "np.tanh(" not in source and "_math[('tanh'" in source
+    # the group's intermediates are scalars: only the values read after it are arrays
+    assert source.count("np.empty((3, 8)") <= 2, source

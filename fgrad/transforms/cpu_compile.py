@@ -301,8 +301,12 @@ class _Lowering:
         em = _Emitter(group, prefix=f"{tag}_", inputs=reads)
         try:
             steps = em.steps()
-        except ValueError as err:
-            raise Unsupported(str(err)) from None
+        except ValueError:  # an expression numba's emitter does not write: op by op
+            for k, node in enumerate(group.nodes):
+                for j, o in enumerate(node.outputs):
+                    self.names.setdefault(id(o), f"{tag}_n{k}_{j}")
+                self.node(node)
+            return None
         self.header.update(em.header())
         self.lines += em.const_lines
         writes = []

@@ -278,3 +278,17 @@ def test_a_bodys_elementwise_chains_are_loop_nests_with_numpys_values(compiled, 
     assert "for i1_" in source and "np.tanh(" not in source and "_math[('tanh'" in source
     # the group's intermediates are scalars: only the values read after it are arrays
     assert source.count("np.empty((3, 8)") <= 2, source
+
+
+def test_a_group_the_emitter_cannot_write_is_lowered_op_by_op(compiled, monkeypatch):
+    from fgrad.transforms import fusion_numba
+
+    def refuse(self):
+        raise ValueError("render_numba: no numba rendering for a test")
+
+    monkeypatch.setattr(fusion_numba._Emitter, "steps", refuse)
+    x = fnp.asarray(np.linspace(-1.0, 1.0, 6))
+    f = fgrad.jit(lambda x: lax.fori_loop(0, 4, lambda i, c: fnp.tanh(c * 0.5 + 1.0) * 2.0, x))
+    got, want = _both(f, x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-14)
+    assert any("compiled loop body" in r.getMessage() for r in compiled.records)

@@ -292,3 +292,18 @@ def test_a_group_the_emitter_cannot_write_is_lowered_op_by_op(compiled, monkeypa
     got, want = _both(f, x)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-14)
     assert any("compiled loop body" in r.getMessage() for r in compiled.records)
+
+
+def test_a_while_loop_over_arrays_writes_cond_and_body_chains_as_loop_nests(compiled, tmp_path):
+    # Newton's square roots of a vector: chains over arrays in both the predicate and the body
+    a = fnp.asarray(np.linspace(0.5, 9.0, 7))
+
+    def roots(a):
+        done = lambda x: fnp.sum(fnp.abs(fnp.exp(fnp.log(x * x)) - a) / a) > 1e-12
+        return lax.while_loop(done, lambda x: 0.5 * (x + a / x) + 0.0 * fnp.tanh(x), a)
+
+    got, want = _both(fgrad.jit(roots), a)
+    np.testing.assert_allclose(np.asarray(got), np.sqrt(np.asarray(a)), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
+    source = "".join(m.read_text() for m in (tmp_path / "numba").glob("fgrad_loop_*.py"))
+    assert "for i0_u" in source and "for i0_v" in source, source

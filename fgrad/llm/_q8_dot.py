@@ -21,8 +21,8 @@ weight to a float): 0.08 against 0.21 ns a weight for a Q4_1 matrix on one Zen 3
   ``2 * 128 * 127``).
 * The row loop is LLVM IR written here (:func:`_row_function`), called through a numba
   intrinsic (:mod:`fgrad.llm._q8_kernels`, with the loops around it): numba has no
-  vector types, and LLVM does not find ``vpmaddubsw`` in scalar code. Each block's eight sums stay in a vector register across the row, summed once at
-  the end. Threads as in :mod:`fgrad.llm._qmv_numba`: one chunk of every matrix per
+  vector types, and LLVM does not find ``vpmaddubsw`` in scalar code. Each block's eight
+  sums stay in a vector register across the row, summed once at the end. Threads as in :mod:`fgrad.llm._qmv_numba`: one chunk of every matrix per
   thread, the same loop either way, chosen by :mod:`fgrad.transforms.numba_threads`.
 
 Used where the CPU has AVX2 (LLVM's host features) and numba is installed; elsewhere the

@@ -592,11 +592,12 @@ def _load(source: str) -> Callable:
     """``_loop`` of ``source``, compiled by numba (from its disk cache when it has one)."""
     # error_model="numpy": x / 0 gives inf or NaN as numpy does, not ZeroDivisionError
     header, _, loop = source.partition("def _loop(")
-    text = "import math\nimport numpy as np\nimport numba\n"
     if header:  # the fused groups' math functions, inlined: their digest keys the cache
         from fgrad.transforms.fusion_numba import _MODULE_HEAD, _math_digest
 
         text = f"# math {_math_digest()}\n{_MODULE_HEAD}{header}"
+    else:
+        text = "import math\nimport numpy as np\nimport numba\n"
     text += '\n\n@numba.njit(cache=True, nogil=True, error_model="numpy")\ndef _loop(' + loop
     return load_module(text, "fgrad_loop")._loop
 
